@@ -1,1 +1,28 @@
-process.exit(0)
+// Generates src/metadata.ts with the @nestjs/swagger plugin's metadata generator. The plugin itself does
+// not run under @swc/jest, so both the build and the tests load this file instead
+// (SwaggerModule.loadPluginMetadata). The plugin reads only *.dto.ts and *.entity.ts files.
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+if (!existsSync(join(root, 'node_modules', '@nestjs', 'cli'))) process.exit(0);
+
+const { PluginMetadataGenerator } = await import('@nestjs/cli/lib/compiler/plugins/plugin-metadata-generator.js');
+const { ReadonlyVisitor } = await import('@nestjs/swagger/plugin');
+
+process.chdir(root);
+new PluginMetadataGenerator().generate({
+  visitors: [
+    new ReadonlyVisitor({
+      introspectComments: true,
+      classValidatorShim: true,
+      pathToSource: join(root, 'src'),
+      dtoFileNameSuffix: ['.dto.ts', '.entity.ts'],
+    }),
+  ],
+  outputDir: join(root, 'src'),
+  filename: 'metadata.ts',
+  tsconfigPath: 'tsconfig.build.json',
+  printDiagnostics: false,
+});

@@ -1,0 +1,113 @@
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/**
+ * Base of every error a service may throw on purpose. One filter (ProblemDetailsFilter) maps it to an
+ * RFC 9457 problem+json response; services never throw HTTP exceptions.
+ */
+export abstract class AppError extends Error {
+  abstract readonly status: number;
+  abstract readonly title: string;
+  readonly code: string;
+  /** Extra members of the problem document (e.g. errors[] for validation). */
+  readonly extensions: Record<string, unknown>;
+  /** Response headers the error implies (e.g. Retry-After). */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: string,
+    detail: string,
+    options: { extensions?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(detail, { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.extensions = options.extensions ?? {};
+    this.headers = options.headers ?? {};
+  }
+}
+
+export class ValidationError extends AppError {
+  readonly status = 400;
+  readonly title = 'Invalid request';
+  constructor(detail: string, errors: FieldError[] = [], code = 'validation_failed') {
+    super(code, detail, { extensions: { errors } });
+  }
+}
+
+export class UnauthenticatedError extends AppError {
+  readonly status = 401;
+  readonly title = 'Authentication required';
+  constructor(detail = 'A valid Bearer token is required.', code = 'unauthenticated') {
+    super(code, detail, { headers: { 'WWW-Authenticate': 'Bearer' } });
+  }
+}
+
+export class ForbiddenError extends AppError {
+  readonly status = 403;
+  readonly title = 'Forbidden';
+  constructor(detail = 'You are not allowed to do this.', code = 'forbidden') {
+    super(code, detail);
+  }
+}
+
+export class NotFoundError extends AppError {
+  readonly status = 404;
+  readonly title = 'Not found';
+  constructor(detail = 'The resource does not exist.', code = 'not_found') {
+    super(code, detail);
+  }
+}
+
+export class ConflictError extends AppError {
+  readonly status = 409;
+  readonly title = 'Conflict';
+  constructor(detail: string, code = 'conflict') {
+    super(code, detail);
+  }
+}
+
+export class InsufficientCreditsError extends AppError {
+  readonly status = 402;
+  readonly title = 'Insufficient credits';
+  constructor(detail = 'The credit balance does not cover this operation.', extensions: Record<string, unknown> = {}) {
+    super('insufficient_credits', detail, { extensions });
+  }
+}
+
+export class PayloadTooLargeError extends AppError {
+  readonly status = 413;
+  readonly title = 'Payload too large';
+  constructor(detail = 'The request body is too large.') {
+    super('payload_too_large', detail);
+  }
+}
+
+export class RateLimitedError extends AppError {
+  readonly status = 429;
+  readonly title = 'Too many requests';
+  constructor(retryAfterSeconds: number, detail = 'Rate limit exceeded.', headers: Record<string, string> = {}) {
+    const retryAfter = String(Math.max(1, Math.ceil(retryAfterSeconds)));
+    super('rate_limited', detail, { headers: { ...headers, 'Retry-After': retryAfter } });
+  }
+}
+
+/** An upstream provider answered badly (invalid or failed response). */
+export class BadGatewayError extends AppError {
+  readonly status = 502;
+  readonly title = 'Upstream provider error';
+  constructor(detail: string, code = 'upstream_error', cause?: unknown) {
+    super(code, detail, { cause });
+  }
+}
+
+/** A store or provider we depend on is unavailable; the client may retry. */
+export class DependencyError extends AppError {
+  readonly status = 503;
+  readonly title = 'Service unavailable';
+  constructor(detail: string, code = 'dependency_unavailable', cause?: unknown) {
+    super(code, detail, { cause, headers: { 'Retry-After': '5' } });
+  }
+}

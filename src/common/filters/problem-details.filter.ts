@@ -1,0 +1,122 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { AppError, DependencyError, NotFoundError } from '../errors/app-error.js';
+import { isDependencyFailure } from '../errors/dependency-failure.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  request_id: string | undefined;
+  [extension: string]: unknown;
+}
+
+const TITLES: Record<number, [string, string]> = {
+  400: ['Invalid request', 'bad_request'],
+  401: ['Authentication required', 'unauthenticated'],
+  403: ['Forbidden', 'forbidden'],
+  404: ['Not found', 'not_found'],
+  405: ['Method not allowed', 'method_not_allowed'],
+  406: ['Not acceptable', 'not_acceptable'],
+  408: ['Request timeout', 'request_timeout'],
+  409: ['Conflict', 'conflict'],
+  413: ['Payload too large', 'payload_too_large'],
+  415: ['Unsupported media type', 'unsupported_media_type'],
+  422: ['Unprocessable content', 'unprocessable'],
+  429: ['Too many requests', 'rate_limited'],
+  500: ['Internal server error', 'internal_error'],
+  502: ['Upstream provider error', 'upstream_error'],
+  503: ['Service unavailable', 'dependency_unavailable'],
+};
+
+export const problemType = (code: string): string => `urn:problem:${code}`;
+
+export function buildProblem(
+  status: number,
+  detail: string,
+  requestId: string | undefined,
+  overrides: { title?: string; code?: string; extensions?: Record<string, unknown> } = {},
+): ProblemDocument {
+  const [title, code] = TITLES[status] ?? (status >= 500 ? TITLES[500] : ['Request failed', 'request_failed']);
+  const finalCode = overrides.code ?? code;
+  return {
+    type: problemType(finalCode),
+    title: overrides.title ?? title,
+    status,
+    detail,
+    code: finalCode,
+    request_id: requestId,
+    ...(overrides.extensions ?? {}),
+  };
+}
+
+export function sendProblem(res: Response, problem: ProblemDocument, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
+}
+
+/** Translates anything thrown while handling a request into problem+json; internals never leak. */
+export function toProblem(error: unknown, requestId: string | undefined): {
+  problem: ProblemDocument;
+  headers: Record<string, string>;
+} {
+  if (isDependencyFailure(error) && !(error instanceof AppError)) {
+    error = new DependencyError('A backing service is unavailable. Try again shortly.', 'dependency_unavailable', error);
+  }
+  if (error instanceof AppError) {
+    return {
+      problem: buildProblem(error.status, error.message, requestId, {
+        title: error.title,
+        code: error.code,
+        extensions: error.extensions,
+      }),
+      headers: error.headers,
+    };
+  }
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const body = error.getResponse();
+    let detail = typeof body === 'string' ? body : ((body as { message?: unknown }).message ?? error.message);
+    if (Array.isArray(detail)) detail = detail.join('; ');
+    if (status === 404) detail = new NotFoundError('No route or resource matches this request.').message;
+    return { problem: buildProblem(status, status >= 500 ? 'Internal server error.' : String(detail), requestId), headers: {} };
+  }
+  // body-parser and other Express-level errors carry a status/statusCode and an `expose` flag.
+  const httpish = error as { status?: number; statusCode?: number; expose?: boolean; type?: string; message?: string };
+  const status = httpish?.status ?? httpish?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500 && httpish.expose !== false) {
+    const detail =
+      httpish.type === 'entity.parse.failed'
+        ? 'The request body is not valid JSON.'
+        : httpish.type === 'entity.too.large'
+          ? 'The request body is too large.'
+          : (httpish.message ?? 'Bad request.');
+    return { problem: buildProblem(status, detail, requestId), headers: {} };
+  }
+  return { problem: buildProblem(500, 'An unexpected error occurred.', requestId), headers: {} };
+}
+
+@Catch()
+export class ProblemDetailsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Exceptions');
+
+  catch(error: unknown, host: ArgumentsHost): void {
+    if (host.getType() !== 'http') throw error;
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request & { id?: string }>();
+    const res = ctx.getResponse<Response>();
+    const { problem, headers } = toProblem(error, req.id);
+    if (problem.status >= 500) {
+      this.logger.error(
+        { err: error, request_id: req.id, status: problem.status, code: problem.code },
+        'request failed',
+      );
+    }
+    sendProblem(res, problem, headers);
+  }
+}

@@ -1,0 +1,37 @@
+import type { Params } from 'nestjs-pino';
+import type { DestinationStream } from 'pino';
+import type { AppConfig } from '../../config/app-config.js';
+
+const QUIET_PATHS = new Set(['/health', '/health/ready', '/status', '/metrics']);
+
+/**
+ * Structured JSON logs. Requests are logged as method, path (never the query string: the unsubscribe
+ * token travels there), status and timing. Headers, bodies, tokens and secrets are never logged.
+ */
+export function loggerOptions(config: AppConfig, stream?: DestinationStream): Params {
+  return {
+    pinoHttp: [
+      {
+        level: config.logLevel,
+        base: { service: config.project.projectSlug, env: config.env },
+        genReqId: (req) => (req as { id?: string }).id ?? 'unknown',
+        autoLogging: { ignore: (req) => QUIET_PATHS.has((req.url ?? '').split('?')[0]) },
+        serializers: {
+          req: (req: { id?: string; method?: string; url?: string }) => ({
+            id: req.id,
+            method: req.method,
+            path: (req.url ?? '').split('?')[0],
+          }),
+          res: (res: { statusCode?: number }) => ({ status: res.statusCode }),
+          err: (err: Error & { code?: unknown }) => ({ type: err.name, message: err.message, code: err.code, stack: err.stack }),
+        },
+        redact: {
+          paths: ['req.headers.authorization', 'req.headers.cookie', '*.authorization', '*.password', '*.secret', '*.token'],
+          censor: '[redacted]',
+        },
+        customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'info'),
+      },
+      ...(stream ? [stream] : []),
+    ] as Params['pinoHttp'],
+  };
+}

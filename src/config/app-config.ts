@@ -1,0 +1,57 @@
+import type { ProjectConfig } from './project.config.js';
+
+export type AppEnv = 'development' | 'test' | 'staging' | 'production';
+
+/**
+ * The validated configuration, parsed once at boot (env.ts). A class so that Nest can inject it by type;
+ * its instances are plain objects built by loadConfig.
+ */
+export abstract class AppConfig {
+  declare env: AppEnv;
+  /** staging and production */
+  declare deployed: boolean;
+  declare port: number;
+  declare workerPort: number;
+  /** Prometheus endpoint of the API process; 0 disables it. Never served on the public port. */
+  declare metricsPort: number;
+  declare logLevel: string;
+  declare project: ProjectConfig;
+  declare corsOrigins: string[];
+  declare database: { url: string; poolSize: number; statementTimeoutMs: number };
+  declare redis: { url: string; keyPrefix: string };
+  declare vectorStoreUrl: string | null;
+  declare identity: {
+    jwksUrl: string | null;
+    issuer: string | null;
+    audience: string | null;
+    authorizedParties: string[];
+    webhookSecret: string | null;
+  };
+  declare billing: {
+    webhookSecret: string | null;
+    apiUrl: string;
+    apiKey: string | null;
+    checkoutTokenTtlSeconds: number;
+    /** past_due / paused subscriptions are downgraded this long after their period end. */
+    lapseGraceDays: number;
+  };
+  declare email: {
+    provider: 'console' | 'resend';
+    apiUrl: string;
+    apiKey: string | null;
+    from: string;
+    unsubscribeSecret: string | null;
+    publicBaseUrl: string;
+    /** Client-side ceiling on provider requests per second, shared by all workers through Redis. */
+    maxRequestsPerSecond: number;
+    disposableListUrl: string | null;
+  };
+  declare llm: { baseUrl: string; apiKey: string | null; model: string };
+  declare http: { timeoutMs: number; maxAttempts: number };
+  declare health: {
+    checkTimeoutMs: number;
+    degradedMs: { database: number; redis: number; chromadb: number };
+  };
+  declare retention: { webhookArchiveDays: number; processedWebhookDays: number; accountDeletionGraceDays: number };
+  declare testing: boolean;
+}

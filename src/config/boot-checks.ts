@@ -1,0 +1,80 @@
+import type { AppConfig } from './app-config.js';
+import { DEV_BILLING_WEBHOOK_SECRET, DEV_IDENTITY_WEBHOOK_SECRET, DEV_UNSUBSCRIBE_SECRET } from './env.js';
+
+export type BootCheckName = 'project_config' | 'secrets' | 'cors_origins' | 'database' | 'redis';
+
+export interface BootRefusal {
+  check: BootCheckName;
+  reason: string;
+}
+
+export interface BootProbes {
+  database: () => Promise<void>;
+  redis: () => Promise<void>;
+}
+
+const MIN_KEY_BYTES = 32;
+
+/** Bytes of the HMAC key behind a Standard Webhooks secret (`whsec_<base64>`), or of a raw secret. */
+export function hmacKeyBytes(secret: string): number {
+  if (secret.startsWith('whsec_')) return Buffer.from(secret.slice('whsec_'.length), 'base64').length;
+  return Buffer.byteLength(secret, 'utf8');
+}
+
+function secretsProblem(config: AppConfig): string | null {
+  const unsubscribe = config.email.unsubscribeSecret;
+  if (!unsubscribe || unsubscribe.length < MIN_KEY_BYTES) {
+    return `EMAIL_UNSUBSCRIBE_SECRET is unset or shorter than ${MIN_KEY_BYTES} characters`;
+  }
+  const keys: [string, string | null][] = [
+    ['IDENTITY_WEBHOOK_SECRET', config.identity.webhookSecret],
+    ['BILLING_WEBHOOK_SECRET', config.billing.webhookSecret],
+    ['EMAIL_UNSUBSCRIBE_SECRET', unsubscribe],
+  ];
+  for (const [name, value] of keys) {
+    if (!value || hmacKeyBytes(value) < MIN_KEY_BYTES) return `${name} is unset or shorter than ${MIN_KEY_BYTES} bytes`;
+    if ([DEV_IDENTITY_WEBHOOK_SECRET, DEV_BILLING_WEBHOOK_SECRET, DEV_UNSUBSCRIBE_SECRET].includes(value)) {
+      return `${name} is the public development default`;
+    }
+  }
+  if (config.testing && config.deployed) return 'TESTING=1 is set in a deployed environment';
+  return null;
+}
+
+function isLocalOrigin(origin: string): boolean {
+  try {
+    const host = new URL(origin).hostname;
+    return host === 'localhost' || host.endsWith('.localhost') || host === '127.0.0.1' || host === '[::1]';
+  } catch {
+    return /localhost|127\.0\.0\.1/i.test(origin);
+  }
+}
+
+/**
+ * The spec's boot refusals, in its order, stopping at the first. They apply outside development and
+ * test only. The static checks run before any connection is attempted.
+ */
+export async function runBootChecks(config: AppConfig, probes: BootProbes): Promise<BootRefusal | null> {
+  if (config.env === 'development' || config.env === 'test') return null;
+
+  if (config.project.companyLegalName.trim().toUpperCase() === 'TBD') {
+    return { check: 'project_config', reason: 'COMPANY_LEGAL_NAME is still the TBD sentinel' };
+  }
+  const secrets = secretsProblem(config);
+  if (secrets) return { check: 'secrets', reason: secrets };
+
+  const local = config.corsOrigins.find(isLocalOrigin);
+  if (local) return { check: 'cors_origins', reason: `CORS_ORIGINS contains ${local}` };
+
+  for (const check of ['database', 'redis'] as const) {
+    try {
+      await probes[check]();
+    } catch (error) {
+      return { check, reason: `unreachable: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  }
+  return null;
+}
+
+export const formatRefusal = (refusal: BootRefusal): string =>
+  `boot refused [${refusal.check}]: ${refusal.reason}`;

@@ -1,0 +1,54 @@
+import pg from 'pg';
+import type { AppConfig } from './app-config.js';
+import { formatRefusal, runBootChecks } from './boot-checks.js';
+import { ConfigError, loadConfig } from './env.js';
+import { createRedis } from '../infra/redis/redis.service.js';
+
+const PROBE_TIMEOUT_MS = 5000;
+
+async function probeDatabase(config: AppConfig): Promise<void> {
+  const client = new pg.Client({ connectionString: config.database.url, connectionTimeoutMillis: PROBE_TIMEOUT_MS });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function probeRedis(config: AppConfig): Promise<void> {
+  const redis = createRedis(config, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    await redis.ping();
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
+ * Parses the configuration and applies the boot refusals. On failure prints one line naming the check
+ * and exits non-zero; the process never starts half-configured.
+ */
+export async function bootConfig(env: Record<string, string | undefined> = process.env): Promise<AppConfig> {
+  let config: AppConfig;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`boot refused [configuration]: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const refusal = await runBootChecks(config, {
+    database: () => probeDatabase(config),
+    redis: () => probeRedis(config),
+  });
+  if (refusal) {
+    process.stderr.write(`${formatRefusal(refusal)}\n`);
+    process.exit(1);
+  }
+  return config;
+}

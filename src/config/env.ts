@@ -1,0 +1,219 @@
+import { z } from 'zod';
+import type { AppConfig, AppEnv } from './app-config.js';
+import { projectConfig as defaultProjectConfig, type ProjectConfig } from './project.config.js';
+
+export class ConfigError extends Error {}
+
+const csv = (value: string | undefined): string[] =>
+  (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+
+/** `a:b,c:d` -> {a: 'b', c: 'd'} */
+const pairs = (name: string, value: string): Record<string, string> => {
+  const out: Record<string, string> = {};
+  for (const item of csv(value)) {
+    const at = item.indexOf(':');
+    if (at <= 0 || at === item.length - 1) throw new ConfigError(`${name}: expected key:value pairs, got "${item}"`);
+    out[item.slice(0, at).trim()] = item.slice(at + 1).trim();
+  }
+  return out;
+};
+
+const optional = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+/** An integer variable with a default and bounds; empty means the default. */
+const int = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  optional.transform((v, ctx) => {
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      ctx.addIssue({ code: 'custom', message: `expected an integer between ${min} and ${max}, got "${v}"` });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+/** An optional positive number (no default). */
+const positive = optional.transform((v, ctx) => {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) {
+    ctx.addIssue({ code: 'custom', message: `expected a positive number, got "${v}"` });
+    return z.NEVER;
+  }
+  return n;
+});
+
+const url = optional.pipe(z.url({ protocol: /^(https?|postgres(ql)?|rediss?)$/ }).optional());
+
+const schema = z.object({
+  APP_ENV: optional.pipe(z.enum(['development', 'test', 'staging', 'production']).optional()),
+  PORT: int(3000, 0, 65535),
+  WORKER_PORT: int(3001, 0, 65535),
+  METRICS_PORT: int(0, 0, 65535),
+  LOG_LEVEL: optional.pipe(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional()),
+  PROJECT_SLUG: optional,
+  COMPANY_LEGAL_NAME: optional,
+  ADMIN_EMAILS: optional,
+  CORS_ORIGINS: optional,
+  DATABASE_URL: url,
+  DATABASE_POOL_SIZE: int(10, 1, 500),
+  DATABASE_STATEMENT_TIMEOUT_MS: int(15000, 0),
+  REDIS_URL: url,
+  REDIS_KEY_PREFIX: optional,
+  VECTOR_STORE_URL: url,
+  IDENTITY_JWKS_URL: url,
+  IDENTITY_ISSUER: optional,
+  IDENTITY_AUDIENCE: optional,
+  IDENTITY_AUTHORIZED_PARTIES: optional,
+  IDENTITY_WEBHOOK_SECRET: optional,
+  BILLING_WEBHOOK_SECRET: optional,
+  BILLING_API_URL: url,
+  BILLING_API_KEY: optional,
+  BILLING_PRICE_TIERS: optional,
+  BILLING_CHECKOUT_TOKEN_TTL_SECONDS: int(3600, 60),
+  BILLING_LAPSE_GRACE_DAYS: int(14, 0),
+  EMAIL_PROVIDER: optional.pipe(z.enum(['console', 'resend']).optional()),
+  EMAIL_API_URL: url,
+  EMAIL_API_KEY: optional,
+  EMAIL_FROM: optional,
+  EMAIL_UNSUBSCRIBE_SECRET: optional,
+  EMAIL_MAX_REQUESTS_PER_SECOND: positive,
+  DISPOSABLE_DOMAINS_URL: url,
+  PUBLIC_BASE_URL: url,
+  LLM_BASE_URL: url,
+  LLM_API_KEY: optional,
+  LLM_MODEL: optional,
+  HTTP_TIMEOUT_MS: int(30000, 1),
+  HTTP_MAX_ATTEMPTS: int(3, 1, 10),
+  HEALTH_CHECK_TIMEOUT_MS: int(2500, 1),
+  STATUS_DEGRADED_MS: int(500, 1),
+  STATUS_DEGRADED_MS_DATABASE: positive,
+  STATUS_DEGRADED_MS_REDIS: positive,
+  STATUS_DEGRADED_MS_CHROMADB: positive,
+  WEBHOOK_ARCHIVE_RETENTION_DAYS: int(90, 1),
+  PROCESSED_WEBHOOK_RETENTION_DAYS: int(400, 1),
+  ACCOUNT_DELETION_GRACE_DAYS: int(30, 0),
+  LEAD_MAGNET_PREFIXES: optional,
+  TESTING: optional,
+});
+
+/**
+ * Parses and validates the environment once. Everything else receives the typed result; nothing else
+ * reads process.env. Throws ConfigError with one line naming the variable.
+ */
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  project: ProjectConfig = defaultProjectConfig,
+): AppConfig {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError(`${issue.path.join('.')}: ${issue.message}`);
+  }
+  const e = parsed.data;
+  const appEnv: AppEnv = e.APP_ENV ?? 'development';
+  const deployed = appEnv === 'staging' || appEnv === 'production';
+  const local = !deployed;
+
+  const priceTiers = e.BILLING_PRICE_TIERS
+    ? pairs('BILLING_PRICE_TIERS', e.BILLING_PRICE_TIERS)
+    : project.priceTiers;
+  const mergedProject: ProjectConfig = {
+    ...project,
+    projectSlug: e.PROJECT_SLUG ?? project.projectSlug,
+    companyLegalName: e.COMPANY_LEGAL_NAME ?? project.companyLegalName,
+    adminEmails: (e.ADMIN_EMAILS !== undefined ? csv(e.ADMIN_EMAILS) : project.adminEmails).map((m) =>
+      m.toLowerCase(),
+    ),
+    priceTiers,
+    leadMagnetPrefixes:
+      e.LEAD_MAGNET_PREFIXES !== undefined
+        ? pairs('LEAD_MAGNET_PREFIXES', e.LEAD_MAGNET_PREFIXES)
+        : project.leadMagnetPrefixes,
+  };
+  if (!mergedProject.tiers.FREE) throw new ConfigError('project config: tier FREE is missing');
+  for (const [price, tier] of Object.entries(priceTiers)) {
+    if (!mergedProject.tiers[tier] || tier === 'FREE') {
+      throw new ConfigError(`BILLING_PRICE_TIERS: price ${price} maps to unknown paid tier ${tier}`);
+    }
+  }
+
+  if (e.IDENTITY_JWKS_URL && !e.IDENTITY_ISSUER) {
+    throw new ConfigError('IDENTITY_ISSUER: required when IDENTITY_JWKS_URL is set (the issuer is always checked)');
+  }
+
+  const degraded = e.STATUS_DEGRADED_MS;
+  return {
+    env: appEnv,
+    deployed,
+    port: e.PORT,
+    workerPort: e.WORKER_PORT,
+    metricsPort: e.METRICS_PORT,
+    logLevel: e.LOG_LEVEL ?? (appEnv === 'test' ? 'silent' : 'info'),
+    project: mergedProject,
+    corsOrigins: csv(e.CORS_ORIGINS),
+    database: {
+      url: e.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/subscription_service',
+      poolSize: e.DATABASE_POOL_SIZE,
+      statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    },
+    redis: { url: e.REDIS_URL ?? 'redis://127.0.0.1:6379', keyPrefix: e.REDIS_KEY_PREFIX ?? 'subsvc' },
+    vectorStoreUrl: e.VECTOR_STORE_URL ?? null,
+    identity: {
+      jwksUrl: e.IDENTITY_JWKS_URL ?? null,
+      issuer: e.IDENTITY_ISSUER ?? null,
+      audience: e.IDENTITY_AUDIENCE ?? null,
+      authorizedParties: csv(e.IDENTITY_AUTHORIZED_PARTIES),
+      // Development-only defaults keep `npm start` working without secrets; deployed boots refuse them
+      // (boot-checks.ts) because they are public.
+      webhookSecret: e.IDENTITY_WEBHOOK_SECRET ?? (local ? DEV_IDENTITY_WEBHOOK_SECRET : null),
+    },
+    billing: {
+      webhookSecret: e.BILLING_WEBHOOK_SECRET ?? (local ? DEV_BILLING_WEBHOOK_SECRET : null),
+      apiUrl: e.BILLING_API_URL ?? 'https://sandbox-api.paddle.com',
+      apiKey: e.BILLING_API_KEY ?? null,
+      checkoutTokenTtlSeconds: e.BILLING_CHECKOUT_TOKEN_TTL_SECONDS,
+      lapseGraceDays: e.BILLING_LAPSE_GRACE_DAYS,
+    },
+    email: {
+      provider: e.EMAIL_PROVIDER ?? 'console',
+      apiUrl: e.EMAIL_API_URL ?? 'https://api.resend.com',
+      apiKey: e.EMAIL_API_KEY ?? null,
+      from: e.EMAIL_FROM ?? 'Subscription Service <no-reply@example.com>',
+      unsubscribeSecret: e.EMAIL_UNSUBSCRIBE_SECRET ?? (local ? DEV_UNSUBSCRIBE_SECRET : null),
+      publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+      maxRequestsPerSecond: e.EMAIL_MAX_REQUESTS_PER_SECOND ?? 8.3,
+      disposableListUrl: e.DISPOSABLE_DOMAINS_URL ?? null,
+    },
+    llm: {
+      baseUrl: (e.LLM_BASE_URL ?? 'https://api.openai.com/v1').replace(/\/+$/, ''),
+      apiKey: e.LLM_API_KEY ?? null,
+      model: e.LLM_MODEL ?? 'gpt-4o-mini',
+    },
+    http: { timeoutMs: e.HTTP_TIMEOUT_MS, maxAttempts: e.HTTP_MAX_ATTEMPTS },
+    health: {
+      checkTimeoutMs: e.HEALTH_CHECK_TIMEOUT_MS,
+      degradedMs: {
+        database: e.STATUS_DEGRADED_MS_DATABASE ?? degraded,
+        redis: e.STATUS_DEGRADED_MS_REDIS ?? degraded,
+        chromadb: e.STATUS_DEGRADED_MS_CHROMADB ?? degraded,
+      },
+    },
+    retention: {
+      webhookArchiveDays: e.WEBHOOK_ARCHIVE_RETENTION_DAYS,
+      processedWebhookDays: Math.max(e.PROCESSED_WEBHOOK_RETENTION_DAYS, e.WEBHOOK_ARCHIVE_RETENTION_DAYS),
+      accountDeletionGraceDays: e.ACCOUNT_DELETION_GRACE_DAYS,
+    },
+    testing: e.TESTING === '1',
+  };
+}
+
+export const DEV_IDENTITY_WEBHOOK_SECRET = 'whsec_ZGV2LWlkZW50aXR5LXdlYmhvb2stc2VjcmV0LW5vdC1mb3ItcHJvZA==';
+export const DEV_BILLING_WEBHOOK_SECRET = 'dev-billing-webhook-secret-not-for-production';
+export const DEV_UNSUBSCRIBE_SECRET = 'dev-unsubscribe-secret-not-for-production-use';

@@ -1,0 +1,121 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { z } from 'zod';
+import { AppConfig } from '../../config/app-config.js';
+import { BadGatewayError, DependencyError } from '../../common/errors/app-error.js';
+
+export interface HttpRequest<S extends z.ZodType | undefined = undefined> {
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  url: string;
+  headers?: Record<string, string>;
+  /** Serialized as JSON. */
+  json?: unknown;
+  /** Validates a 2xx response body before anyone uses it (spec rule 5). */
+  schema?: S;
+  timeoutMs?: number;
+  maxAttempts?: number;
+  /** Name used in errors and logs ("billing", "email", ...). */
+  provider: string;
+}
+
+export interface HttpResponse<T> {
+  status: number;
+  headers: Headers;
+  body: T;
+  attempts: number;
+}
+
+/** A non-2xx answer after the retries were used up (or a non-retryable status). */
+export class ProviderHttpError extends BadGatewayError {
+  constructor(
+    readonly provider: string,
+    readonly httpStatus: number,
+    readonly responseBody: unknown,
+  ) {
+    super(`${provider} answered ${httpStatus}.`, 'upstream_error');
+  }
+}
+
+const RETRYABLE = (status: number) => status === 429 || status >= 500;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Retry-After in seconds or as an HTTP date, capped so one provider cannot stall a worker for long. */
+export function retryAfterMs(headers: Headers, capMs = 30_000): number | null {
+  const value = headers.get('retry-after');
+  if (!value) return null;
+  const seconds = Number(value);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(value) - Date.now();
+  return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), capMs) : null;
+}
+
+/**
+ * The one outbound HTTP client: 30 s timeout, at most 3 attempts with exponential backoff (and the
+ * provider's Retry-After) on 429/5xx and network errors, JSON in and out, responses validated.
+ * Written on fetch rather than a library because it is this small and every provider shares it.
+ */
+@Injectable()
+export class HttpClient {
+  private readonly logger = new Logger(HttpClient.name);
+  /** Base of the exponential backoff; tests shorten it. */
+  backoffBaseMs = 250;
+
+  constructor(private readonly config: AppConfig) {}
+
+  async request<S extends z.ZodType | undefined = undefined>(
+    req: HttpRequest<S>,
+  ): Promise<HttpResponse<S extends z.ZodType ? z.output<S> : unknown>> {
+    const maxAttempts = req.maxAttempts ?? this.config.http.maxAttempts;
+    const timeoutMs = req.timeoutMs ?? this.config.http.timeoutMs;
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
+      let response: Response;
+      try {
+        response = await fetch(req.url, {
+          method: req.method,
+          headers: {
+            accept: 'application/json',
+            ...(req.json !== undefined ? { 'content-type': 'application/json' } : {}),
+            ...req.headers,
+          },
+          body: req.json !== undefined ? JSON.stringify(req.json) : undefined,
+          signal: AbortSignal.timeout(timeoutMs),
+          redirect: 'error',
+        });
+      } catch (err) {
+        lastError = err;
+        this.logger.warn({ provider: req.provider, attempt, err: (err as Error).message }, 'provider request failed');
+        if (attempt < maxAttempts) await sleep(this.backoff(attempt));
+        continue;
+      }
+      const body = await this.readBody(response);
+      if (response.ok) {
+        if (!req.schema) return { status: response.status, headers: response.headers, body: body as never, attempts: attempt };
+        const parsed = req.schema.safeParse(body);
+        if (!parsed.success) {
+          throw new BadGatewayError(`${req.provider} sent a response that does not match its contract.`, 'upstream_invalid_response');
+        }
+        return { status: response.status, headers: response.headers, body: parsed.data as never, attempts: attempt };
+      }
+      lastError = new ProviderHttpError(req.provider, response.status, body);
+      if (!RETRYABLE(response.status) || attempt === maxAttempts) throw lastError;
+      this.logger.warn({ provider: req.provider, attempt, status: response.status }, 'provider answered with a retryable status');
+      await sleep(retryAfterMs(response.headers) ?? this.backoff(attempt));
+    }
+    if (lastError instanceof ProviderHttpError) throw lastError;
+    throw new DependencyError(`${req.provider} is unreachable.`, 'upstream_unreachable', lastError);
+  }
+
+  private backoff(attempt: number): number {
+    const base = this.backoffBaseMs * 2 ** (attempt - 1);
+    return base + Math.floor(Math.random() * base * 0.2);
+  }
+
+  private async readBody(response: Response): Promise<unknown> {
+    const text = await response.text();
+    if (!text) return null;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+}

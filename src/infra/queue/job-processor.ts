@@ -1,0 +1,38 @@
+import { WorkerHost } from '@nestjs/bullmq';
+import { Logger } from '@nestjs/common';
+import type { Job } from 'bullmq';
+import type { JobDef } from './queues.js';
+import type { JobRegistry } from './job-registry.js';
+import type { JobRunRecorder } from './job-run.recorder.js';
+
+export type JobHandler = (job: Job) => Promise<unknown>;
+
+/**
+ * Base of every BullMQ processor: one handler per job name of its queue, registered with the
+ * JobRegistry so the worker knows every job has a home. Handlers call service methods only.
+ * Subclasses call handle() in their constructor.
+ */
+export abstract class JobProcessor extends WorkerHost {
+  protected readonly logger = new Logger(this.constructor.name);
+  private readonly handlers = new Map<string, JobHandler>();
+
+  protected constructor(
+    private readonly registry: JobRegistry,
+    private readonly recorder?: JobRunRecorder,
+  ) {
+    super();
+  }
+
+  /** `recordRun` stores the last run in job_runs (scheduled jobs). */
+  protected handle(job: JobDef, handler: JobHandler, options: { recordRun?: boolean } = {}): void {
+    const recorder = this.recorder;
+    this.handlers.set(job.name, options.recordRun && recorder ? (j) => recorder.track(job.name, () => handler(j)) : handler);
+    this.registry.register(job.queue, [job.name]);
+  }
+
+  async process(job: Job): Promise<unknown> {
+    const handler = this.handlers.get(job.name);
+    if (!handler) throw new Error(`no handler for job ${job.queueName}/${job.name}`);
+    return handler(job);
+  }
+}

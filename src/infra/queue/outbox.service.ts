@@ -1,0 +1,85 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { PrismaService, type Tx } from '../prisma/prisma.service.js';
+import { QueueService } from './queue.service.js';
+import type { JobDef } from './queues.js';
+
+interface OutboxRow {
+  id: string;
+  queue: string;
+  job_name: string;
+  job_id: string;
+  payload: object;
+}
+
+/**
+ * Transactional outbox. A job caused by a database change is written in the same transaction as the
+ * change, pushed to BullMQ right after commit, and re-pushed by the worker's relay when that push failed
+ * (Redis down, process killed). The BullMQ job id is the outbox job id, so a double push is harmless.
+ */
+@Injectable()
+export class OutboxService {
+  private readonly logger = new Logger(OutboxService.name);
+
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly queues: QueueService,
+  ) {}
+
+  /** Records a job inside the caller's transaction; returns the outbox entry id for dispatch(). */
+  async add(tx: Tx, job: JobDef, data: object, jobId = `ob-${randomUUID()}`): Promise<string> {
+    const entry = await tx.outboxEntry.upsert({
+      where: { jobId },
+      create: { queue: job.queue, jobName: job.name, jobId, payload: data },
+      update: {},
+      select: { id: true },
+    });
+    return entry.id;
+  }
+
+  /** After commit: push now. Never throws; what fails stays for the relay. */
+  async dispatch(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    try {
+      const rows = await this.prisma.outboxEntry.findMany({ where: { id: { in: ids }, dispatchedAt: null } });
+      for (const row of rows) {
+        await this.push({ id: row.id, queue: row.queue, job_name: row.jobName, job_id: row.jobId, payload: row.payload as object });
+      }
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'outbox dispatch deferred to the relay');
+    }
+  }
+
+  /** Pushes entries that are still undispatched after `olderThanMs`; safe on several workers at once. */
+  async relay(limit = 500, olderThanMs = 5000): Promise<number> {
+    return this.prisma.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<OutboxRow[]>`
+        SELECT id, queue, job_name, job_id, payload FROM outbox
+        WHERE dispatched_at IS NULL AND created_at < now() - make_interval(secs => ${olderThanMs / 1000})
+        ORDER BY created_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED`;
+      let pushed = 0;
+      for (const row of rows) {
+        if (!(await this.push(row, tx))) break;
+        pushed += 1;
+      }
+      await tx.$executeRaw`DELETE FROM outbox WHERE dispatched_at < now() - interval '7 days'`;
+      return pushed;
+    });
+  }
+
+  private async push(row: OutboxRow, tx?: Tx): Promise<boolean> {
+    const db = tx ?? this.prisma;
+    try {
+      await this.queues.add({ queue: row.queue, name: row.job_name } as JobDef, row.payload, { jobId: row.job_id });
+      await db.outboxEntry.update({ where: { id: row.id }, data: { dispatchedAt: new Date(), attempts: { increment: 1 } } });
+      return true;
+    } catch (err) {
+      await db.outboxEntry
+        .update({ where: { id: row.id }, data: { attempts: { increment: 1 }, lastError: (err as Error).message.slice(0, 500) } })
+        .catch(() => undefined);
+      return false;
+    }
+  }
+}

@@ -1,0 +1,16 @@
+import { BullModule } from '@nestjs/bullmq';
+import { Global, Module } from '@nestjs/common';
+import { JobRegistry } from './job-registry.js';
+import { JobRunRecorder } from './job-run.recorder.js';
+import { MaintenanceProcessor } from './outbox.processor.js';
+import { OutboxScheduler } from './outbox.scheduler.js';
+import { QUEUES } from './queues.js';
+
+/** Worker-side job infrastructure: handler registry, run recorder, outbox relay. */
+@Global()
+@Module({
+  imports: [BullModule.registerQueue({ name: QUEUES.maintenance })],
+  providers: [JobRegistry, JobRunRecorder, MaintenanceProcessor, OutboxScheduler],
+  exports: [JobRegistry, JobRunRecorder],
+})
+export class QueueInfraModule {}

@@ -1,0 +1,44 @@
+/**
+ * Every queue and job name lives here. The worker refuses to boot when a job listed here has no
+ * handler (JobRegistry), so a job cannot be enqueued into a void.
+ */
+export const QUEUES = {
+  email: 'email',
+  broadcasts: 'broadcasts',
+  credits: 'credits',
+  billing: 'billing',
+  users: 'users',
+  maintenance: 'maintenance',
+} as const;
+
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+
+export const JOBS = {
+  /** Post-signup extension hooks of a new user (welcome e-mail, disposable check, ...). */
+  postSignup: { queue: QUEUES.users, name: 'post-signup' },
+  /** Re-push outbox entries whose after-commit push failed (Redis was down). */
+  relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
+} as const;
+
+export type JobKey = keyof typeof JOBS;
+export type JobDef = (typeof JOBS)[JobKey];
+
+/** Job results are kept 24 h (spec); failed jobs a week for inspection. */
+export const DEFAULT_JOB_OPTIONS = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 2000 },
+  removeOnComplete: { age: 24 * 3600 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+} as const;
+
+/** BullMQ job ids may not contain ':'; cron ticks get deterministic ids so replicas dedupe. */
+export function tickJobId(job: JobDef, at: Date, granularity: 'minute' | 'hour' | 'day' = 'minute'): string {
+  const iso = at.toISOString();
+  const stamp =
+    granularity === 'day'
+      ? iso.slice(0, 10)
+      : granularity === 'hour'
+        ? iso.slice(0, 13)
+        : iso.slice(0, 16);
+  return `${job.name}-${stamp.replace(/[-T:]/g, '')}`;
+}

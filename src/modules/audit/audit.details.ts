@@ -1,0 +1,87 @@
+/**
+ * The only keys an audit entry's details may hold (spec rule 4: a curated set, never a request body).
+ * Values are primitives or short lists of primitives; anything else is dropped.
+ */
+export const AUDIT_DETAIL_KEYS = [
+  'fields_changed',
+  'created_via',
+  'source',
+  'reason',
+  'tier',
+  'previous_tier',
+  'target_tier',
+  'status',
+  'previous_status',
+  'cancel_immediately',
+  'effective_from',
+  'event_id',
+  'event_type',
+  'provider',
+  'error',
+  'template',
+  'kind',
+  'locale',
+  'bypass_consent',
+  'audience_tiers',
+  'audience_locales',
+  'recipients',
+  'sent',
+  'failed',
+  'skipped',
+  'count',
+  'amount',
+  'currency',
+  'credits',
+  'job_id',
+  'method',
+  'path',
+  'via',
+  'deleted_at',
+  'hard_delete_after',
+  'subscription_id',
+  'transaction_id',
+  'adjustment_id',
+  'action',
+  'expires_at',
+  'prefix',
+] as const;
+
+export type AuditDetailKey = (typeof AUDIT_DETAIL_KEYS)[number];
+export type AuditDetailValue = string | number | boolean | null | (string | number | boolean)[];
+export type AuditDetails = Partial<Record<AuditDetailKey, AuditDetailValue>>;
+
+const ALLOWED = new Set<string>(AUDIT_DETAIL_KEYS);
+const MAX_STRING = 500;
+const MAX_LIST = 50;
+
+const clip = (value: unknown): string | number | boolean | null | undefined => {
+  if (value === null) return null;
+  if (typeof value === 'string') return value.slice(0, MAX_STRING);
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value === 'boolean') return value;
+  return undefined;
+};
+
+/** Keeps allowlisted keys with primitive (or list-of-primitive) values; drops everything else. */
+export function curateDetails(details: Record<string, unknown> | undefined): Record<string, AuditDetailValue> {
+  const out: Record<string, AuditDetailValue> = {};
+  if (!details) return out;
+  for (const [key, value] of Object.entries(details)) {
+    if (!ALLOWED.has(key)) continue;
+    if (Array.isArray(value)) {
+      const items = value.slice(0, MAX_LIST).map(clip).filter((v): v is string | number | boolean => v !== undefined && v !== null);
+      out[key] = items;
+      continue;
+    }
+    const clipped = clip(value);
+    if (clipped !== undefined) out[key] = clipped;
+  }
+  return out;
+}
+
+/** Sorted names of the fields an update changed (the spec's `fields_changed`). */
+export const fieldsChanged = (patch: object): string[] =>
+  Object.entries(patch)
+    .filter(([, value]) => value !== undefined)
+    .map(([key]) => key)
+    .sort();

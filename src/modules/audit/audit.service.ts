@@ -1,0 +1,44 @@
+import { Injectable } from '@nestjs/common';
+import { requestContext } from '../../common/http/request-context.js';
+import { PrismaService, type Db } from '../../infra/prisma/prisma.service.js';
+import { AuditRepository } from './audit.repository.js';
+import { curateDetails, type AuditDetails } from './audit.details.js';
+
+export interface AuditEntry {
+  /** `user:<identity_user_id>` for user actions, `system:<job>` or `webhook:<provider>` otherwise. */
+  actor: string;
+  action: string;
+  /** Identity user id of an existing user, or null. */
+  userId?: string | null;
+  resourceType?: string | null;
+  resourceId?: string | null;
+  details?: AuditDetails;
+}
+
+export const userActor = (identityUserId: string) => `user:${identityUserId}`;
+export const systemActor = (job: string) => `system:${job}`;
+export const webhookActor = (provider: string) => `webhook:${provider}`;
+
+/**
+ * Writes audit entries. Pass the caller's transaction so the entry commits or rolls back with the
+ * change it describes. Details go through the allowlist here, in one place.
+ */
+@Injectable()
+export class AuditService {
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly repository: AuditRepository,
+  ) {}
+
+  async record(tx: Db | null | undefined, entry: AuditEntry): Promise<void> {
+    await this.repository.insert(tx ?? this.prisma, {
+      actor: entry.actor.slice(0, 300),
+      action: entry.action,
+      userId: entry.userId ?? null,
+      resourceType: entry.resourceType ?? null,
+      resourceId: entry.resourceId ?? null,
+      details: curateDetails(entry.details),
+      requestId: requestContext.current()?.requestId ?? null,
+    });
+  }
+}

@@ -1,0 +1,16 @@
+import { Global, Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { PassportModule } from '@nestjs/passport';
+import { UsersModule } from '../users/users.module.js';
+import { AdminGuard } from './admin.guard.js';
+import { ApiKeyAuthService } from './api-key-auth.service.js';
+import { AuthenticationGuard } from './authentication.guard.js';
+import { JwtStrategy } from './jwt.strategy.js';
+
+@Global()
+@Module({
+  imports: [PassportModule, UsersModule],
+  providers: [JwtStrategy, ApiKeyAuthService, AdminGuard, { provide: APP_GUARD, useClass: AuthenticationGuard }],
+  exports: [AdminGuard],
+})
+export class AuthModule {}

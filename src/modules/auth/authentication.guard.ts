@@ -1,0 +1,97 @@
+import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { AuthGuard } from '@nestjs/passport';
+import type { Request } from 'express';
+import { AppConfig } from '../../config/app-config.js';
+import { AppError, DependencyError, ForbiddenError, UnauthenticatedError } from '../../common/errors/app-error.js';
+import { ALLOW_DELETED } from '../../common/decorators/allow-deleted.decorator.js';
+import { IS_PUBLIC } from '../../common/decorators/public.decorator.js';
+import { UsersService } from '../users/users.service.js';
+import { ApiKeyAuthService } from './api-key-auth.service.js';
+import { looksLikeApiKey } from './api-key.util.js';
+import type { Principal } from './principal.js';
+
+type AuthRequest = Request & { principal?: Principal; user?: Principal };
+
+const TOKEN_REASONS: Record<string, [string, string]> = {
+  TokenExpiredError: ['The token has expired.', 'token_expired'],
+  NotBeforeError: ['The token is not valid yet.', 'invalid_token'],
+};
+
+/**
+ * Global guard: every route is authenticated unless marked @Public(). Accepts, in order: an API key
+ * (`sk_live_...`), the TESTING=1 bypass token (`test:<identity id>:<email>`, refused at boot when deployed),
+ * or an RS256 identity-provider JWT through the passport-jwt strategy. Soft-deleted users get 403
+ * `account_deleted` except on @AllowDeleted() routes.
+ */
+@Injectable()
+export class AuthenticationGuard extends AuthGuard('jwt') {
+  private readonly logger = new Logger(AuthenticationGuard.name);
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly config: AppConfig,
+    private readonly apiKeys: ApiKeyAuthService,
+    private readonly users: UsersService,
+  ) {
+    super();
+  }
+
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return true;
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
+
+    const req = context.switchToHttp().getRequest<AuthRequest>();
+    const token = bearerToken(req);
+    if (!token) throw new UnauthenticatedError();
+
+    if (looksLikeApiKey(token)) {
+      req.principal = await this.apiKeys.authenticate(token);
+    } else if (this.config.testing && token.startsWith('test:')) {
+      req.principal = await this.testingPrincipal(token);
+    } else {
+      await super.canActivate(context);
+      req.principal = req.user;
+    }
+    const principal = req.principal!;
+    if (principal.user.deletedAt && !this.reflector.getAllAndOverride<boolean>(ALLOW_DELETED, targets)) {
+      throw new ForbiddenError('This account is scheduled for deletion.', 'account_deleted');
+    }
+    const touch = this.users.touchLastActive(principal.user);
+    if (touch) touch.catch((err: Error) => this.logger.warn({ err: err.message }, 'last-active update failed'));
+    return true;
+  }
+
+  override handleRequest<T>(err: unknown, user: T, info: unknown): T {
+    if (err) {
+      if (err instanceof AppError) throw err;
+      const name = (err as Error).name;
+      if (name === 'SigningKeyNotFoundError' || name === 'JwksRateLimitError') throw new UnauthenticatedError('The token is invalid.', 'invalid_token');
+      throw new DependencyError('The identity provider key set is unavailable.', 'identity_unavailable', err);
+    }
+    if (!user) {
+      const [detail, code] = TOKEN_REASONS[(info as Error | undefined)?.name ?? ''] ?? ['The token is invalid.', 'invalid_token'];
+      throw new UnauthenticatedError(detail, code);
+    }
+    return user;
+  }
+
+  /** TESTING=1 only: lets tests of unrelated features skip token minting. Never active when deployed. */
+  private async testingPrincipal(token: string): Promise<Principal> {
+    const [, identityUserId, email] = token.split(':');
+    if (!identityUserId) throw new UnauthenticatedError('Malformed test token.', 'invalid_token');
+    const existing = await this.users.findByIdentityId(identityUserId);
+    const user =
+      existing ??
+      (await this.users.ensureUser({ identityUserId, email: email || `${identityUserId}@test.invalid`, via: 'token' })).user;
+    return { user, via: 'testing' };
+  }
+}
+
+export function bearerToken(req: Request): string | null {
+  const header = req.headers.authorization;
+  if (typeof header !== 'string') return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : null;
+}

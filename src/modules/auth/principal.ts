@@ -1,0 +1,8 @@
+import type { User } from '../../generated/prisma/client.js';
+
+export interface Principal {
+  user: User;
+  /** How the caller proved who they are. API keys never reach admin routes. */
+  via: 'jwt' | 'api_key' | 'testing';
+  apiKeyId?: string;
+}
