@@ -12,7 +12,9 @@ import { bootConfig } from './config/boot.js';
  */
 async function main(): Promise<void> {
   const config = await bootConfig();
-  const app = await NestFactory.create<NestExpressApplication>(WorkerModule.forRoot(config), { bufferLogs: true });
+  const app = await NestFactory.create<NestExpressApplication>(WorkerModule.forRoot(config), {
+    bufferLogs: true,
+  });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
   // SIGTERM: BullMQ workers finish their active jobs before the pools close.

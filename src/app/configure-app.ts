@@ -64,7 +64,13 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
     origin: (origin, callback) => callback(null, origin !== undefined && origins.has(origin)),
     methods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
-    exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+    exposedHeaders: [
+      'X-Request-Id',
+      'Retry-After',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+    ],
     maxAge: 600,
   });
   app.useBodyParser('json', { limit: JSON_BODY_LIMIT });

@@ -22,7 +22,12 @@ export class CoreModule {
   static forRoot(config: AppConfig, options: CoreOptions = {}): DynamicModule {
     return {
       module: CoreModule,
-      imports: [LoggerModule.forRoot(loggerOptions(config, options.logStream)), PrismaModule, RedisModule, AuditModule],
+      imports: [
+        LoggerModule.forRoot(loggerOptions(config, options.logStream)),
+        PrismaModule,
+        RedisModule,
+        AuditModule,
+      ],
       providers: [{ provide: AppConfig, useValue: config }, QueueService, OutboxService, HttpClient],
       exports: [AppConfig, QueueService, OutboxService, HttpClient],
     };

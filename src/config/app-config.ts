@@ -52,6 +52,10 @@ export abstract class AppConfig {
     checkTimeoutMs: number;
     degradedMs: { database: number; redis: number; chromadb: number };
   };
-  declare retention: { webhookArchiveDays: number; processedWebhookDays: number; accountDeletionGraceDays: number };
+  declare retention: {
+    webhookArchiveDays: number;
+    processedWebhookDays: number;
+    accountDeletionGraceDays: number;
+  };
   declare testing: boolean;
 }

@@ -32,7 +32,8 @@ function secretsProblem(config: AppConfig): string | null {
     ['EMAIL_UNSUBSCRIBE_SECRET', unsubscribe],
   ];
   for (const [name, value] of keys) {
-    if (!value || hmacKeyBytes(value) < MIN_KEY_BYTES) return `${name} is unset or shorter than ${MIN_KEY_BYTES} bytes`;
+    if (!value || hmacKeyBytes(value) < MIN_KEY_BYTES)
+      return `${name} is unset or shorter than ${MIN_KEY_BYTES} bytes`;
     if ([DEV_IDENTITY_WEBHOOK_SECRET, DEV_BILLING_WEBHOOK_SECRET, DEV_UNSUBSCRIBE_SECRET].includes(value)) {
       return `${name} is the public development default`;
     }

@@ -7,7 +7,10 @@ import { createRedis } from '../infra/redis/redis.service.js';
 const PROBE_TIMEOUT_MS = 5000;
 
 async function probeDatabase(config: AppConfig): Promise<void> {
-  const client = new pg.Client({ connectionString: config.database.url, connectionTimeoutMillis: PROBE_TIMEOUT_MS });
+  const client = new pg.Client({
+    connectionString: config.database.url,
+    connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+  });
   try {
     await client.connect();
     await client.query('SELECT 1');
@@ -17,7 +20,11 @@ async function probeDatabase(config: AppConfig): Promise<void> {
 }
 
 async function probeRedis(config: AppConfig): Promise<void> {
-  const redis = createRedis(config, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  const redis = createRedis(config, {
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+  });
   redis.on('error', () => undefined);
   try {
     await redis.connect();

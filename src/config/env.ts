@@ -15,7 +15,8 @@ const pairs = (name: string, value: string): Record<string, string> => {
   const out: Record<string, string> = {};
   for (const item of csv(value)) {
     const at = item.indexOf(':');
-    if (at <= 0 || at === item.length - 1) throw new ConfigError(`${name}: expected key:value pairs, got "${item}"`);
+    if (at <= 0 || at === item.length - 1)
+      throw new ConfigError(`${name}: expected key:value pairs, got "${item}"`);
     out[item.slice(0, at).trim()] = item.slice(at + 1).trim();
   }
   return out;
@@ -145,7 +146,9 @@ export function loadConfig(
   }
 
   if (e.IDENTITY_JWKS_URL && !e.IDENTITY_ISSUER) {
-    throw new ConfigError('IDENTITY_ISSUER: required when IDENTITY_JWKS_URL is set (the issuer is always checked)');
+    throw new ConfigError(
+      'IDENTITY_ISSUER: required when IDENTITY_JWKS_URL is set (the issuer is always checked)',
+    );
   }
 
   const degraded = e.STATUS_DEGRADED_MS;

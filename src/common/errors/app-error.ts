@@ -72,7 +72,10 @@ export class ConflictError extends AppError {
 export class InsufficientCreditsError extends AppError {
   readonly status = 402;
   readonly title = 'Insufficient credits';
-  constructor(detail = 'The credit balance does not cover this operation.', extensions: Record<string, unknown> = {}) {
+  constructor(
+    detail = 'The credit balance does not cover this operation.',
+    extensions: Record<string, unknown> = {},
+  ) {
     super('insufficient_credits', detail, { extensions });
   }
 }
@@ -88,7 +91,11 @@ export class PayloadTooLargeError extends AppError {
 export class RateLimitedError extends AppError {
   readonly status = 429;
   readonly title = 'Too many requests';
-  constructor(retryAfterSeconds: number, detail = 'Rate limit exceeded.', headers: Record<string, string> = {}) {
+  constructor(
+    retryAfterSeconds: number,
+    detail = 'Rate limit exceeded.',
+    headers: Record<string, string> = {},
+  ) {
     const retryAfter = String(Math.max(1, Math.ceil(retryAfterSeconds)));
     super('rate_limited', detail, { headers: { ...headers, 'Retry-After': retryAfter } });
   }

@@ -39,8 +39,15 @@ const MESSAGES = [
  */
 export function isDependencyFailure(error: unknown, depth = 0): boolean {
   if (!error || typeof error !== 'object' || depth > 4) return false;
-  const e = error as { code?: unknown; errorCode?: unknown; message?: unknown; cause?: unknown; name?: unknown };
-  const code = typeof e.code === 'string' ? e.code : typeof e.errorCode === 'string' ? e.errorCode : undefined;
+  const e = error as {
+    code?: unknown;
+    errorCode?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    name?: unknown;
+  };
+  const code =
+    typeof e.code === 'string' ? e.code : typeof e.errorCode === 'string' ? e.errorCode : undefined;
   if (code && NETWORK_CODES.has(code)) return true;
   if (e.name === 'PrismaClientInitializationError' || e.name === 'MaxRetriesPerRequestError') return true;
   if (typeof e.message === 'string' && MESSAGES.some((re) => re.test(e.message as string))) return true;

@@ -41,7 +41,8 @@ export function buildProblem(
   requestId: string | undefined,
   overrides: { title?: string; code?: string; extensions?: Record<string, unknown> } = {},
 ): ProblemDocument {
-  const [title, code] = TITLES[status] ?? (status >= 500 ? TITLES[500] : ['Request failed', 'request_failed']);
+  const [title, code] =
+    TITLES[status] ?? (status >= 500 ? TITLES[500] : ['Request failed', 'request_failed']);
   const finalCode = overrides.code ?? code;
   return {
     type: problemType(finalCode),
@@ -54,19 +55,30 @@ export function buildProblem(
   };
 }
 
-export function sendProblem(res: Response, problem: ProblemDocument, headers: Record<string, string> = {}): void {
+export function sendProblem(
+  res: Response,
+  problem: ProblemDocument,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
 }
 
 /** Translates anything thrown while handling a request into problem+json; internals never leak. */
-export function toProblem(error: unknown, requestId: string | undefined): {
+export function toProblem(
+  error: unknown,
+  requestId: string | undefined,
+): {
   problem: ProblemDocument;
   headers: Record<string, string>;
 } {
   if (isDependencyFailure(error) && !(error instanceof AppError)) {
-    error = new DependencyError('A backing service is unavailable. Try again shortly.', 'dependency_unavailable', error);
+    error = new DependencyError(
+      'A backing service is unavailable. Try again shortly.',
+      'dependency_unavailable',
+      error,
+    );
   }
   if (error instanceof AppError) {
     return {
@@ -84,10 +96,19 @@ export function toProblem(error: unknown, requestId: string | undefined): {
     let detail = typeof body === 'string' ? body : ((body as { message?: unknown }).message ?? error.message);
     if (Array.isArray(detail)) detail = detail.join('; ');
     if (status === 404) detail = new NotFoundError('No route or resource matches this request.').message;
-    return { problem: buildProblem(status, status >= 500 ? 'Internal server error.' : String(detail), requestId), headers: {} };
+    return {
+      problem: buildProblem(status, status >= 500 ? 'Internal server error.' : String(detail), requestId),
+      headers: {},
+    };
   }
   // body-parser and other Express-level errors carry a status/statusCode and an `expose` flag.
-  const httpish = error as { status?: number; statusCode?: number; expose?: boolean; type?: string; message?: string };
+  const httpish = error as {
+    status?: number;
+    statusCode?: number;
+    expose?: boolean;
+    type?: string;
+    message?: string;
+  };
   const status = httpish?.status ?? httpish?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500 && httpish.expose !== false) {
     const detail =

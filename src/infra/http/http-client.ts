@@ -82,22 +82,42 @@ export class HttpClient {
         });
       } catch (err) {
         lastError = err;
-        this.logger.warn({ provider: req.provider, attempt, err: (err as Error).message }, 'provider request failed');
+        this.logger.warn(
+          { provider: req.provider, attempt, err: (err as Error).message },
+          'provider request failed',
+        );
         if (attempt < maxAttempts) await sleep(this.backoff(attempt));
         continue;
       }
       const body = await this.readBody(response);
       if (response.ok) {
-        if (!req.schema) return { status: response.status, headers: response.headers, body: body as never, attempts: attempt };
+        if (!req.schema)
+          return {
+            status: response.status,
+            headers: response.headers,
+            body: body as never,
+            attempts: attempt,
+          };
         const parsed = req.schema.safeParse(body);
         if (!parsed.success) {
-          throw new BadGatewayError(`${req.provider} sent a response that does not match its contract.`, 'upstream_invalid_response');
+          throw new BadGatewayError(
+            `${req.provider} sent a response that does not match its contract.`,
+            'upstream_invalid_response',
+          );
         }
-        return { status: response.status, headers: response.headers, body: parsed.data as never, attempts: attempt };
+        return {
+          status: response.status,
+          headers: response.headers,
+          body: parsed.data as never,
+          attempts: attempt,
+        };
       }
       lastError = new ProviderHttpError(req.provider, response.status, body);
       if (!RETRYABLE(response.status) || attempt === maxAttempts) throw lastError;
-      this.logger.warn({ provider: req.provider, attempt, status: response.status }, 'provider answered with a retryable status');
+      this.logger.warn(
+        { provider: req.provider, attempt, status: response.status },
+        'provider answered with a retryable status',
+      );
       await sleep(retryAfterMs(response.headers) ?? this.backoff(attempt));
     }
     if (lastError instanceof ProviderHttpError) throw lastError;

@@ -26,7 +26,10 @@ export abstract class JobProcessor extends WorkerHost {
   /** `recordRun` stores the last run in job_runs (scheduled jobs). */
   protected handle(job: JobDef, handler: JobHandler, options: { recordRun?: boolean } = {}): void {
     const recorder = this.recorder;
-    this.handlers.set(job.name, options.recordRun && recorder ? (j) => recorder.track(job.name, () => handler(j)) : handler);
+    this.handlers.set(
+      job.name,
+      options.recordRun && recorder ? (j) => recorder.track(job.name, () => handler(j)) : handler,
+    );
     this.registry.register(job.queue, [job.name]);
   }
 

@@ -12,6 +12,8 @@ export class OutboxScheduler {
   async tick(): Promise<void> {
     // Ten-second buckets: replicas firing in the same bucket produce one job.
     const bucket = Math.floor(Date.now() / 10_000);
-    await this.queues.add(JOBS.relayOutbox, {}, { jobId: `${JOBS.relayOutbox.name}-${bucket}` }).catch(() => undefined);
+    await this.queues
+      .add(JOBS.relayOutbox, {}, { jobId: `${JOBS.relayOutbox.name}-${bucket}` })
+      .catch(() => undefined);
   }
 }

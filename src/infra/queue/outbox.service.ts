@@ -43,7 +43,13 @@ export class OutboxService {
     try {
       const rows = await this.prisma.outboxEntry.findMany({ where: { id: { in: ids }, dispatchedAt: null } });
       for (const row of rows) {
-        await this.push({ id: row.id, queue: row.queue, job_name: row.jobName, job_id: row.jobId, payload: row.payload as object });
+        await this.push({
+          id: row.id,
+          queue: row.queue,
+          job_name: row.jobName,
+          job_id: row.jobId,
+          payload: row.payload as object,
+        });
       }
     } catch (err) {
       this.logger.warn({ err: (err as Error).message }, 'outbox dispatch deferred to the relay');
@@ -72,12 +78,20 @@ export class OutboxService {
   private async push(row: OutboxRow, tx?: Tx): Promise<boolean> {
     const db = tx ?? this.prisma;
     try {
-      await this.queues.add({ queue: row.queue, name: row.job_name } as JobDef, row.payload, { jobId: row.job_id });
-      await db.outboxEntry.update({ where: { id: row.id }, data: { dispatchedAt: new Date(), attempts: { increment: 1 } } });
+      await this.queues.add({ queue: row.queue, name: row.job_name } as JobDef, row.payload, {
+        jobId: row.job_id,
+      });
+      await db.outboxEntry.update({
+        where: { id: row.id },
+        data: { dispatchedAt: new Date(), attempts: { increment: 1 } },
+      });
       return true;
     } catch (err) {
       await db.outboxEntry
-        .update({ where: { id: row.id }, data: { attempts: { increment: 1 }, lastError: (err as Error).message.slice(0, 500) } })
+        .update({
+          where: { id: row.id },
+          data: { attempts: { increment: 1 }, lastError: (err as Error).message.slice(0, 500) },
+        })
         .catch(() => undefined);
       return false;
     }

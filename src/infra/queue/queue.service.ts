@@ -6,8 +6,8 @@ import { createRedis } from '../redis/redis.service.js';
 import { DEFAULT_JOB_OPTIONS, type JobDef, QUEUES, type QueueName } from './queues.js';
 
 /**
- * Producer side of BullMQ for both processes. Adding a job fails fast while Redis is down (no offline
- * queue), so callers either surface a 503 or rely on the outbox relay.
+ * Producer side of BullMQ for both processes. Adding a job fails within seconds while Redis is down, so
+ * callers either surface a 503 or rely on the outbox relay.
  */
 @Injectable()
 export class QueueService implements OnModuleDestroy {
@@ -23,7 +23,7 @@ export class QueueService implements OnModuleDestroy {
   queue(name: QueueName): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      this.connection ??= createRedis(this.config, { maxRetriesPerRequest: null, enableOfflineQueue: false });
+      this.connection ??= createRedis(this.config, { commandTimeout: 5000 });
       this.connection.on('error', () => undefined);
       queue = new Queue(name, {
         connection: this.connection,

@@ -35,10 +35,6 @@ export const DEFAULT_JOB_OPTIONS = {
 export function tickJobId(job: JobDef, at: Date, granularity: 'minute' | 'hour' | 'day' = 'minute'): string {
   const iso = at.toISOString();
   const stamp =
-    granularity === 'day'
-      ? iso.slice(0, 10)
-      : granularity === 'hour'
-        ? iso.slice(0, 13)
-        : iso.slice(0, 16);
+    granularity === 'day' ? iso.slice(0, 10) : granularity === 'hour' ? iso.slice(0, 13) : iso.slice(0, 16);
   return `${job.name}-${stamp.replace(/[-T:]/g, '')}`;
 }

@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { Redis, type RedisOptions } from 'ioredis';
 import { AppConfig } from '../../config/app-config.js';
 
@@ -9,9 +9,11 @@ import { AppConfig } from '../../config/app-config.js';
 export function redisOptions(config: AppConfig, overrides: RedisOptions = {}): RedisOptions {
   return {
     connectTimeout: 3000,
+    // While Redis is down a command waits for at most one reconnect attempt and never longer than
+    // commandTimeout, so callers fail within seconds (503) instead of hanging. The offline queue stays on:
+    // BullMQ sends commands before the connection is ready.
     maxRetriesPerRequest: 1,
-    // Commands fail at once while disconnected instead of queueing: callers turn that into 503/429 paths.
-    enableOfflineQueue: false,
+    commandTimeout: 2000,
     retryStrategy: (times) => Math.min(times * 200, 2000),
     ...overrides,
   };
@@ -23,13 +25,15 @@ export function createRedis(config: AppConfig, overrides: RedisOptions = {}): Re
 
 /** The shared Redis connection for rate limits, ceilings and small shared state (not BullMQ). */
 @Injectable()
-export class RedisService implements OnModuleInit, OnModuleDestroy {
+export class RedisService implements OnModuleDestroy {
   readonly client: Redis;
   private readonly logger = new Logger(RedisService.name);
 
   constructor(private readonly config: AppConfig) {
-    this.client = createRedis(config, { lazyConnect: true });
-    this.client.on('error', (err: Error) => this.logger.debug({ err: err.message }, 'redis connection error'));
+    this.client = createRedis(config);
+    this.client.on('error', (err: Error) =>
+      this.logger.debug({ err: err.message }, 'redis connection error'),
+    );
   }
 
   /** Prefix for keys we own, so several deployments (or test runs) can share one Redis. */
@@ -37,17 +41,7 @@ export class RedisService implements OnModuleInit, OnModuleDestroy {
     return [this.config.redis.keyPrefix, ...parts].join(':');
   }
 
-  async onModuleInit(): Promise<void> {
-    try {
-      await this.client.connect();
-    } catch (err) {
-      // Not fatal here: deployed boots were already refused when Redis is down; locally /health/ready says so.
-      this.logger.warn({ err: (err as Error).message }, 'redis is not reachable yet');
-    }
-  }
-
   async onModuleDestroy(): Promise<void> {
     this.client.disconnect();
   }
 }
-

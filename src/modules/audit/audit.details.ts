@@ -63,13 +63,18 @@ const clip = (value: unknown): string | number | boolean | null | undefined => {
 };
 
 /** Keeps allowlisted keys with primitive (or list-of-primitive) values; drops everything else. */
-export function curateDetails(details: Record<string, unknown> | undefined): Record<string, AuditDetailValue> {
+export function curateDetails(
+  details: Record<string, unknown> | undefined,
+): Record<string, AuditDetailValue> {
   const out: Record<string, AuditDetailValue> = {};
   if (!details) return out;
   for (const [key, value] of Object.entries(details)) {
     if (!ALLOWED.has(key)) continue;
     if (Array.isArray(value)) {
-      const items = value.slice(0, MAX_LIST).map(clip).filter((v): v is string | number | boolean => v !== undefined && v !== null);
+      const items = value
+        .slice(0, MAX_LIST)
+        .map(clip)
+        .filter((v): v is string | number | boolean => v !== undefined && v !== null);
       out[key] = items;
       continue;
     }

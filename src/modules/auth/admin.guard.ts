@@ -1,4 +1,10 @@
-import { applyDecorators, type CanActivate, type ExecutionContext, Injectable, UseGuards } from '@nestjs/common';
+import {
+  applyDecorators,
+  type CanActivate,
+  type ExecutionContext,
+  Injectable,
+  UseGuards,
+} from '@nestjs/common';
 import type { Request } from 'express';
 import { AppConfig } from '../../config/app-config.js';
 import { ForbiddenError, UnauthenticatedError } from '../../common/errors/app-error.js';

@@ -10,7 +10,12 @@ import { JwtStrategy } from './jwt.strategy.js';
 @Global()
 @Module({
   imports: [PassportModule, UsersModule],
-  providers: [JwtStrategy, ApiKeyAuthService, AdminGuard, { provide: APP_GUARD, useClass: AuthenticationGuard }],
+  providers: [
+    JwtStrategy,
+    ApiKeyAuthService,
+    AdminGuard,
+    { provide: APP_GUARD, useClass: AuthenticationGuard },
+  ],
   exports: [AdminGuard],
 })
 export class AuthModule {}

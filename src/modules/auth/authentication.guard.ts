@@ -3,7 +3,12 @@ import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
 import type { Request } from 'express';
 import { AppConfig } from '../../config/app-config.js';
-import { AppError, DependencyError, ForbiddenError, UnauthenticatedError } from '../../common/errors/app-error.js';
+import {
+  AppError,
+  DependencyError,
+  ForbiddenError,
+  UnauthenticatedError,
+} from '../../common/errors/app-error.js';
 import { ALLOW_DELETED } from '../../common/decorators/allow-deleted.decorator.js';
 import { IS_PUBLIC } from '../../common/decorators/public.decorator.js';
 import { UsersService } from '../users/users.service.js';
@@ -59,7 +64,8 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
       throw new ForbiddenError('This account is scheduled for deletion.', 'account_deleted');
     }
     const touch = this.users.touchLastActive(principal.user);
-    if (touch) touch.catch((err: Error) => this.logger.warn({ err: err.message }, 'last-active update failed'));
+    if (touch)
+      touch.catch((err: Error) => this.logger.warn({ err: err.message }, 'last-active update failed'));
     return true;
   }
 
@@ -67,11 +73,15 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
     if (err) {
       if (err instanceof AppError) throw err;
       const name = (err as Error).name;
-      if (name === 'SigningKeyNotFoundError' || name === 'JwksRateLimitError') throw new UnauthenticatedError('The token is invalid.', 'invalid_token');
+      if (name === 'SigningKeyNotFoundError' || name === 'JwksRateLimitError')
+        throw new UnauthenticatedError('The token is invalid.', 'invalid_token');
       throw new DependencyError('The identity provider key set is unavailable.', 'identity_unavailable', err);
     }
     if (!user) {
-      const [detail, code] = TOKEN_REASONS[(info as Error | undefined)?.name ?? ''] ?? ['The token is invalid.', 'invalid_token'];
+      const [detail, code] = TOKEN_REASONS[(info as Error | undefined)?.name ?? ''] ?? [
+        'The token is invalid.',
+        'invalid_token',
+      ];
       throw new UnauthenticatedError(detail, code);
     }
     return user;
@@ -84,7 +94,13 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
     const existing = await this.users.findByIdentityId(identityUserId);
     const user =
       existing ??
-      (await this.users.ensureUser({ identityUserId, email: email || `${identityUserId}@test.invalid`, via: 'token' })).user;
+      (
+        await this.users.ensureUser({
+          identityUserId,
+          email: email || `${identityUserId}@test.invalid`,
+          via: 'token',
+        })
+      ).user;
     return { user, via: 'testing' };
   }
 }

@@ -14,7 +14,12 @@ export interface IdentityClaims {
 }
 
 const unconfigured: SecretOrKeyProvider = (_req, _token, done) =>
-  done(new UnauthenticatedError('Token verification is not configured (IDENTITY_JWKS_URL).', 'auth_not_configured'));
+  done(
+    new UnauthenticatedError(
+      'Token verification is not configured (IDENTITY_JWKS_URL).',
+      'auth_not_configured',
+    ),
+  );
 
 /**
  * RS256 Bearer tokens of the identity provider, verified against its JWKS (keys cached; an unknown kid
@@ -58,7 +63,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     if (!user) {
       // The user.created webhook is late: create the row just in time when the token carries an e-mail.
       if (!claims.email) throw new UnauthenticatedError('Unknown user.', 'unknown_user');
-      user = (await this.users.ensureUser({ identityUserId: claims.sub, email: claims.email, via: 'token' })).user;
+      user = (await this.users.ensureUser({ identityUserId: claims.sub, email: claims.email, via: 'token' }))
+        .user;
     }
     return { user, via: 'jwt' };
   }

@@ -63,7 +63,10 @@ export class HealthProbes {
       if (this.config.deployed) throw new Error('VECTOR_STORE_URL is not configured');
       return { message: 'not configured' };
     }
-    const response = await fetch(`${base.replace(/\/+$/, '')}/api/v2/heartbeat`, { signal, redirect: 'error' });
+    const response = await fetch(`${base.replace(/\/+$/, '')}/api/v2/heartbeat`, {
+      signal,
+      redirect: 'error',
+    });
     await response.arrayBuffer();
     if (!response.ok) throw new Error(`heartbeat answered HTTP ${response.status}`);
   }

@@ -42,7 +42,12 @@ export class HealthService {
       : components.some((c) => c.status === 'degraded')
         ? 'degraded'
         : 'operational';
-    return { project: this.config.project.projectSlug, checked_at: new Date().toISOString(), overall, components };
+    return {
+      project: this.config.project.projectSlug,
+      checked_at: new Date().toISOString(),
+      overall,
+      components,
+    };
   }
 
   private componentStatus(check: CheckResult): ComponentStatus {

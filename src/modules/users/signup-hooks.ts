@@ -29,7 +29,10 @@ export class SignupHooks {
       try {
         await hook(user);
       } catch (err) {
-        this.logger.error({ hook: name, err: (err as Error).message, user_id: user.id }, 'signup hook failed');
+        this.logger.error(
+          { hook: name, err: (err as Error).message, user_id: user.id },
+          'signup hook failed',
+        );
         failures.push(name);
       }
     }

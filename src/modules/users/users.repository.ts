@@ -16,7 +16,11 @@ export class UsersRepository {
    * Inserts the user unless a row with this identity id exists. Concurrent callers (the identity webhook
    * and a just-in-time token) end with one row; exactly one of them sees `inserted: true`.
    */
-  async insertIfAbsent(db: Db, identityUserId: string, email: string): Promise<{ user: User; inserted: boolean }> {
+  async insertIfAbsent(
+    db: Db,
+    identityUserId: string,
+    email: string,
+  ): Promise<{ user: User; inserted: boolean }> {
     const rows = await db.$queryRaw<{ id: string }[]>`
       INSERT INTO users (id, identity_user_id, email)
       VALUES (gen_random_uuid(), ${identityUserId}, ${email})

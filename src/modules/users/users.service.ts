@@ -41,7 +41,12 @@ export class UsersService {
         resourceId: user.id,
         details: { created_via: input.via },
       });
-      const outboxId = await this.outbox.add(db, JOBS.postSignup, { userId: user.id }, `post-signup-${user.id}`);
+      const outboxId = await this.outbox.add(
+        db,
+        JOBS.postSignup,
+        { userId: user.id },
+        `post-signup-${user.id}`,
+      );
       return { user, created: true, outboxIds: [outboxId] };
     };
     if (tx) return work(tx);
