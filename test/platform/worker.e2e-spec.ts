@@ -4,7 +4,7 @@ import { JobRegistry } from '../../src/infra/queue/job-registry.js';
 import { OutboxService } from '../../src/infra/queue/outbox.service.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
-import { SignupHooks } from '../../src/modules/users/signup-hooks.js';
+import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import type { User } from '../../src/generated/prisma/client.js';
 import { ProbeModule } from '../support/probe.module.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
@@ -21,7 +21,7 @@ describe('worker: BullMQ processors, outbox relay, post-signup hooks', () => {
     env = await TestEnv.create();
     api = await env.startApi({ modules: [ProbeModule] });
     worker = await env.startWorker();
-    worker.get(SignupHooks).register('test-recorder', async (user: User) => {
+    worker.get(UserHooks).on('signup', 'test-recorder', async (user: User) => {
       if (failNext) {
         failNext = false;
         throw new Error('hook failed once');
@@ -51,6 +51,11 @@ describe('worker: BullMQ processors, outbox relay, post-signup hooks', () => {
     });
     expect(entry.dispatchedAt).not.toBeNull();
     expect(welcomed.filter((id) => id === 'user_hooked')).toHaveLength(1);
+    // The Email module's own signup hook sent the welcome e-mail through the console provider.
+    const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_hooked' } });
+    const mail = await waitFor(() => api.prisma.emailMessage.findUnique({ where: { idempotencyKey: `welcome-${user.id}` } }));
+    expect(mail).toMatchObject({ status: 'sent', templateKey: 'welcome', kind: 'transactional', toAddress: 'hooked@example.com' });
+    expect(await api.prisma.auditLog.count({ where: { action: 'email.sent', userId: 'user_hooked' } })).toBe(1);
   });
 
   it('retries a job whose hook failed', async () => {

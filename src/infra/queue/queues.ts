@@ -14,6 +14,8 @@ export const QUEUES = {
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
 export const JOBS = {
+  /** One templated e-mail to one user (payload SendEmailJob in modules/email/email.types.ts). */
+  sendEmail: { queue: QUEUES.email, name: 'send-email' },
   /** Post-signup extension hooks of a new user (welcome e-mail, disposable check, ...). */
   postSignup: { queue: QUEUES.users, name: 'post-signup' },
   /** Re-push outbox entries whose after-commit push failed (Redis was down). */

@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { SignupHooks } from './signup-hooks.js';
+import { UserHooks } from './user-hooks.js';
 import { UsersRepository } from './users.repository.js';
 import { UsersService } from './users.service.js';
 
 @Module({
-  providers: [UsersService, UsersRepository, SignupHooks],
-  exports: [UsersService, UsersRepository, SignupHooks],
+  providers: [UsersService, UsersRepository, UserHooks],
+  exports: [UsersService, UsersRepository, UserHooks],
 })
 export class UsersModule {}

@@ -1,0 +1,29 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { AppConfig } from '../../../config/app-config.js';
+import type { OutboundEmail } from '../email.types.js';
+import { EmailProvider } from './email-provider.js';
+
+/**
+ * Local default: nothing leaves the machine. The message (with its body) is stored in email_messages by
+ * EmailService; in development a short notice is printed so the developer knows where to look.
+ */
+@Injectable()
+export class ConsoleEmailProvider extends EmailProvider {
+  readonly name = 'console';
+
+  constructor(private readonly config: AppConfig) {
+    super();
+  }
+
+  async send(message: OutboundEmail): Promise<{ id: string }> {
+    const id = `console_${randomUUID()}`;
+    if (this.config.env === 'development') {
+      process.stdout.write(
+        `\n[email:console] ${id} to=${message.to} subject="${message.subject}"\n${message.text}\n` +
+          (message.headers['List-Unsubscribe'] ? `List-Unsubscribe: ${message.headers['List-Unsubscribe']}\n` : ''),
+      );
+    }
+    return { id };
+  }
+}
