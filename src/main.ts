@@ -1,22 +1,28 @@
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
-import { ApiModule } from './app/api.module.js';
 import { bootConfig } from './config/boot.js';
-import { configureApiApp, installFallbackErrorHandler } from './app/configure-app.js';
 
 async function main(): Promise<void> {
+  // Configuration and boot refusals first, before the application graph is even loaded.
   const config = await bootConfig();
-  const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config), {
-    bufferLogs: true,
-    rawBody: true,
-    bodyParser: false,
-  });
+  const [
+    { NestFactory },
+    { ApiModule },
+    { configureApiApp, installFallbackErrorHandler },
+    { installGracefulShutdown },
+  ] = await Promise.all([
+    import('@nestjs/core'),
+    import('./app/api.module.js'),
+    import('./app/configure-app.js'),
+    import('./app/shutdown.js'),
+  ]);
+  const app = await NestFactory.create<import('@nestjs/platform-express').NestExpressApplication>(
+    ApiModule.forRoot(config),
+    { bufferLogs: true, rawBody: true, bodyParser: false },
+  );
   await configureApiApp(app, config);
-  // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, close pools (onModuleDestroy hooks).
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
   await app.init();
   installFallbackErrorHandler(app);
+  installGracefulShutdown(app, 'api');
   await app.listen(config.port);
 }
 

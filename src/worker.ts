@@ -1,8 +1,4 @@
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Logger } from 'nestjs-pino';
-import { WorkerModule } from './app/worker.module.js';
 import { bootConfig } from './config/boot.js';
 
 /**
@@ -12,13 +8,19 @@ import { bootConfig } from './config/boot.js';
  */
 async function main(): Promise<void> {
   const config = await bootConfig();
-  const app = await NestFactory.create<NestExpressApplication>(WorkerModule.forRoot(config), {
-    bufferLogs: true,
-  });
+  const [{ NestFactory }, { Logger }, { WorkerModule }, { installGracefulShutdown }] = await Promise.all([
+    import('@nestjs/core'),
+    import('nestjs-pino'),
+    import('./app/worker.module.js'),
+    import('./app/shutdown.js'),
+  ]);
+  const app = await NestFactory.create<import('@nestjs/platform-express').NestExpressApplication>(
+    WorkerModule.forRoot(config),
+    { bufferLogs: true },
+  );
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
-  // SIGTERM: BullMQ workers finish their active jobs before the pools close.
-  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  installGracefulShutdown(app, 'worker');
   await app.listen(config.workerPort);
 }
 

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { AppConfig } from './app-config.js';
 import { formatRefusal, runBootChecks } from './boot-checks.js';
 import { ConfigError, loadConfig } from './env.js';
-import { createRedis } from '../infra/redis/redis.service.js';
+import { Redis } from 'ioredis';
 
 const PROBE_TIMEOUT_MS = 5000;
 
@@ -20,8 +20,10 @@ async function probeDatabase(config: AppConfig): Promise<void> {
 }
 
 async function probeRedis(config: AppConfig): Promise<void> {
-  const redis = createRedis(config, {
+  // Plain ioredis (not the Nest service) so a refusal does not load the application graph.
+  const redis = new Redis(config.redis.url, {
     lazyConnect: true,
+    connectTimeout: PROBE_TIMEOUT_MS,
     retryStrategy: () => null,
     maxRetriesPerRequest: 0,
   });

@@ -1,0 +1,94 @@
+import { describe, expect, it } from '@jest/globals';
+import { type BootProbes, formatRefusal, hmacKeyBytes, runBootChecks } from './boot-checks.js';
+import { loadConfig } from './env.js';
+
+const GOOD = {
+  APP_ENV: 'production',
+  COMPANY_LEGAL_NAME: 'Acme Software GmbH',
+  EMAIL_UNSUBSCRIBE_SECRET: 'u'.repeat(32),
+  BILLING_WEBHOOK_SECRET: 'b'.repeat(32),
+  IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
+  CORS_ORIGINS: 'https://app.example.com',
+};
+
+const ok: BootProbes = { database: async () => undefined, redis: async () => undefined };
+const calls: string[] = [];
+const tracking: BootProbes = {
+  database: async () => void calls.push('database'),
+  redis: async () => void calls.push('redis'),
+};
+const down = (message: string) => async () => {
+  throw new Error(message);
+};
+
+const check = (env: Record<string, string>, probes: BootProbes = ok) => runBootChecks(loadConfig(env), probes);
+
+describe('boot refusals', () => {
+  it('passes a correct deployed configuration', async () => {
+    expect(await check(GOOD)).toBeNull();
+  });
+
+  it('does not apply in development and test', async () => {
+    const broken = { COMPANY_LEGAL_NAME: 'TBD', CORS_ORIGINS: 'http://localhost:3000', TESTING: '1' };
+    const failing = { database: down('x'), redis: down('y') };
+    expect(await check({ ...broken, APP_ENV: 'development' }, failing)).toBeNull();
+    expect(await check({ ...broken, APP_ENV: 'test' }, failing)).toBeNull();
+  });
+
+  it('refuses the TBD legal name first', async () => {
+    const refusal = await check({ ...GOOD, COMPANY_LEGAL_NAME: 'TBD', CORS_ORIGINS: 'http://localhost' });
+    expect(refusal).toEqual({ check: 'project_config', reason: expect.stringContaining('TBD') });
+    // Unset means the project config's sentinel.
+    const { COMPANY_LEGAL_NAME: _omit, ...unset } = GOOD;
+    expect((await check(unset))?.check).toBe('project_config');
+  });
+
+  it.each([
+    ['EMAIL_UNSUBSCRIBE_SECRET unset', { EMAIL_UNSUBSCRIBE_SECRET: '' }, /EMAIL_UNSUBSCRIBE_SECRET/],
+    ['EMAIL_UNSUBSCRIBE_SECRET of 31 characters', { EMAIL_UNSUBSCRIBE_SECRET: 'u'.repeat(31) }, /EMAIL_UNSUBSCRIBE_SECRET/],
+    ['a short billing key', { BILLING_WEBHOOK_SECRET: 'b'.repeat(31) }, /BILLING_WEBHOOK_SECRET/],
+    ['a short identity key', { IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(24).toString('base64')}` }, /IDENTITY_WEBHOOK_SECRET/],
+    ['TESTING=1 when deployed', { TESTING: '1' }, /TESTING/],
+  ])('refuses secrets: %s', async (_name, override, reason) => {
+    const refusal = await check({ ...GOOD, ...override, CORS_ORIGINS: 'http://127.0.0.1:3000' });
+    expect(refusal?.check).toBe('secrets');
+    expect(refusal?.reason).toMatch(reason);
+  });
+
+  it('applies the secrets rule to staging too', async () => {
+    expect((await check({ ...GOOD, APP_ENV: 'staging', TESTING: '1' }))?.check).toBe('secrets');
+  });
+
+  it.each(['http://localhost:3000', 'https://app.example.com,http://127.0.0.1:8080', 'http://api.localhost'])(
+    'refuses local CORS origins (%s) before probing stores',
+    async (origins) => {
+      calls.length = 0;
+      const refusal = await check({ ...GOOD, CORS_ORIGINS: origins }, tracking);
+      expect(refusal?.check).toBe('cors_origins');
+      expect(calls).toEqual([]);
+    },
+  );
+
+  it('refuses an unreachable database before probing redis', async () => {
+    calls.length = 0;
+    const refusal = await check(GOOD, { database: down('connect ECONNREFUSED 127.0.0.1:5432'), redis: tracking.redis });
+    expect(refusal).toEqual({ check: 'database', reason: 'unreachable: connect ECONNREFUSED 127.0.0.1:5432' });
+    expect(calls).toEqual([]);
+  });
+
+  it('refuses an unreachable redis last', async () => {
+    const refusal = await check(GOOD, { database: ok.database, redis: down('connect ECONNREFUSED 127.0.0.1:6379') });
+    expect(refusal?.check).toBe('redis');
+  });
+
+  it('formats one line naming the check', () => {
+    const line = formatRefusal({ check: 'cors_origins', reason: 'CORS_ORIGINS contains http://localhost' });
+    expect(line).toBe('boot refused [cors_origins]: CORS_ORIGINS contains http://localhost');
+    expect(line).not.toContain('\n');
+  });
+
+  it('measures Standard Webhooks keys by their decoded bytes', () => {
+    expect(hmacKeyBytes(`whsec_${Buffer.alloc(32).toString('base64')}`)).toBe(32);
+    expect(hmacKeyBytes('x'.repeat(40))).toBe(40);
+  });
+});

@@ -1,0 +1,61 @@
+import { describe, expect, it } from '@jest/globals';
+import { ConfigError, loadConfig } from './env.js';
+
+describe('loadConfig', () => {
+  it('applies local defaults in development', () => {
+    const config = loadConfig({});
+    expect(config.env).toBe('development');
+    expect(config.deployed).toBe(false);
+    expect(config.port).toBe(3000);
+    expect(config.workerPort).toBe(3001);
+    expect(config.redis.url).toBe('redis://127.0.0.1:6379');
+    expect(config.corsOrigins).toEqual([]);
+    expect(config.email.provider).toBe('console');
+    expect(config.email.maxRequestsPerSecond).toBe(8.3);
+    expect(config.http).toEqual({ timeoutMs: 30000, maxAttempts: 3 });
+    expect(config.retention.webhookArchiveDays).toBe(90);
+    expect(config.project.leadMagnetPrefixes).toEqual({});
+    expect(config.testing).toBe(false);
+  });
+
+  it('lets the environment override the project config', () => {
+    const config = loadConfig({
+      APP_ENV: 'staging',
+      ADMIN_EMAILS: 'A@Example.com, b@example.com',
+      COMPANY_LEGAL_NAME: 'Acme GmbH',
+      BILLING_PRICE_TIERS: 'pri_a:PRO,pri_b:TEAM',
+      LEAD_MAGNET_PREFIXES: 'lead_magnet:lm_',
+      CORS_ORIGINS: 'https://a.example.com,https://b.example.com',
+      TESTING: '1',
+    });
+    expect(config.deployed).toBe(true);
+    expect(config.project.adminEmails).toEqual(['a@example.com', 'b@example.com']);
+    expect(config.project.companyLegalName).toBe('Acme GmbH');
+    expect(config.project.priceTiers).toEqual({ pri_a: 'PRO', pri_b: 'TEAM' });
+    expect(config.project.leadMagnetPrefixes).toEqual({ lead_magnet: 'lm_' });
+    expect(config.corsOrigins).toEqual(['https://a.example.com', 'https://b.example.com']);
+    expect(config.testing).toBe(true);
+  });
+
+  it('keeps development-only secrets out of deployed environments', () => {
+    expect(loadConfig({}).email.unsubscribeSecret).not.toBeNull();
+    const deployed = loadConfig({ APP_ENV: 'production' });
+    expect(deployed.email.unsubscribeSecret).toBeNull();
+    expect(deployed.billing.webhookSecret).toBeNull();
+    expect(deployed.identity.webhookSecret).toBeNull();
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, /PORT/],
+    [{ APP_ENV: 'prod' }, /APP_ENV/],
+    [{ DATABASE_URL: 'not a url' }, /DATABASE_URL/],
+    [{ BILLING_PRICE_TIERS: 'pri_x:GOLD' }, /BILLING_PRICE_TIERS/],
+    [{ BILLING_PRICE_TIERS: 'pri_x:FREE' }, /BILLING_PRICE_TIERS/],
+    [{ LEAD_MAGNET_PREFIXES: 'nocolon' }, /LEAD_MAGNET_PREFIXES/],
+    [{ IDENTITY_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json' }, /IDENTITY_ISSUER/],
+    [{ EMAIL_MAX_REQUESTS_PER_SECOND: '0' }, /EMAIL_MAX_REQUESTS_PER_SECOND/],
+  ])('refuses invalid values with one line naming the variable (%o)', (env, pattern) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(pattern);
+  });
+});
