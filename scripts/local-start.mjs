@@ -233,6 +233,9 @@ async function buildIfNeeded() {
   started.splice(started.indexOf(entry), 1);
   if (stopping) return;
   if (code !== 0) throw new Error(`npm run build failed (exit code ${code})`);
+  for (const file of ['main.js', 'worker.js']) {
+    if (!existsSync(join(ROOT, 'dist', file))) throw new Error(`npm run build did not produce dist/${file}`);
+  }
   await mkdir(DATA_DIR, { recursive: true });
   await writeFile(BUILD_STAMP, `${new Date().toISOString()}\n`);
 }
