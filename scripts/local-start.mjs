@@ -13,7 +13,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { arch, platform } from 'node:os';
@@ -214,6 +214,7 @@ async function buildIfNeeded() {
   const reason = mode === 'always' ? 'LOCAL_BUILD=always' : mode === 'never' ? null : buildReason();
   if (!reason) return;
   say(`building (${reason}) ...`);
+  const buildStartedAt = new Date();
   if (!existsSync(join(ROOT, 'dist', 'main.js')) || !existsSync(join(ROOT, 'dist', 'worker.js'))) {
     // Incremental tsc trusts its build info and would not re-emit a deleted output.
     await rm(join(ROOT, 'dist', '.tsbuildinfo'), { force: true });
@@ -237,7 +238,9 @@ async function buildIfNeeded() {
     if (!existsSync(join(ROOT, 'dist', file))) throw new Error(`npm run build did not produce dist/${file}`);
   }
   await mkdir(DATA_DIR, { recursive: true });
-  await writeFile(BUILD_STAMP, `${new Date().toISOString()}\n`);
+  await writeFile(BUILD_STAMP, `${buildStartedAt.toISOString()}\n`);
+  // Dated at the start: a source saved while the build ran may have been missed, so it still counts.
+  await utimes(BUILD_STAMP, buildStartedAt, buildStartedAt);
 }
 
 /** Connects as the URL says and runs SELECT 1; returns null on success, else the error message. */
