@@ -1,7 +1,7 @@
 // Generates src/metadata.ts with the @nestjs/swagger plugin's metadata generator. The plugin itself does
 // not run under @swc/jest, so both the build and the tests load this file instead
 // (SwaggerModule.loadPluginMetadata). The plugin reads only *.dto.ts and *.entity.ts files.
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -12,6 +12,12 @@ const { PluginMetadataGenerator } = await import('@nestjs/cli/lib/compiler/plugi
 const { ReadonlyVisitor } = await import('@nestjs/swagger/plugin');
 
 process.chdir(root);
+// The generator type-checks the project, which imports src/metadata.ts itself: on a clean clone give it
+// an empty one first.
+const target = join(root, 'src', 'metadata.ts');
+if (!existsSync(target)) {
+  writeFileSync(target, "export default async () => ({ '@nestjs/swagger': { models: [], controllers: [] } });\n");
+}
 new PluginMetadataGenerator().generate({
   visitors: [
     new ReadonlyVisitor({
