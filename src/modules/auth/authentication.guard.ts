@@ -14,6 +14,7 @@ import { IS_PUBLIC } from '../../common/decorators/public.decorator.js';
 import { UsersService } from '../users/users.service.js';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { looksLikeApiKey } from './api-key.util.js';
+import { StrategyFailure } from './jwt.strategy.js';
 import type { Principal } from './principal.js';
 
 type AuthRequest = Request & { principal?: Principal; user?: Principal };
@@ -72,6 +73,7 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
   override handleRequest<T>(err: unknown, user: T, info: unknown): T {
     if (err) {
       if (err instanceof AppError) throw err;
+      if (err instanceof StrategyFailure) throw err.original;
       const name = (err as Error).name;
       if (name === 'SigningKeyNotFoundError' || name === 'JwksRateLimitError')
         throw new UnauthenticatedError('The token is invalid.', 'invalid_token');

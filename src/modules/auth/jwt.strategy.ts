@@ -3,9 +3,16 @@ import { PassportStrategy } from '@nestjs/passport';
 import { passportJwtSecret } from 'jwks-rsa';
 import { ExtractJwt, Strategy, type SecretOrKeyProvider } from 'passport-jwt';
 import { AppConfig } from '../../config/app-config.js';
-import { UnauthenticatedError } from '../../common/errors/app-error.js';
+import { AppError, UnauthenticatedError } from '../../common/errors/app-error.js';
 import { UsersService } from '../users/users.service.js';
 import type { Principal } from './principal.js';
+
+/** An error raised by our own code inside the strategy (e.g. the database is down), not by the key set. */
+export class StrategyFailure extends Error {
+  constructor(readonly original: unknown) {
+    super('strategy failure');
+  }
+}
 
 export interface IdentityClaims {
   sub?: string;
@@ -59,13 +66,20 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     if (parties.length > 0 && (!claims.azp || !parties.includes(claims.azp))) {
       throw new UnauthenticatedError('The token was issued for another party.', 'invalid_token');
     }
-    let user = await this.users.findByIdentityId(claims.sub);
-    if (!user) {
-      // The user.created webhook is late: create the row just in time when the token carries an e-mail.
-      if (!claims.email) throw new UnauthenticatedError('Unknown user.', 'unknown_user');
-      user = (await this.users.ensureUser({ identityUserId: claims.sub, email: claims.email, via: 'token' }))
-        .user;
+    try {
+      let user = await this.users.findByIdentityId(claims.sub);
+      if (!user) {
+        // The user.created webhook is late: create the row just in time when the token carries an e-mail.
+        if (!claims.email) throw new UnauthenticatedError('Unknown user.', 'unknown_user');
+        user = (
+          await this.users.ensureUser({ identityUserId: claims.sub, email: claims.email, via: 'token' })
+        ).user;
+      }
+      return { user, via: 'jwt' };
+    } catch (err) {
+      // Passport hands every error to the guard alike; wrap ours so the guard can tell them from key-set
+      // (identity provider) failures.
+      throw err instanceof AppError ? err : new StrategyFailure(err);
     }
-    return { user, via: 'jwt' };
   }
 }
