@@ -3,6 +3,7 @@ import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import type { AppConfig } from '../config/app-config.js';
 import { ProblemDetailsFilter } from '../common/filters/problem-details.filter.js';
 import { createValidationPipe } from '../common/validation/validation.pipe.js';
+import { MetricsServer } from '../infra/metrics/metrics.server.js';
 import { AuthModule } from '../modules/auth/auth.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { UsersModule } from '../modules/users/users.module.js';
@@ -20,6 +21,7 @@ export class ApiModule {
       providers: [
         { provide: APP_FILTER, useClass: ProblemDetailsFilter },
         { provide: APP_PIPE, useFactory: createValidationPipe },
+        MetricsServer,
       ],
     };
   }

@@ -4,6 +4,7 @@ import type { DestinationStream } from 'pino';
 import { AppConfig } from '../config/app-config.js';
 import { loggerOptions } from '../common/logging/logger.options.js';
 import { HttpClient } from '../infra/http/http-client.js';
+import { MetricsService } from '../infra/metrics/metrics.service.js';
 import { PrismaModule } from '../infra/prisma/prisma.module.js';
 import { OutboxService } from '../infra/queue/outbox.service.js';
 import { QueueService } from '../infra/queue/queue.service.js';
@@ -28,8 +29,14 @@ export class CoreModule {
         RedisModule,
         AuditModule,
       ],
-      providers: [{ provide: AppConfig, useValue: config }, QueueService, OutboxService, HttpClient],
-      exports: [AppConfig, QueueService, OutboxService, HttpClient],
+      providers: [
+        { provide: AppConfig, useValue: config },
+        QueueService,
+        OutboxService,
+        HttpClient,
+        MetricsService,
+      ],
+      exports: [AppConfig, QueueService, OutboxService, HttpClient, MetricsService],
     };
   }
 }

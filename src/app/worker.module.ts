@@ -2,6 +2,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AppConfig } from '../config/app-config.js';
+import { WorkerMetricsController } from '../infra/metrics/metrics.controller.js';
 import { QueueInfraModule } from '../infra/queue/queue-infra.module.js';
 import { EmailWorkerModule } from '../modules/email/email.worker.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
@@ -33,6 +34,7 @@ export class WorkerModule {
         HealthModule,
         ...WORKER_FEATURE_MODULES,
       ],
+      controllers: [WorkerMetricsController],
     };
   }
 }

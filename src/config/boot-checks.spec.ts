@@ -21,7 +21,8 @@ const down = (message: string) => async () => {
   throw new Error(message);
 };
 
-const check = (env: Record<string, string>, probes: BootProbes = ok) => runBootChecks(loadConfig(env), probes);
+const check = (env: Record<string, string>, probes: BootProbes = ok) =>
+  runBootChecks(loadConfig(env), probes);
 
 describe('boot refusals', () => {
   it('passes a correct deployed configuration', async () => {
@@ -45,9 +46,17 @@ describe('boot refusals', () => {
 
   it.each([
     ['EMAIL_UNSUBSCRIBE_SECRET unset', { EMAIL_UNSUBSCRIBE_SECRET: '' }, /EMAIL_UNSUBSCRIBE_SECRET/],
-    ['EMAIL_UNSUBSCRIBE_SECRET of 31 characters', { EMAIL_UNSUBSCRIBE_SECRET: 'u'.repeat(31) }, /EMAIL_UNSUBSCRIBE_SECRET/],
+    [
+      'EMAIL_UNSUBSCRIBE_SECRET of 31 characters',
+      { EMAIL_UNSUBSCRIBE_SECRET: 'u'.repeat(31) },
+      /EMAIL_UNSUBSCRIBE_SECRET/,
+    ],
     ['a short billing key', { BILLING_WEBHOOK_SECRET: 'b'.repeat(31) }, /BILLING_WEBHOOK_SECRET/],
-    ['a short identity key', { IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(24).toString('base64')}` }, /IDENTITY_WEBHOOK_SECRET/],
+    [
+      'a short identity key',
+      { IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(24).toString('base64')}` },
+      /IDENTITY_WEBHOOK_SECRET/,
+    ],
     ['TESTING=1 when deployed', { TESTING: '1' }, /TESTING/],
   ])('refuses secrets: %s', async (_name, override, reason) => {
     const refusal = await check({ ...GOOD, ...override, CORS_ORIGINS: 'http://127.0.0.1:3000' });
@@ -71,13 +80,22 @@ describe('boot refusals', () => {
 
   it('refuses an unreachable database before probing redis', async () => {
     calls.length = 0;
-    const refusal = await check(GOOD, { database: down('connect ECONNREFUSED 127.0.0.1:5432'), redis: tracking.redis });
-    expect(refusal).toEqual({ check: 'database', reason: 'unreachable: connect ECONNREFUSED 127.0.0.1:5432' });
+    const refusal = await check(GOOD, {
+      database: down('connect ECONNREFUSED 127.0.0.1:5432'),
+      redis: tracking.redis,
+    });
+    expect(refusal).toEqual({
+      check: 'database',
+      reason: 'unreachable: connect ECONNREFUSED 127.0.0.1:5432',
+    });
     expect(calls).toEqual([]);
   });
 
   it('refuses an unreachable redis last', async () => {
-    const refusal = await check(GOOD, { database: ok.database, redis: down('connect ECONNREFUSED 127.0.0.1:6379') });
+    const refusal = await check(GOOD, {
+      database: ok.database,
+      redis: down('connect ECONNREFUSED 127.0.0.1:6379'),
+    });
     expect(refusal?.check).toBe('redis');
   });
 

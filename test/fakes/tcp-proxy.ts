@@ -20,7 +20,10 @@ export class TcpProxy {
 
   static async start(target: string): Promise<TcpProxy> {
     const url = new URL(target);
-    const proxy = new TcpProxy(url.hostname, Number(url.port || (url.protocol.startsWith('redis') ? 6379 : 5432)));
+    const proxy = new TcpProxy(
+      url.hostname,
+      Number(url.port || (url.protocol.startsWith('redis') ? 6379 : 5432)),
+    );
     proxy.server = createServer((client) => proxy.accept(client));
     await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
     proxy.port = (proxy.server.address() as AddressInfo).port;

@@ -114,7 +114,11 @@ describe('health with unreachable stores', () => {
     const ready = await api.http.get('/health/ready');
     expect(ready.status).toBe(503);
     const [database, redis, chroma] = ready.body.checks;
-    expect(database).toMatchObject({ name: 'database', ok: false, message: expect.stringMatching(/ECONNREFUSED/) });
+    expect(database).toMatchObject({
+      name: 'database',
+      ok: false,
+      message: expect.stringMatching(/ECONNREFUSED/),
+    });
     expect(redis).toMatchObject({ name: 'redis', ok: false });
     expect(redis.message.length).toBeGreaterThan(0);
     // Not configured in development/test counts as healthy.

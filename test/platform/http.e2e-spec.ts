@@ -38,13 +38,17 @@ describe('HTTP surface: problem+json, request ids, body limits', () => {
   });
 
   it('reports validation failures with errors[] per field', async () => {
-    const res = await api.http.post('/api/v1/probe/echo').send({ name: 'far too long a name', rating: 9, extra: 1 });
+    const res = await api.http
+      .post('/api/v1/probe/echo')
+      .send({ name: 'far too long a name', rating: 9, extra: 1 });
     expect(res.status).toBe(400);
     expect(res.headers['content-type']).toMatch(PROBLEM);
     expect(res.body.code).toBe('validation_failed');
     const fields = res.body.errors.map((e: { field: string }) => e.field).sort();
     expect(fields).toEqual(['extra', 'name', 'rating']);
-    expect(res.body.errors.find((e: { field: string }) => e.field === 'extra').message).toBe('property extra is not allowed');
+    expect(res.body.errors.find((e: { field: string }) => e.field === 'extra').message).toBe(
+      'property extra is not allowed',
+    );
   });
 
   it('accepts a valid body', async () => {
@@ -54,7 +58,10 @@ describe('HTTP surface: problem+json, request ids, body limits', () => {
   });
 
   it('answers malformed JSON with 400 problem+json', async () => {
-    const res = await api.http.post('/api/v1/probe/echo').set('Content-Type', 'application/json').send('{"name": ');
+    const res = await api.http
+      .post('/api/v1/probe/echo')
+      .set('Content-Type', 'application/json')
+      .send('{"name": ');
     expect(res.status).toBe(400);
     expect(res.headers['content-type']).toMatch(PROBLEM);
   });
@@ -88,7 +95,9 @@ describe('HTTP surface: problem+json, request ids, body limits', () => {
       request_id: res.headers['x-request-id'],
     });
     expect(JSON.stringify(res.body)).not.toMatch(/hunter2|app\.ts|secret/);
-    const logged = env.logs.lines.find((line) => line.includes(res.headers['x-request-id']) && line.includes('request failed'));
+    const logged = env.logs.lines.find(
+      (line) => line.includes(res.headers['x-request-id']) && line.includes('request failed'),
+    );
     expect(logged).toBeDefined();
   });
 

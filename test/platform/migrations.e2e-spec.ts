@@ -11,7 +11,11 @@ describe('migrations', () => {
 
   it('the test template database has every migration applied and none failed', async () => {
     const url = `${process.env.TEST_PG_SERVER_URL}/${process.env.TEST_DB_TEMPLATE}`;
-    const result = (await status({ databaseUrl: url })) as { ok: boolean; pending: string[]; failed: unknown[] };
+    const result = (await status({ databaseUrl: url })) as {
+      ok: boolean;
+      pending: string[];
+      failed: unknown[];
+    };
     expect(result.pending).toEqual([]);
     expect(result.failed).toEqual([]);
     expect(result.ok).toBe(true);

@@ -47,10 +47,19 @@ describe('API and worker processes', () => {
   };
 
   it.each([
-    ['project_config', { COMPANY_LEGAL_NAME: 'TBD', EMAIL_UNSUBSCRIBE_SECRET: 'short', CORS_ORIGINS: 'http://localhost' }],
+    [
+      'project_config',
+      { COMPANY_LEGAL_NAME: 'TBD', EMAIL_UNSUBSCRIBE_SECRET: 'short', CORS_ORIGINS: 'http://localhost' },
+    ],
     ['secrets', { EMAIL_UNSUBSCRIBE_SECRET: 'short', CORS_ORIGINS: 'http://localhost' }],
     ['secrets', { TESTING: '1' }],
-    ['cors_origins', { CORS_ORIGINS: 'https://app.example.com,http://127.0.0.1:5173', DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/x' }],
+    [
+      'cors_origins',
+      {
+        CORS_ORIGINS: 'https://app.example.com,http://127.0.0.1:5173',
+        DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/x',
+      },
+    ],
     ['database', { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/x', REDIS_URL: 'redis://127.0.0.1:1' }],
     ['redis', { REDIS_URL: 'redis://127.0.0.1:1' }],
   ])('refuses to boot on %s, in spec order, with one line', async (check, extra) => {
@@ -90,7 +99,11 @@ describe('API and worker processes', () => {
     const worker = start('worker', { WORKER_PORT: String(workerPort) });
     await waitForHttp(`http://127.0.0.1:${workerPort}/health`);
     const health = await fetch(`http://127.0.0.1:${workerPort}/health`);
-    expect(await health.json()).toEqual({ status: 'ok', project_slug: 'subscription-service', environment: 'production' });
+    expect(await health.json()).toEqual({
+      status: 'ok',
+      project_slug: 'subscription-service',
+      environment: 'production',
+    });
     expect((await fetch(`http://127.0.0.1:${workerPort}/api/v1/me`)).status).toBe(404);
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toBe(0);

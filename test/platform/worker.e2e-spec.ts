@@ -53,9 +53,18 @@ describe('worker: BullMQ processors, outbox relay, post-signup hooks', () => {
     expect(welcomed.filter((id) => id === 'user_hooked')).toHaveLength(1);
     // The Email module's own signup hook sent the welcome e-mail through the console provider.
     const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_hooked' } });
-    const mail = await waitFor(() => api.prisma.emailMessage.findUnique({ where: { idempotencyKey: `welcome-${user.id}` } }));
-    expect(mail).toMatchObject({ status: 'sent', templateKey: 'welcome', kind: 'transactional', toAddress: 'hooked@example.com' });
-    expect(await api.prisma.auditLog.count({ where: { action: 'email.sent', userId: 'user_hooked' } })).toBe(1);
+    const mail = await waitFor(() =>
+      api.prisma.emailMessage.findUnique({ where: { idempotencyKey: `welcome-${user.id}` } }),
+    );
+    expect(mail).toMatchObject({
+      status: 'sent',
+      templateKey: 'welcome',
+      kind: 'transactional',
+      toAddress: 'hooked@example.com',
+    });
+    expect(await api.prisma.auditLog.count({ where: { action: 'email.sent', userId: 'user_hooked' } })).toBe(
+      1,
+    );
   });
 
   it('retries a job whose hook failed', async () => {

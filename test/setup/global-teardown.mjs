@@ -8,7 +8,9 @@ export default async function globalTeardown() {
   const client = new pg.Client({ connectionString: `${process.env.TEST_PG_SERVER_URL}/postgres` });
   await client.connect();
   try {
-    const { rows } = await client.query(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`sst_${runId}_%`]);
+    const { rows } = await client.query(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
+      `sst_${runId}_%`,
+    ]);
     for (const { datname } of rows) {
       await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
     }

@@ -27,7 +27,8 @@ export interface RunningProcess {
 /** Starts a compiled entry point (dist/main.js or dist/worker.js) as a real process. */
 export function startCompiled(entry: 'main' | 'worker', env: Record<string, string>): RunningProcess {
   const file = join(ROOT, 'dist', `${entry}.js`);
-  if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` (npm test does it first)`);
+  if (!existsSync(file))
+    throw new Error(`${file} is missing: run \`npm run build\` (npm test does it first)`);
   const child = spawn(process.execPath, ['--enable-source-maps', file], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },

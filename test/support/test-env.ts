@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import type { INestApplication, Type } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test, type TestingModuleBuilder } from '@nestjs/testing';
+import { Logger } from 'nestjs-pino';
 import request from 'supertest';
 import { ApiModule } from '../../src/app/api.module.js';
 import { configureApiApp, installFallbackErrorHandler } from '../../src/app/configure-app.js';
@@ -109,6 +110,7 @@ export class TestEnv {
     });
     if (options.override) builder = options.override(builder);
     const app = (await builder.compile()).createNestApplication({ bufferLogs: true });
+    app.useLogger(app.get(Logger));
     await app.init();
     this.apps.push(app);
     return app;

@@ -58,7 +58,13 @@ export class CreditsService {
     return this.apply(tx, input, input.kind ?? CREDIT_KINDS.spend, -Math.abs(input.amount), true);
   }
 
-  private async apply(tx: Tx, input: LedgerInput, kind: string, delta: number, mustCover: boolean): Promise<LedgerResult> {
+  private async apply(
+    tx: Tx,
+    input: LedgerInput,
+    kind: string,
+    delta: number,
+    mustCover: boolean,
+  ): Promise<LedgerResult> {
     if (!Number.isInteger(delta)) throw new Error('credit amounts are whole numbers');
     const balance = await this.ledger.lockBalance(tx, input.userId);
     if (balance === null) throw new NotFoundError('The user does not exist.', 'user_not_found');

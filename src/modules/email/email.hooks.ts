@@ -12,7 +12,11 @@ export class EmailHooks implements OnModuleInit {
 
   onModuleInit(): void {
     this.hooks.on('signup', 'welcome-email', async (user) => {
-      await this.email.sendTemplate({ userId: user.id, templateKey: 'welcome', idempotencyKey: `welcome-${user.id}` });
+      await this.email.sendTemplate({
+        userId: user.id,
+        templateKey: 'welcome',
+        idempotencyKey: `welcome-${user.id}`,
+      });
     });
   }
 }

@@ -86,7 +86,11 @@ export class EmailService {
   }
 
   /** Renders a template for a user, with List-Unsubscribe headers and footer on marketing mail. */
-  compose(user: User, kind: EmailKind, job: Pick<SendEmailJob, 'templateKey' | 'idempotencyKey' | 'data'>): OutboundEmail {
+  compose(
+    user: User,
+    kind: EmailKind,
+    job: Pick<SendEmailJob, 'templateKey' | 'idempotencyKey' | 'data'>,
+  ): OutboundEmail {
     const rendered = this.templates.get(job.templateKey).render({
       email: user.email,
       locale: user.locale,
@@ -104,10 +108,21 @@ export class EmailService {
         `<p style="font-size:12px;color:#666">Don't want these e-mails? <a href="${url}">Unsubscribe</a>.</p></body>`,
       );
     }
-    return { ...rendered, to: user.email, from: this.config.email.from, headers, idempotencyKey: job.idempotencyKey };
+    return {
+      ...rendered,
+      to: user.email,
+      from: this.config.email.from,
+      headers,
+      idempotencyKey: job.idempotencyKey,
+    };
   }
 
-  private async recordSkip(job: SendEmailJob, kind: EmailKind, reason: SkipReason, user: User | null): Promise<void> {
+  private async recordSkip(
+    job: SendEmailJob,
+    kind: EmailKind,
+    reason: SkipReason,
+    user: User | null,
+  ): Promise<void> {
     const row = user
       ? await this.repository.record(this.prisma, {
           userId: user.id,

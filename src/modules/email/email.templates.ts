@@ -16,9 +16,17 @@ export interface EmailTemplate {
 }
 
 const escapeHtml = (value: string) =>
-  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  value.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
+  );
 
-const simple = (key: string, kind: EmailKind, subject: (c: TemplateContext) => string, body: (c: TemplateContext) => string): EmailTemplate => ({
+const simple = (
+  key: string,
+  kind: EmailKind,
+  subject: (c: TemplateContext) => string,
+  body: (c: TemplateContext) => string,
+): EmailTemplate => ({
   key,
   kind,
   render: (context) => {

@@ -35,7 +35,10 @@ export class UserHooks {
       try {
         await hook(user);
       } catch (err) {
-        this.logger.error({ hook: name, event, err: (err as Error).message, user_id: user.id }, 'user hook failed');
+        this.logger.error(
+          { hook: name, event, err: (err as Error).message, user_id: user.id },
+          'user hook failed',
+        );
         failures.push(name);
       }
     }

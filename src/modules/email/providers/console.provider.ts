@@ -21,7 +21,9 @@ export class ConsoleEmailProvider extends EmailProvider {
     if (this.config.env === 'development') {
       process.stdout.write(
         `\n[email:console] ${id} to=${message.to} subject="${message.subject}"\n${message.text}\n` +
-          (message.headers['List-Unsubscribe'] ? `List-Unsubscribe: ${message.headers['List-Unsubscribe']}\n` : ''),
+          (message.headers['List-Unsubscribe']
+            ? `List-Unsubscribe: ${message.headers['List-Unsubscribe']}\n`
+            : ''),
       );
     }
     return { id };

@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import request from 'supertest';
+import { freePort } from '../support/processes.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+
+describe('Prometheus metrics', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+  let worker: INestApplication;
+  let metricsPort: number;
+
+  beforeAll(async () => {
+    env = await TestEnv.create();
+    metricsPort = await freePort();
+    api = await env.startApi({ config: env.configWith({ METRICS_PORT: String(metricsPort) }) });
+    worker = await env.startWorker();
+  });
+  afterAll(() => env.close());
+
+  it('serves API metrics on their own port, with request rate and latency by route template', async () => {
+    await api.http.get('/health');
+    await api.http.get('/api/v1/nothing/123');
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toMatch(
+      /http_requests_total\{method="GET",route="\/health",status="200",service="subscription-service"\} 1/,
+    );
+    expect(text).toMatch(/http_requests_total\{method="GET",route="unmatched",status="404"/);
+    expect(text).toContain('http_request_duration_seconds_bucket');
+    expect(text).toContain('process_resident_memory_bytes');
+    expect(text).not.toContain('/api/v1/nothing/123');
+  });
+
+  it('does not serve metrics on the public port', async () => {
+    expect((await api.http.get('/metrics')).status).toBe(404);
+    expect((await api.http.get('/api/v1/metrics')).status).toBe(404);
+  });
+
+  it('serves worker metrics with queue depths on the worker port', async () => {
+    const res = await request(worker.getHttpServer()).get('/metrics');
+    expect(res.status).toBe(200);
+    expect(res.text).toMatch(
+      /queue_jobs\{queue="email",state="waiting",service="subscription-service"\} \d+/,
+    );
+  });
+});
