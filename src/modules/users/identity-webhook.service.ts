@@ -41,7 +41,7 @@ export class IdentityWebhookService {
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
   ) {
-    this.verifier = config.identity.webhookSecret ? new Webhook(config.identity.webhookSecret) : null;
+    this.verifier = config.identity.webhookSecret ? verifierFor(config.identity.webhookSecret) : null;
   }
 
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<WebhookReceipt> {
@@ -172,6 +172,17 @@ export class IdentityWebhookService {
     if (!result?.changed) return { status: 'skipped', reason: 'already scheduled for deletion' };
     outboxIds.push(...result.outboxIds);
     return { status: 'processed' };
+  }
+}
+
+/** A secret the library cannot decode stops the boot with a message naming the variable. */
+function verifierFor(secret: string): Webhook {
+  try {
+    return new Webhook(secret);
+  } catch (err) {
+    throw new Error(
+      `IDENTITY_WEBHOOK_SECRET is not a Standard Webhooks secret (whsec_<base64>): ${(err as Error).message}`,
+    );
   }
 }
 
