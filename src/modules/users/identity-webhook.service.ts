@@ -182,6 +182,7 @@ function verifierFor(secret: string): Webhook {
   } catch (err) {
     throw new Error(
       `IDENTITY_WEBHOOK_SECRET is not a Standard Webhooks secret (whsec_<base64>): ${(err as Error).message}`,
+      { cause: err },
     );
   }
 }
