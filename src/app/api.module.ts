@@ -5,12 +5,14 @@ import { ProblemDetailsFilter } from '../common/filters/problem-details.filter.j
 import { createValidationPipe } from '../common/validation/validation.pipe.js';
 import { MetricsServer } from '../infra/metrics/metrics.server.js';
 import { AuthModule } from '../modules/auth/auth.module.js';
+import { AdminDirectoryModule } from '../modules/admin/directory/admin-directory.module.js';
+import { FeedbackHttpModule } from '../modules/feedback/feedback.http.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
-import { UsersModule } from '../modules/users/users.module.js';
+import { UsersHttpModule } from '../modules/users/users.http.module.js';
 import { CoreModule, type CoreOptions } from './core.module.js';
 
 /** Feature modules that serve HTTP routes. Controllers live only here, processors only in the worker. */
-export const API_FEATURE_MODULES = [UsersModule];
+export const API_FEATURE_MODULES = [UsersHttpModule, FeedbackHttpModule, AdminDirectoryModule];
 
 @Module({})
 export class ApiModule {

@@ -18,6 +18,10 @@ export const JOBS = {
   sendEmail: { queue: QUEUES.email, name: 'send-email' },
   /** Post-signup extension hooks of a new user (welcome e-mail, disposable check, ...). */
   postSignup: { queue: QUEUES.users, name: 'post-signup' },
+  /** A user asked for deletion (soft delete committed): runs the `deletion_requested` user hooks. */
+  accountDeletionRequested: { queue: QUEUES.users, name: 'account-deletion-requested' },
+  /** Daily 04:00 UTC: hard-deletes accounts soft-deleted for the grace period or longer. */
+  hardDeleteAccounts: { queue: QUEUES.users, name: 'hard-delete-accounts' },
   /** Re-push outbox entries whose after-commit push failed (Redis was down). */
   relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
 } as const;

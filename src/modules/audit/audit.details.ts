@@ -44,6 +44,8 @@ export const AUDIT_DETAIL_KEYS = [
   'action',
   'expires_at',
   'prefix',
+  'consent_given',
+  'consent_at',
 ] as const;
 
 export type AuditDetailKey = (typeof AUDIT_DETAIL_KEYS)[number];

@@ -1,6 +1,17 @@
 import { Injectable } from '@nestjs/common';
-import type { Db } from '../../infra/prisma/prisma.service.js';
-import type { User } from '../../generated/prisma/client.js';
+import type { Db, Tx } from '../../infra/prisma/prisma.service.js';
+import type { Prisma, Subscription, User } from '../../generated/prisma/client.js';
+
+export interface AttributionFields {
+  utmSource: string | null;
+  utmMedium: string | null;
+  utmCampaign: string | null;
+  utmTerm: string | null;
+  utmContent: string | null;
+  referrer: string | null;
+  landingPage: string | null;
+  provenance: string | null;
+}
 
 @Injectable()
 export class UsersRepository {
@@ -10,6 +21,18 @@ export class UsersRepository {
 
   findByIdentityId(db: Db, identityUserId: string): Promise<User | null> {
     return db.user.findUnique({ where: { identityUserId } });
+  }
+
+  /** Locks the row until the caller's transaction ends, so read-compare-write cannot interleave. */
+  async lockById(tx: Tx, id: string): Promise<User | null> {
+    const rows = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM users WHERE id = ${id}::uuid FOR UPDATE`;
+    return rows.length === 0 ? null : tx.user.findUnique({ where: { id } });
+  }
+
+  async lockByIdentityId(tx: Tx, identityUserId: string): Promise<User | null> {
+    const rows = await tx.$queryRaw<{ id: string }[]>`
+      SELECT id FROM users WHERE identity_user_id = ${identityUserId} FOR UPDATE`;
+    return rows.length === 0 ? null : tx.user.findUnique({ where: { id: rows[0].id } });
   }
 
   /**
@@ -28,6 +51,69 @@ export class UsersRepository {
       RETURNING id`;
     const user = await db.user.findUniqueOrThrow({ where: { identityUserId } });
     return { user, inserted: rows.length === 1 };
+  }
+
+  update(db: Db, id: string, data: Prisma.UserUpdateInput): Promise<User> {
+    return db.user.update({ where: { id }, data });
+  }
+
+  addConsentEvent(db: Db, userId: string, given: boolean, source: string, at: Date): Promise<unknown> {
+    return db.emailConsentEvent.create({ data: { userId, given, source, createdAt: at } });
+  }
+
+  /**
+   * First-touch attribution in one conditional UPDATE: of two concurrent first calls, the second waits
+   * for the first's row lock, re-checks the condition and matches nothing. Returns whether it applied.
+   */
+  async recordAttributionOnce(db: Db, id: string, fields: AttributionFields, at: Date): Promise<boolean> {
+    const { count } = await db.user.updateMany({
+      where: { id, attributionRecordedAt: null },
+      data: { ...fields, attributionRecordedAt: at },
+    });
+    return count === 1;
+  }
+
+  /** The subscription /me shows: the newest one the user has (billing keeps at most one live). */
+  latestSubscription(db: Db, userId: string): Promise<Subscription | null> {
+    return db.subscription.findFirst({
+      where: { userId },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    });
+  }
+
+  /**
+   * Locks the next account whose grace period is over, skipping rows another worker holds, so several
+   * workers share the backlog without waiting on (or deleting) the same user twice.
+   */
+  async lockNextDueForHardDelete(
+    tx: Tx,
+    cutoff: Date,
+    exclude: string[],
+  ): Promise<{ id: string; identity_user_id: string; deleted_at: Date } | null> {
+    const rows = await tx.$queryRaw<{ id: string; identity_user_id: string; deleted_at: Date }[]>`
+      SELECT id, identity_user_id, deleted_at FROM users
+      WHERE deleted_at IS NOT NULL AND deleted_at <= ${cutoff}
+        AND NOT (id = ANY(${exclude}::uuid[]))
+      ORDER BY deleted_at, id
+      LIMIT 1
+      FOR UPDATE SKIP LOCKED`;
+    return rows[0] ?? null;
+  }
+
+  /** Deletes the row; the database cascades owned tables and nulls the links of the kept ones. */
+  async hardDelete(tx: Tx, id: string): Promise<void> {
+    await tx.$executeRaw`DELETE FROM users WHERE id = ${id}::uuid`;
+  }
+
+  /**
+   * The identity webhook archive has no user foreign key but holds the user's e-mail addresses in its
+   * raw payloads: keep the rows (dedupe history) and replace their payloads.
+   */
+  async scrubIdentityArchive(tx: Tx, identityUserId: string): Promise<number> {
+    return tx.$executeRaw`
+      UPDATE webhook_events
+      SET payload = jsonb_build_object('redacted', true, 'type', payload->>'type')
+      WHERE provider = 'identity' AND payload->'data'->>'id' = ${identityUserId}`;
   }
 
   /** Marks activity at most once an hour per user (a conditional update, no write otherwise). */

@@ -1,0 +1,89 @@
+import { Transform, Type } from 'class-transformer';
+import { IsBoolean, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+
+const toBoolean = ({ value }: { value: unknown }) =>
+  value === 'true' ? true : value === 'false' ? false : value;
+
+/**
+ * Admin list paging. Unlike owned-resource lists (where bad values reset), out-of-range values are
+ * rejected by validation (spec Errors: "out-of-range page_size on admin list endpoints").
+ */
+class AdminPageQueryDto {
+  /** 1-based page number. */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  page?: number;
+}
+
+export class ListAdminUsersQueryDto extends AdminPageQueryDto {
+  /** Page size, 1..100 (default 50). */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  page_size?: number;
+
+  /** E-mail prefix, case-insensitive. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(320)
+  search?: string;
+
+  /** Current tier, e.g. FREE or PRO. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(50)
+  tier?: string;
+
+  /** true: only accounts scheduled for deletion; false: only active accounts; absent: both. */
+  @IsOptional()
+  @Transform(toBoolean)
+  @IsBoolean()
+  deleted?: boolean;
+}
+
+export class ListAuditQueryDto extends AdminPageQueryDto {
+  /** Page size, 1..200 (default 50). */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(200)
+  page_size?: number;
+
+  /** Exact action, e.g. user.created. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  action?: string;
+
+  /** Exact actor, e.g. user:<identity_user_id> or system:account-deletion. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(300)
+  actor?: string;
+
+  /** Identity user id the entry is about. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  user_id?: string;
+
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  resource_type?: string;
+
+  /** Entries at or after this ISO 8601 time. */
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  from?: string;
+
+  /** Entries at or before this ISO 8601 time. */
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  to?: string;
+}

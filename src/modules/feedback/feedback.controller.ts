@@ -1,0 +1,28 @@
+import { Body, Controller, Post } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiBadRequestResponse,
+  ApiCreatedResponse,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import type { User } from '../../generated/prisma/client.js';
+import { CreateFeedbackDto, FeedbackResponseDto } from './dto/create-feedback.dto.js';
+import { FeedbackService } from './feedback.service.js';
+
+@ApiTags('feedback')
+@ApiBearerAuth()
+@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
+@Controller('feedback')
+export class FeedbackController {
+  constructor(private readonly feedback: FeedbackService) {}
+
+  /** In-app feedback: message 1..5000, optional rating 1..5 and page. */
+  @Post()
+  @ApiCreatedResponse({ type: FeedbackResponseDto })
+  @ApiBadRequestResponse({ description: 'validation_failed' })
+  create(@CurrentUser() user: User, @Body() dto: CreateFeedbackDto): Promise<FeedbackResponseDto> {
+    return this.feedback.create(user, dto);
+  }
+}

@@ -1,0 +1,87 @@
+import { Body, Controller, Delete, Get, Header, HttpCode, Post, StreamableFile } from '@nestjs/common';
+import {
+  ApiAcceptedResponse,
+  ApiBearerAuth,
+  ApiConflictResponse,
+  ApiForbiddenResponse,
+  ApiOkResponse,
+  ApiProduces,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import type { Response } from 'express';
+import { AllowDeleted } from '../../common/decorators/allow-deleted.decorator.js';
+import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import { sendProblem, toProblem } from '../../common/filters/problem-details.filter.js';
+import type { User } from '../../generated/prisma/client.js';
+import { AccountDeletionService } from './account-deletion.service.js';
+import { AccountExportService } from './account-export.service.js';
+import { DeletionScheduledDto, MeResponseDto } from './dto/me-response.dto.js';
+import { SignupMetadataDto, SignupMetadataResultDto } from './dto/signup-metadata.dto.js';
+import { ProfileService } from './profile.service.js';
+
+@ApiTags('current user')
+@ApiBearerAuth()
+@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
+@Controller('account/me')
+export class AccountController {
+  constructor(
+    private readonly profile: ProfileService,
+    private readonly deletion: AccountDeletionService,
+    private readonly exports: AccountExportService,
+  ) {}
+
+  /** First-touch UTM attribution; applied once, later calls answer `recorded: false` and change nothing. */
+  @Post('signup-metadata')
+  @HttpCode(200)
+  @ApiOkResponse({ type: SignupMetadataResultDto })
+  signupMetadata(
+    @CurrentUser() user: User,
+    @Body() dto: SignupMetadataDto,
+  ): Promise<SignupMetadataResultDto> {
+    return this.profile.recordAttribution(user, dto);
+  }
+
+  /** Every user-linked table and the caller's audit entries as one JSON attachment (streamed). */
+  @Get('export')
+  @AllowDeleted()
+  @Header('Cache-Control', 'no-store')
+  @ApiProduces('application/json')
+  @ApiOkResponse({
+    description:
+      '{generated_at, user, subscriptions, credit_transactions, saved_searches, workspaces, api_keys, feedback, broadcast_recipients, email_consent_events, email_messages, payments, billing_adjustments, audit_logs}',
+  })
+  async export(@CurrentUser() user: User): Promise<StreamableFile> {
+    const { filename, stream } = await this.exports.open(user);
+    return new StreamableFile(stream, {
+      type: 'application/json; charset=utf-8',
+      disposition: `attachment; filename="${filename}"`,
+    }).setErrorHandler((err, res) => {
+      // Once bytes are out, cutting the connection is the only honest signal: a closed JSON would lie.
+      if (res.headersSent) return res.destroy?.(err);
+      const { problem, headers } = toProblem(err, undefined);
+      sendProblem(res as unknown as Response, problem, headers);
+    });
+  }
+
+  /** Schedules the account for deletion: 30 days to restore, then it is erased. */
+  @Delete()
+  @HttpCode(202)
+  @ApiAcceptedResponse({ type: DeletionScheduledDto })
+  @ApiForbiddenResponse({ description: 'account_deleted: already scheduled for deletion' })
+  async requestDeletion(@CurrentUser() user: User): Promise<DeletionScheduledDto> {
+    const { deletedAt, hardDeleteAfter } = await this.deletion.requestDeletion(user);
+    return { deleted_at: deletedAt.toISOString(), hard_delete_after: hardDeleteAfter.toISOString() };
+  }
+
+  /** Cancels a pending deletion within the grace period; answers the /me body. */
+  @Post('restore')
+  @HttpCode(200)
+  @AllowDeleted()
+  @ApiOkResponse({ type: MeResponseDto })
+  @ApiConflictResponse({ description: 'restore_window_closed: the grace period is over' })
+  async restore(@CurrentUser() user: User): Promise<MeResponseDto> {
+    await this.deletion.restore(user);
+    return this.profile.me(user.id);
+  }
+}

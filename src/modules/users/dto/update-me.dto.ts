@@ -1,0 +1,27 @@
+import { IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+
+/** BCP 47 language tag, simplified: `en`, `de-CH`, `zh-Hant-TW`. */
+const LOCALE = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
+/** Where consent was given or withdrawn: a short machine label such as `settings_page`. */
+const SOURCE = /^[A-Za-z0-9_.:-]+$/;
+
+/** The only fields of the profile a user may change (spec rule 4). */
+export class UpdateMeDto {
+  /** BCP 47 language tag, e.g. `en` or `de-CH`. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(35)
+  @Matches(LOCALE, { message: 'locale must be a BCP 47 language tag such as en or de-CH' })
+  locale?: string;
+
+  @IsOptional()
+  @IsBoolean()
+  marketing_consent_given?: boolean;
+
+  /** Where the change happened (default `account_settings`); only with marketing_consent_given. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  @Matches(SOURCE, { message: 'marketing_consent_source may hold letters, digits and _ . : - only' })
+  marketing_consent_source?: string;
+}

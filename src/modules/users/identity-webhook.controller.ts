@@ -1,0 +1,24 @@
+import { Controller, HttpCode, Post, type RawBodyRequest, Req } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiOkResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import type { Request } from 'express';
+import { Public } from '../../common/decorators/public.decorator.js';
+import { IdentityWebhookService, type WebhookReceipt } from './identity-webhook.service.js';
+
+@ApiTags('webhooks')
+@Public()
+@Controller('webhooks')
+export class IdentityWebhookController {
+  constructor(private readonly webhooks: IdentityWebhookService) {}
+
+  /** Identity provider events, signed per Standard Webhooks (webhook-* or svix-* headers). */
+  @Post('identity')
+  @HttpCode(200)
+  @ApiOkResponse({ description: '{received, event_id, status: processed | skipped | duplicate}' })
+  @ApiUnauthorizedResponse({
+    description: 'invalid_signature: bad, missing or expired signature; nothing stored',
+  })
+  @ApiBadRequestResponse({ description: 'invalid_webhook_payload: signed but malformed; archived as FAILED' })
+  receive(@Req() req: RawBodyRequest<Request>): Promise<WebhookReceipt> {
+    return this.webhooks.receive(req.rawBody, req.headers);
+  }
+}

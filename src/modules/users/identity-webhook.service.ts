@@ -1,0 +1,202 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Injectable } from '@nestjs/common';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import type { z } from 'zod';
+import { AppConfig } from '../../config/app-config.js';
+import { DependencyError, UnauthenticatedError, ValidationError } from '../../common/errors/app-error.js';
+import type { Tx } from '../../infra/prisma/prisma.service.js';
+import { OutboxService } from '../../infra/queue/outbox.service.js';
+import type { Prisma } from '../../generated/prisma/client.js';
+import { AuditService, webhookActor } from '../audit/audit.service.js';
+import { type HandlerOutcome, WebhookInboxService } from '../webhooks/webhook-inbox.service.js';
+import { AccountDeletionService } from './account-deletion.service.js';
+import { identityDeletedData, identityEnvelope, identityUserData, primaryEmail } from './identity-events.js';
+import { UsersRepository } from './users.repository.js';
+import { UsersService } from './users.service.js';
+
+const HEADER_PARTS = ['id', 'timestamp', 'signature'] as const;
+
+export interface WebhookReceipt {
+  received: true;
+  event_id: string;
+  /** processed, skipped (archived and acknowledged, no effect) or duplicate (redelivery, nothing done). */
+  status: 'processed' | 'skipped' | 'duplicate';
+}
+
+/**
+ * POST /webhooks/identity: Standard Webhooks verification over the exact raw body before anything else
+ * (invalid -> 401, nothing stored), then exactly-once handling through the shared webhook inbox, which
+ * claims the message id, archives the payload and runs the effect in one transaction.
+ */
+@Injectable()
+export class IdentityWebhookService {
+  private readonly verifier: Webhook | null;
+
+  constructor(
+    config: AppConfig,
+    private readonly inbox: WebhookInboxService,
+    private readonly usersService: UsersService,
+    private readonly users: UsersRepository,
+    private readonly deletion: AccountDeletionService,
+    private readonly audit: AuditService,
+    private readonly outbox: OutboxService,
+  ) {
+    this.verifier = config.identity.webhookSecret ? verifierFor(config.identity.webhookSecret) : null;
+  }
+
+  async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<WebhookReceipt> {
+    const { id, timestamp, payload } = this.verify(rawBody, headers);
+    const envelope = identityEnvelope.safeParse(payload);
+    const eventType = envelope.success ? envelope.data.type : 'invalid';
+    const occurredAt =
+      envelope.success && envelope.data.timestamp ? new Date(envelope.data.timestamp) : timestamp;
+    const archived = (payload !== null && typeof payload === 'object' ? payload : { raw: payload }) as
+      Prisma.InputJsonObject | Prisma.InputJsonArray;
+
+    const result = await this.inbox.process(
+      'identity',
+      { eventId: id, eventType, occurredAt, payload: archived },
+      (tx, outboxIds) => {
+        // A verified but malformed event is the provider's bug: recorded as FAILED (webhook.failed) and
+        // answered 400, never retried into a 5xx loop by us.
+        if (!envelope.success) throw invalidPayload(envelope.error);
+        return this.handle(tx, envelope.data.type, envelope.data.data, outboxIds);
+      },
+    );
+    await this.outbox.dispatch(result.outboxIds);
+    return {
+      received: true,
+      event_id: id,
+      status: result.duplicate ? 'duplicate' : (result.outcome?.status ?? 'processed'),
+    };
+  }
+
+  /** The signature check; both the `webhook-*` and the `svix-*` header sets are accepted. */
+  private verify(
+    rawBody: Buffer | undefined,
+    headers: IncomingHttpHeaders,
+  ): { id: string; timestamp: Date; payload: unknown } {
+    if (!this.verifier) {
+      throw new DependencyError('Identity webhooks are not configured.', 'webhook_not_configured');
+    }
+    const standard: Record<string, string> = {};
+    for (const part of HEADER_PARTS) {
+      const value = headers[`webhook-${part}`] ?? headers[`svix-${part}`];
+      const single = Array.isArray(value) ? value[0] : value;
+      if (single) standard[`webhook-${part}`] = single;
+    }
+    const id = standard['webhook-id'];
+    try {
+      if (!id || id.length > 255) throw new WebhookVerificationError('Missing or invalid message id');
+      this.verifier.verify(rawBody ?? Buffer.alloc(0), standard, { jsonParse: false });
+    } catch (err) {
+      if (!(err instanceof WebhookVerificationError)) throw err;
+      throw new UnauthenticatedError('The webhook signature is invalid or expired.', 'invalid_signature');
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse((rawBody ?? Buffer.alloc(0)).toString('utf8'));
+    } catch {
+      payload = { unparsable: true };
+    }
+    return { id: id!, timestamp: new Date(Number(standard['webhook-timestamp']) * 1000), payload };
+  }
+
+  private async handle(
+    tx: Tx,
+    type: string,
+    data: Record<string, unknown>,
+    outboxIds: string[],
+  ): Promise<HandlerOutcome> {
+    switch (type) {
+      case 'user.created':
+        return this.created(tx, parse(identityUserData, data), outboxIds);
+      case 'user.updated':
+        return this.updated(tx, parse(identityUserData, data), outboxIds);
+      case 'user.deleted':
+        return this.deleted(tx, parse(identityDeletedData, data), outboxIds);
+      default:
+        return { status: 'skipped', reason: `unhandled event type ${type}` };
+    }
+  }
+
+  private async created(
+    tx: Tx,
+    data: z.infer<typeof identityUserData>,
+    outboxIds: string[],
+  ): Promise<HandlerOutcome> {
+    const email = primaryEmail(data);
+    if (!email) return { status: 'skipped', reason: 'the user has no e-mail address' };
+    const ensured = await this.usersService.ensureUser(
+      { identityUserId: data.id, email, via: 'identity_webhook' },
+      tx,
+    );
+    outboxIds.push(...ensured.outboxIds);
+    // Created just in time by an earlier request: that path already audited and ran the hooks.
+    return ensured.created ? { status: 'processed' } : { status: 'skipped', reason: 'user already existed' };
+  }
+
+  private async updated(
+    tx: Tx,
+    data: z.infer<typeof identityUserData>,
+    outboxIds: string[],
+  ): Promise<HandlerOutcome> {
+    const email = primaryEmail(data);
+    if (!email) return { status: 'skipped', reason: 'the user has no e-mail address' };
+    const user = await this.users.lockByIdentityId(tx, data.id);
+    if (!user) {
+      // Deliveries are unordered: an update that overtakes user.created creates the row with the newer address.
+      return this.created(tx, data, outboxIds);
+    }
+    if (user.email === email) return { status: 'skipped', reason: 'no change' };
+    await this.users.update(tx, user.id, { email });
+    await this.audit.record(tx, {
+      actor: webhookActor('identity'),
+      action: 'user.updated',
+      userId: user.identityUserId,
+      resourceType: 'user',
+      resourceId: user.id,
+      details: { fields_changed: ['email'], via: 'identity_webhook' },
+    });
+    return { status: 'processed' };
+  }
+
+  private async deleted(
+    tx: Tx,
+    data: z.infer<typeof identityDeletedData>,
+    outboxIds: string[],
+  ): Promise<HandlerOutcome> {
+    const user = await this.users.findByIdentityId(tx, data.id);
+    if (!user) return { status: 'skipped', reason: 'unknown user' };
+    const result = await this.deletion.softDelete(tx, user.id, 'identity_webhook');
+    if (!result?.changed) return { status: 'skipped', reason: 'already scheduled for deletion' };
+    outboxIds.push(...result.outboxIds);
+    return { status: 'processed' };
+  }
+}
+
+/** A secret the library cannot decode stops the boot with a message naming the variable. */
+function verifierFor(secret: string): Webhook {
+  try {
+    return new Webhook(secret);
+  } catch (err) {
+    throw new Error(
+      `IDENTITY_WEBHOOK_SECRET is not a Standard Webhooks secret (whsec_<base64>): ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+}
+
+function invalidPayload(error: z.ZodError): ValidationError {
+  return new ValidationError(
+    'The identity event does not match its schema.',
+    error.issues.slice(0, 20).map((issue) => ({ field: issue.path.join('.'), message: issue.message })),
+    'invalid_webhook_payload',
+  );
+}
+
+function parse<S extends z.ZodType>(schema: S, data: unknown): z.infer<S> {
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) throw invalidPayload(parsed.error);
+  return parsed.data;
+}

@@ -1,0 +1,153 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config.js';
+import { NotFoundError, ValidationError } from '../../common/errors/app-error.js';
+import { PrismaService } from '../../infra/prisma/prisma.service.js';
+import type { Prisma, Subscription, User } from '../../generated/prisma/client.js';
+import { AuditService, userActor } from '../audit/audit.service.js';
+import { CreditsService } from '../credits/credits.service.js';
+import type { MeResponseDto } from './dto/me-response.dto.js';
+import type { SignupMetadataDto } from './dto/signup-metadata.dto.js';
+import type { UpdateMeDto } from './dto/update-me.dto.js';
+import { type AttributionFields, UsersRepository } from './users.repository.js';
+
+export const DEFAULT_CONSENT_SOURCE = 'account_settings';
+const DAY_MS = 86_400_000;
+
+/** The current user's own profile: /me, its two mutable settings, and first-touch attribution. */
+@Injectable()
+export class ProfileService {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly prisma: PrismaService,
+    private readonly users: UsersRepository,
+    private readonly credits: CreditsService,
+    private readonly audit: AuditService,
+  ) {}
+
+  async me(userId: string): Promise<MeResponseDto> {
+    const [user, subscription, balance] = await Promise.all([
+      this.users.findById(this.prisma, userId),
+      this.users.latestSubscription(this.prisma, userId),
+      this.credits.balance(userId),
+    ]);
+    if (!user) throw new NotFoundError('The user does not exist.', 'user_not_found');
+    return this.toResponse(user, subscription, balance);
+  }
+
+  /**
+   * Changes locale and/or marketing consent. A consent change stamps at/source, appends to the consent
+   * history and is audited with `fields_changed`; values equal to the stored ones change nothing.
+   */
+  async update(actor: User, dto: UpdateMeDto): Promise<MeResponseDto> {
+    if (dto.marketing_consent_source !== undefined && dto.marketing_consent_given === undefined) {
+      throw new ValidationError('marketing_consent_source is only accepted with marketing_consent_given.', [
+        { field: 'marketing_consent_source', message: 'requires marketing_consent_given' },
+      ]);
+    }
+    await this.prisma.$transaction(async (tx) => {
+      const user = await this.users.lockById(tx, actor.id);
+      if (!user) throw new NotFoundError('The user does not exist.', 'user_not_found');
+      const data: Prisma.UserUpdateInput = {};
+      const changed: string[] = [];
+      if (dto.locale !== undefined && dto.locale !== user.locale) {
+        data.locale = dto.locale;
+        changed.push('locale');
+      }
+      const consentChanged =
+        dto.marketing_consent_given !== undefined &&
+        dto.marketing_consent_given !== user.marketingConsentGiven;
+      const now = new Date();
+      const source = dto.marketing_consent_source ?? DEFAULT_CONSENT_SOURCE;
+      if (consentChanged) {
+        data.marketingConsentGiven = dto.marketing_consent_given;
+        data.marketingConsentAt = now;
+        data.marketingConsentSource = source;
+        changed.push('marketing_consent_at', 'marketing_consent_given', 'marketing_consent_source');
+      }
+      if (changed.length === 0) return;
+      await this.users.update(tx, user.id, data);
+      if (consentChanged)
+        await this.users.addConsentEvent(tx, user.id, dto.marketing_consent_given!, source, now);
+      await this.audit.record(tx, {
+        actor: userActor(user.identityUserId),
+        action: 'user.updated',
+        userId: user.identityUserId,
+        resourceType: 'user',
+        resourceId: user.id,
+        details: {
+          fields_changed: changed.sort(),
+          ...(dto.locale !== undefined && changed.includes('locale') ? { locale: dto.locale } : {}),
+          ...(consentChanged
+            ? { consent_given: dto.marketing_consent_given!, consent_at: now.toISOString(), source }
+            : {}),
+        },
+      });
+    });
+    return this.me(actor.id);
+  }
+
+  /** Records first-touch attribution once; later calls answer false and change nothing. */
+  async recordAttribution(actor: User, dto: SignupMetadataDto): Promise<{ recorded: boolean }> {
+    const clean = (value: string | undefined) => {
+      const trimmed = value?.trim();
+      return trimmed ? trimmed : null;
+    };
+    const fields: AttributionFields = {
+      utmSource: clean(dto.utm_source),
+      utmMedium: clean(dto.utm_medium),
+      utmCampaign: clean(dto.utm_campaign),
+      utmTerm: clean(dto.utm_term),
+      utmContent: clean(dto.utm_content),
+      referrer: clean(dto.referrer),
+      landingPage: clean(dto.landing_page),
+      provenance: clean(dto.provenance),
+    };
+    return this.prisma.$transaction(async (tx) => {
+      const recorded = await this.users.recordAttributionOnce(tx, actor.id, fields, new Date());
+      if (recorded) {
+        const given = Object.entries(dto)
+          .filter(([, value]) => typeof value === 'string' && value.trim() !== '')
+          .map(([key]) => key);
+        await this.audit.record(tx, {
+          actor: userActor(actor.identityUserId),
+          action: 'user.attribution_recorded',
+          userId: actor.identityUserId,
+          resourceType: 'user',
+          resourceId: actor.id,
+          // Names only: the values are visitor-supplied and stay in the user row.
+          details: { fields_changed: given.sort() },
+        });
+      }
+      return { recorded };
+    });
+  }
+
+  hardDeleteAfter(deletedAt: Date): Date {
+    return new Date(deletedAt.getTime() + this.config.retention.accountDeletionGraceDays * DAY_MS);
+  }
+
+  private toResponse(user: User, subscription: Subscription | null, balance: number): MeResponseDto {
+    return {
+      id: user.id,
+      identity_user_id: user.identityUserId,
+      email: user.email,
+      current_tier: user.currentTier,
+      credit_balance: balance,
+      marketing_consent_given: user.marketingConsentGiven,
+      marketing_consent_at: user.marketingConsentAt?.toISOString() ?? null,
+      marketing_consent_source: user.marketingConsentSource,
+      locale: user.locale,
+      attribution_recorded: user.attributionRecordedAt !== null,
+      deleted_at: user.deletedAt?.toISOString() ?? null,
+      hard_delete_after: user.deletedAt ? this.hardDeleteAfter(user.deletedAt).toISOString() : null,
+      created_at: user.createdAt.toISOString(),
+      subscription: subscription
+        ? {
+            status: subscription.status,
+            current_period_end: subscription.currentPeriodEnd?.toISOString() ?? null,
+            canceled_at: subscription.canceledAt?.toISOString() ?? null,
+          }
+        : null,
+    };
+  }
+}

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { TEST_SECRETS } from './test-env.js';
+
+export interface SignOptions {
+  /** Defaults to the test environment's IDENTITY_WEBHOOK_SECRET. */
+  secret?: string;
+  /** Message id (the dedupe key); a new one by default. */
+  id?: string;
+  timestamp?: Date;
+  /** `webhook-*` (Standard Webhooks) or `svix-*` (Clerk/Svix) header names. */
+  headerSet?: 'webhook' | 'svix';
+}
+
+export interface SignedDelivery {
+  id: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** Signs an identity event the way the provider does (Standard Webhooks, via the standardwebhooks library). */
+export function signIdentityEvent(event: object | string, options: SignOptions = {}): SignedDelivery {
+  const id = options.id ?? `msg_${randomUUID().replace(/-/g, '')}`;
+  const timestamp = options.timestamp ?? new Date();
+  const body = typeof event === 'string' ? event : JSON.stringify(event);
+  const signature = new Webhook(options.secret ?? TEST_SECRETS.IDENTITY_WEBHOOK_SECRET).sign(
+    id,
+    timestamp,
+    body,
+  );
+  const prefix = options.headerSet ?? 'webhook';
+  return {
+    id,
+    body,
+    headers: {
+      'content-type': 'application/json',
+      [`${prefix}-id`]: id,
+      [`${prefix}-timestamp`]: String(Math.floor(timestamp.getTime() / 1000)),
+      [`${prefix}-signature`]: signature,
+    },
+  };
+}
+
+/** A Clerk-shaped user event. */
+export function identityUserEvent(
+  type: 'user.created' | 'user.updated',
+  identityUserId: string,
+  email: string,
+): object {
+  return {
+    type,
+    object: 'event',
+    timestamp: Date.now(),
+    data: {
+      id: identityUserId,
+      object: 'user',
+      email_addresses: [
+        { id: 'idn_secondary', email_address: `other-${email}` },
+        { id: 'idn_primary', email_address: email },
+      ],
+      primary_email_address_id: 'idn_primary',
+      unsafe_metadata: {},
+    },
+  };
+}
+
+export const identityDeletedEvent = (identityUserId: string): object => ({
+  type: 'user.deleted',
+  object: 'event',
+  data: { id: identityUserId, object: 'user', deleted: true },
+});

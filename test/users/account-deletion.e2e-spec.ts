@@ -1,0 +1,332 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import pg from 'pg';
+import type { User } from '../../src/generated/prisma/client.js';
+import { QueueService } from '../../src/infra/queue/queue.service.js';
+import { JOBS } from '../../src/infra/queue/queues.js';
+import { AccountDeletionService } from '../../src/modules/users/account-deletion.service.js';
+import { UserHooks } from '../../src/modules/users/user-hooks.js';
+import { UsersScheduler } from '../../src/modules/users/users.scheduler.js';
+import { type SeededUser, seedUserWithEverything } from '../factories/user-data.factory.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { waitFor } from '../support/wait.js';
+
+const DAY_MS = 86_400_000;
+const daysAgo = (days: number) => new Date(Date.now() - days * DAY_MS);
+
+describe('account deletion: soft delete, restore, hard delete', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+  let worker: INestApplication;
+  let deletion: AccountDeletionService;
+  const deletionHookCalls: string[] = [];
+
+  beforeAll(async () => {
+    env = await TestEnv.create();
+    api = await env.startApi();
+    worker = await env.startWorker();
+    deletion = worker.get(AccountDeletionService);
+    // Stands in for Billing's hook that cancels the subscription at the provider.
+    worker.get(UserHooks).on('deletion_requested', 'test-deletion-recorder', async (user: User) => {
+      deletionHookCalls.push(user.identityUserId);
+    });
+  });
+  afterAll(() => env.close());
+
+  const auth = (sub: string) => api.bearer(sub, `${sub}@example.com`);
+
+  describe('DELETE /account/me and restore', () => {
+    it('soft-deletes with a 30-day grace period and audits it', async () => {
+      const authorization = await auth('user_quit');
+      const res = await api.http.delete('/api/v1/account/me').set('Authorization', authorization);
+      expect(res.status).toBe(202);
+      expect(Object.keys(res.body).sort()).toEqual(['deleted_at', 'hard_delete_after']);
+      const deletedAt = Date.parse(res.body.deleted_at);
+      expect(Date.parse(res.body.hard_delete_after) - deletedAt).toBe(30 * DAY_MS);
+      const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_quit' } });
+      expect(user.deletedAt?.getTime()).toBe(deletedAt);
+      const [entry] = await api.prisma.auditLog.findMany({
+        where: { action: 'user.deletion_requested', userId: 'user_quit' },
+      });
+      expect(entry).toMatchObject({ actor: 'user:user_quit', resourceType: 'user', resourceId: user.id });
+      expect(entry.details).toMatchObject({ via: 'api', hard_delete_after: res.body.hard_delete_after });
+    });
+
+    it('runs the deletion_requested hooks once in the worker', async () => {
+      await waitFor(async () => deletionHookCalls.includes('user_quit'));
+      expect(deletionHookCalls.filter((id) => id === 'user_quit')).toHaveLength(1);
+    });
+
+    it('refuses a soft-deleted user everywhere except /me, the export and restore', async () => {
+      const authorization = await auth('user_quit');
+      const refused = [
+        api.http.patch('/api/v1/me').send({ locale: 'fr' }),
+        api.http.post('/api/v1/account/me/signup-metadata').send({ utm_source: 'x' }),
+        api.http.post('/api/v1/feedback').send({ message: 'bye' }),
+        api.http.delete('/api/v1/account/me'),
+      ];
+      for (const req of refused) {
+        const res = await req.set('Authorization', authorization);
+        expect(res.status).toBe(403);
+        expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+        expect(res.body).toMatchObject({ status: 403, code: 'account_deleted' });
+      }
+      const me = await api.http.get('/api/v1/me').set('Authorization', authorization);
+      expect(me.status).toBe(200);
+      expect(me.body.deleted_at).not.toBeNull();
+      expect(me.body.hard_delete_after).not.toBeNull();
+      const exported = await api.http.get('/api/v1/account/me/export').set('Authorization', authorization);
+      expect(exported.status).toBe(200);
+    });
+
+    it('restores within the grace period and audits it', async () => {
+      const authorization = await auth('user_quit');
+      const res = await api.http.post('/api/v1/account/me/restore').set('Authorization', authorization);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        identity_user_id: 'user_quit',
+        deleted_at: null,
+        hard_delete_after: null,
+      });
+      expect(
+        await api.prisma.auditLog.count({ where: { action: 'user.restored', userId: 'user_quit' } }),
+      ).toBe(1);
+      const patched = await api.http
+        .patch('/api/v1/me')
+        .set('Authorization', authorization)
+        .send({ locale: 'fr' });
+      expect(patched.status).toBe(200);
+      // Restoring an active account is a harmless no-op.
+      const again = await api.http.post('/api/v1/account/me/restore').set('Authorization', authorization);
+      expect(again.status).toBe(200);
+      expect(
+        await api.prisma.auditLog.count({ where: { action: 'user.restored', userId: 'user_quit' } }),
+      ).toBe(1);
+    });
+
+    it('skips the hooks of a deletion that was restored before its job ran', async () => {
+      const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_quit' } });
+      const queue = worker.get(QueueService).queue(JOBS.accountDeletionRequested.queue);
+      const job = await queue.add(
+        JOBS.accountDeletionRequested.name,
+        { userId: user.id, deletedAt: daysAgo(1).toISOString() },
+        { jobId: `stale-deletion-${user.id}` },
+      );
+      const done = await waitFor(async () => {
+        const current = await queue.getJob(job.id!);
+        return current?.finishedOn ? current : null;
+      });
+      expect(done.returnvalue).toEqual({ skipped: true });
+      expect(deletionHookCalls.filter((id) => id === 'user_quit')).toHaveLength(1);
+    });
+
+    it('refuses a restore once the grace period is over', async () => {
+      const authorization = await auth('user_too_late');
+      expect((await api.http.get('/api/v1/me').set('Authorization', authorization)).status).toBe(200);
+      await api.prisma.user.update({
+        where: { identityUserId: 'user_too_late' },
+        data: { deletedAt: daysAgo(31) },
+      });
+      const res = await api.http.post('/api/v1/account/me/restore').set('Authorization', authorization);
+      expect(res.status).toBe(409);
+      expect(res.body).toMatchObject({ code: 'restore_window_closed' });
+      const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_too_late' } });
+      expect(user.deletedAt).not.toBeNull();
+    });
+  });
+
+  describe('hard delete', () => {
+    const softDelete = (user: User, at: Date) =>
+      api.prisma.user.update({ where: { id: user.id }, data: { deletedAt: at } });
+
+    it('applies every erasure rule: owned rows go, kept rows lose their user link, audit first', async () => {
+      const gone = await seedUserWithEverything(api.prisma, 'user_erased');
+      const inGrace = await seedUserWithEverything(api.prisma, 'user_in_grace');
+      const active = await seedUserWithEverything(api.prisma, 'user_active');
+      await softDelete(gone.user, daysAgo(31));
+      await softDelete(inGrace.user, daysAgo(29));
+      const archive = (sub: string, id: string) =>
+        api.prisma.webhookEvent.create({
+          data: {
+            provider: 'identity',
+            eventId: id,
+            eventType: 'user.created',
+            payload: {
+              type: 'user.created',
+              data: { id: sub, email_addresses: [{ email_address: `${sub}@example.com` }] },
+            },
+            status: 'PROCESSED',
+          },
+        });
+      await archive('user_erased', 'msg_erased');
+      await archive('user_active', 'msg_active');
+
+      const run = await deletion.hardDeleteDue();
+      expect(run.deleted).toBeGreaterThanOrEqual(1);
+
+      expect(await api.prisma.user.findUnique({ where: { id: gone.user.id } })).toBeNull();
+      await expectErased(gone);
+      await expectIntact(inGrace);
+      await expectIntact(active);
+
+      const [entry] = await api.prisma.auditLog.findMany({
+        where: { action: 'user.hard_deleted', resourceId: gone.user.id },
+      });
+      // Written while the row still existed (the foreign key accepted the identity id), then nulled by it.
+      expect(entry).toMatchObject({ actor: 'system:account-deletion', userId: null, resourceType: 'user' });
+      const erasedArchive = await api.prisma.webhookEvent.findFirstOrThrow({
+        where: { eventId: 'msg_erased' },
+      });
+      expect(erasedArchive.payload).toEqual({ redacted: true, type: 'user.created' });
+      expect(JSON.stringify(erasedArchive)).not.toContain('user_erased@example.com');
+      const keptArchive = await api.prisma.webhookEvent.findFirstOrThrow({
+        where: { eventId: 'msg_active' },
+      });
+      expect(JSON.stringify(keptArchive.payload)).toContain('user_active@example.com');
+    });
+
+    it('deletes each due user exactly once when two workers run at the same time', async () => {
+      const users = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => seedUserWithEverything(api.prisma, `user_parallel_${i}`)),
+      );
+      for (const seeded of users) await softDelete(seeded.user, daysAgo(40));
+      const other = env.startWorker();
+      const second = (await other).get(AccountDeletionService);
+      const [a, b] = await Promise.all([deletion.hardDeleteDue(), second.hardDeleteDue()]);
+      expect(a.deleted + b.deleted).toBe(6);
+      for (const seeded of users) {
+        expect(await api.prisma.user.findUnique({ where: { id: seeded.user.id } })).toBeNull();
+        expect(
+          await api.prisma.auditLog.count({
+            where: { action: 'user.hard_deleted', resourceId: seeded.user.id },
+          }),
+        ).toBe(1);
+      }
+    });
+
+    it('skips a user another worker holds, without waiting, and gets it on the next run', async () => {
+      const held = await seedUserWithEverything(api.prisma, 'user_held');
+      await softDelete(held.user, daysAgo(31));
+      const client = new pg.Client({ connectionString: env.db.url });
+      await client.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query('SELECT id FROM users WHERE id = $1 FOR UPDATE', [held.user.id]);
+        const run = await deletion.hardDeleteDue();
+        expect(run.deleted).toBe(0);
+        expect(await api.prisma.user.findUnique({ where: { id: held.user.id } })).not.toBeNull();
+        await client.query('ROLLBACK');
+      } finally {
+        await client.end();
+      }
+      expect((await deletion.hardDeleteDue()).deleted).toBe(1);
+      await expectErased(held);
+    });
+
+    it('resumes after a failure halfway: finished users stay erased, the failed one is redone', async () => {
+      const broken = await seedUserWithEverything(api.prisma, 'user_broken');
+      const fine = await seedUserWithEverything(api.prisma, 'user_fine');
+      // The broken one is due first, so the failure happens before the other user's turn.
+      await softDelete(broken.user, daysAgo(50));
+      await softDelete(fine.user, daysAgo(45));
+      await api.prisma.$executeRawUnsafe(`
+        CREATE FUNCTION fail_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'simulated crash'; END $$`);
+      await api.prisma.$executeRawUnsafe(`
+        CREATE TRIGGER fail_delete BEFORE DELETE ON users FOR EACH ROW
+        WHEN (OLD.id = '${broken.user.id}'::uuid) EXECUTE FUNCTION fail_delete()`);
+      try {
+        await expect(deletion.hardDeleteDue()).rejects.toThrow(/hard delete failed for 1 user/);
+        // Audit and delete share one transaction: the failed user has neither.
+        expect(await api.prisma.user.findUnique({ where: { id: broken.user.id } })).not.toBeNull();
+        expect(
+          await api.prisma.auditLog.count({
+            where: { action: 'user.hard_deleted', resourceId: broken.user.id },
+          }),
+        ).toBe(0);
+        await expectIntact(broken);
+        await expectErased(fine);
+      } finally {
+        await api.prisma.$executeRawUnsafe('DROP TRIGGER fail_delete ON users');
+        await api.prisma.$executeRawUnsafe('DROP FUNCTION fail_delete()');
+      }
+      expect((await deletion.hardDeleteDue()).deleted).toBe(1);
+      await expectErased(broken);
+      expect(
+        await api.prisma.auditLog.count({
+          where: { action: 'user.hard_deleted', resourceId: broken.user.id },
+        }),
+      ).toBe(1);
+    });
+
+    it('runs daily through the scheduler and the worker, one job per day however many replicas fire', async () => {
+      const due = await seedUserWithEverything(api.prisma, 'user_cron');
+      await softDelete(due.user, daysAgo(31));
+      const scheduler = worker.get(UsersScheduler);
+      const at = new Date();
+      await Promise.all([scheduler.hardDeleteAccounts(at), scheduler.hardDeleteAccounts(at)]);
+      const queue = worker.get(QueueService).queue(JOBS.hardDeleteAccounts.queue);
+      const jobs = await queue.getJobs(['waiting', 'active', 'completed', 'delayed']);
+      expect(jobs.filter((job) => job.name === JOBS.hardDeleteAccounts.name)).toHaveLength(1);
+      await waitFor(
+        async () => (await api.prisma.user.findUnique({ where: { id: due.user.id } })) === null,
+        10_000,
+      );
+      const run = await waitFor(async () => {
+        const row = await api.prisma.jobRun.findUnique({ where: { name: JOBS.hardDeleteAccounts.name } });
+        return row?.lastStatus === 'ok' ? row : null;
+      });
+      expect(run.runs).toBeGreaterThanOrEqual(1);
+      await expectErased(due);
+    });
+  });
+
+  async function expectErased(seeded: SeededUser): Promise<void> {
+    const { ids } = seeded;
+    const p = api.prisma;
+    expect(await p.user.findUnique({ where: { id: seeded.user.id } })).toBeNull();
+    // Owned tables cascade.
+    expect(await p.subscription.count({ where: { id: ids.subscriptions } })).toBe(0);
+    expect(await p.creditTransaction.count({ where: { id: ids.credit_transactions } })).toBe(0);
+    expect(await p.savedSearch.count({ where: { id: ids.saved_searches } })).toBe(0);
+    expect(await p.workspace.count({ where: { id: ids.workspaces } })).toBe(0);
+    expect(await p.apiKey.count({ where: { id: ids.api_keys } })).toBe(0);
+    expect(await p.emailConsentEvent.count({ where: { id: ids.email_consent_events } })).toBe(0);
+    expect(await p.emailMessage.count({ where: { id: ids.email_messages } })).toBe(0);
+    // Kept rows survive with a null user link.
+    expect(await p.feedback.findUnique({ where: { id: ids.feedback } })).toMatchObject({ userId: null });
+    expect(await p.broadcastRecipient.findUnique({ where: { id: ids.broadcast_recipients } })).toMatchObject({
+      userId: null,
+      status: 'sent',
+    });
+    expect(await p.auditLog.findUnique({ where: { id: ids.audit_logs } })).toMatchObject({
+      userId: null,
+      action: 'saved_search.created',
+    });
+    expect(await p.payment.findUnique({ where: { id: ids.payments } })).toMatchObject({ userId: null });
+    expect(await p.billingAdjustment.findUnique({ where: { id: ids.billing_adjustments } })).toMatchObject({
+      userId: null,
+    });
+    expect(await p.broadcastRun.count({ where: { id: ids.broadcast_runs } })).toBe(1);
+    // Nothing anywhere still points at the user.
+    const linked = await p.$queryRaw<{ n: bigint }[]>`
+      SELECT (SELECT count(*) FROM subscriptions WHERE user_id = ${seeded.user.id}::uuid)
+           + (SELECT count(*) FROM credit_transactions WHERE user_id = ${seeded.user.id}::uuid)
+           + (SELECT count(*) FROM feedback WHERE user_id = ${seeded.user.id}::uuid)
+           + (SELECT count(*) FROM broadcast_recipients WHERE user_id = ${seeded.user.id}::uuid)
+           + (SELECT count(*) FROM audit_logs WHERE user_id = ${seeded.user.identityUserId}) AS n`;
+    expect(Number(linked[0].n)).toBe(0);
+  }
+
+  async function expectIntact(seeded: SeededUser): Promise<void> {
+    const p = api.prisma;
+    expect(await p.user.findUnique({ where: { id: seeded.user.id } })).not.toBeNull();
+    expect(await p.creditTransaction.count({ where: { userId: seeded.user.id } })).toBe(1);
+    expect(await p.feedback.findUnique({ where: { id: seeded.ids.feedback } })).toMatchObject({
+      userId: seeded.user.id,
+    });
+    expect(await p.auditLog.findUnique({ where: { id: seeded.ids.audit_logs } })).toMatchObject({
+      userId: seeded.user.identityUserId,
+    });
+  }
+});

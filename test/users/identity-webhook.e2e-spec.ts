@@ -1,0 +1,290 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import type { User } from '../../src/generated/prisma/client.js';
+import { UserHooks } from '../../src/modules/users/user-hooks.js';
+import {
+  identityDeletedEvent,
+  identityUserEvent,
+  type SignedDelivery,
+  signIdentityEvent,
+} from '../support/identity-webhook.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { waitFor } from '../support/wait.js';
+
+describe('POST /webhooks/identity', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+  let worker: INestApplication;
+  const signedUp: string[] = [];
+
+  beforeAll(async () => {
+    env = await TestEnv.create();
+    api = await env.startApi();
+    worker = await env.startWorker();
+    worker.get(UserHooks).on('signup', 'test-signup-recorder', async (user: User) => {
+      signedUp.push(user.identityUserId);
+    });
+  });
+  afterAll(() => env.close());
+
+  const deliver = (delivery: SignedDelivery, headers: Record<string, string> = {}) =>
+    api.http
+      .post('/webhooks/identity')
+      .set({ ...delivery.headers, ...headers })
+      .send(delivery.body);
+
+  const stored = async () => ({
+    users: await api.prisma.user.count(),
+    archived: await api.prisma.webhookEvent.count(),
+    processed: await api.prisma.processedWebhookEvent.count(),
+    // The worker's welcome e-mails of earlier tests write email.* entries at their own pace.
+    audit: await api.prisma.auditLog.count({ where: { NOT: { actor: 'system:email' } } }),
+  });
+
+  describe('signature verification', () => {
+    const expectRefused = async (delivery: SignedDelivery, headers: Record<string, string> = {}) => {
+      const before = await stored();
+      const res = await deliver(delivery, headers);
+      expect(res.status).toBe(401);
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      expect(res.body).toMatchObject({ status: 401, code: 'invalid_signature' });
+      expect(await stored()).toEqual(before);
+    };
+
+    it('accepts the webhook-* header set and creates the user', async () => {
+      const delivery = signIdentityEvent(identityUserEvent('user.created', 'user_std', 'std@example.com'));
+      const res = await deliver(delivery);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ received: true, event_id: delivery.id, status: 'processed' });
+      const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_std' } });
+      // The primary address, not the first one in the list.
+      expect(user.email).toBe('std@example.com');
+    });
+
+    it('accepts the svix-* header set', async () => {
+      const delivery = signIdentityEvent(identityUserEvent('user.created', 'user_svix', 'svix@example.com'), {
+        headerSet: 'svix',
+      });
+      expect((await deliver(delivery)).status).toBe(200);
+      expect(await api.prisma.user.count({ where: { identityUserId: 'user_svix' } })).toBe(1);
+    });
+
+    it('accepts a signature list where one of several v1 entries matches (secret rotation)', async () => {
+      const delivery = signIdentityEvent(identityUserEvent('user.created', 'user_rot', 'rot@example.com'));
+      const other = signIdentityEvent(delivery.body, {
+        id: delivery.id,
+        secret: `whsec_${Buffer.from('an-older-secret-of-at-least-32-bytes!!').toString('base64')}`,
+      });
+      const res = await deliver(delivery, {
+        'webhook-signature': `${other.headers['webhook-signature']} ${delivery.headers['webhook-signature']}`,
+      });
+      expect(res.status).toBe(200);
+    });
+
+    it('refuses a tampered body', async () => {
+      const delivery = signIdentityEvent(identityUserEvent('user.created', 'user_tamper', 'a@example.com'));
+      await expectRefused({ ...delivery, body: delivery.body.replace('a@example.com', 'b@example.com') });
+      expect(await api.prisma.user.count({ where: { identityUserId: 'user_tamper' } })).toBe(0);
+    });
+
+    it('refuses a timestamp outside the 5-minute tolerance (old and future)', async () => {
+      const event = identityUserEvent('user.created', 'user_late', 'late@example.com');
+      await expectRefused(signIdentityEvent(event, { timestamp: new Date(Date.now() - 6 * 60_000) }));
+      await expectRefused(signIdentityEvent(event, { timestamp: new Date(Date.now() + 6 * 60_000) }));
+      // Inside the tolerance it passes.
+      const res = await deliver(signIdentityEvent(event, { timestamp: new Date(Date.now() - 4 * 60_000) }));
+      expect(res.status).toBe(200);
+    });
+
+    it('refuses a signature made with another secret', async () => {
+      const wrong = `whsec_${Buffer.from('not-the-identity-webhook-secret-0123456789').toString('base64')}`;
+      await expectRefused(
+        signIdentityEvent(identityUserEvent('user.created', 'user_wrong', 'w@example.com'), {
+          secret: wrong,
+        }),
+      );
+    });
+
+    it('refuses missing signature headers and a signature moved to another message id', async () => {
+      const delivery = signIdentityEvent(identityUserEvent('user.created', 'user_nohdr', 'n@example.com'));
+      const res = await api.http
+        .post('/webhooks/identity')
+        .set('content-type', 'application/json')
+        .send(delivery.body);
+      expect(res.status).toBe(401);
+      await expectRefused(delivery, { 'webhook-id': 'msg_replayed_under_another_id' });
+      await expectRefused(delivery, { 'webhook-signature': 'v2,abc' });
+    });
+  });
+
+  it('treats a redelivery as a no-op: one user, one audit entry, one archive row', async () => {
+    const delivery = signIdentityEvent(identityUserEvent('user.created', 'user_redeliver', 'r@example.com'));
+    const first = await deliver(delivery);
+    // Svix resends with the same message id (possibly a fresh timestamp and the other header names).
+    const again = signIdentityEvent(delivery.body, { id: delivery.id, headerSet: 'svix' });
+    const results = await Promise.all([deliver(again), deliver(again)]);
+    expect(first.body.status).toBe('processed');
+    expect(results.map((r) => r.body.status)).toEqual(['duplicate', 'duplicate']);
+    expect(await api.prisma.user.count({ where: { identityUserId: 'user_redeliver' } })).toBe(1);
+    expect(
+      await api.prisma.auditLog.count({ where: { action: 'user.created', userId: 'user_redeliver' } }),
+    ).toBe(1);
+    const archive = await api.prisma.webhookEvent.findMany({ where: { eventId: delivery.id } });
+    expect(archive).toHaveLength(1);
+    expect(archive[0]).toMatchObject({
+      provider: 'identity',
+      eventType: 'user.created',
+      status: 'PROCESSED',
+    });
+    expect(archive[0].payload).toEqual(JSON.parse(delivery.body));
+    expect(await api.prisma.processedWebhookEvent.count({ where: { eventId: delivery.id } })).toBe(1);
+  });
+
+  it('audits user.created as the webhook and runs the post-signup hooks once', async () => {
+    await deliver(signIdentityEvent(identityUserEvent('user.created', 'user_hooks', 'h@example.com')));
+    const [entry] = await api.prisma.auditLog.findMany({
+      where: { action: 'user.created', userId: 'user_hooks' },
+    });
+    expect(entry).toMatchObject({ actor: 'webhook:identity', resourceType: 'user' });
+    expect(entry.details).toEqual({ created_via: 'identity_webhook' });
+    await waitFor(async () => signedUp.includes('user_hooks'));
+    expect(signedUp.filter((id) => id === 'user_hooks')).toHaveLength(1);
+  });
+
+  describe('webhook and just-in-time creation race to one row', () => {
+    const counts = async (sub: string) => ({
+      users: await api.prisma.user.count({ where: { identityUserId: sub } }),
+      audits: await api.prisma.auditLog.count({ where: { action: 'user.created', userId: sub } }),
+    });
+
+    it('webhook first, then the first API call', async () => {
+      await deliver(signIdentityEvent(identityUserEvent('user.created', 'user_wh_first', 'whf@example.com')));
+      const res = await api.http
+        .get('/api/v1/me')
+        .set('Authorization', await api.bearer('user_wh_first', 'whf@example.com'));
+      expect(res.status).toBe(200);
+      expect(await counts('user_wh_first')).toMatchObject({ users: 1, audits: 1 });
+    });
+
+    it('first API call (just in time), then the late webhook', async () => {
+      const res = await api.http
+        .get('/api/v1/me')
+        .set('Authorization', await api.bearer('user_jit_first', 'jit@example.com'));
+      expect(res.status).toBe(200);
+      const late = await deliver(
+        signIdentityEvent(identityUserEvent('user.created', 'user_jit_first', 'jit@example.com')),
+      );
+      expect(late.status).toBe(200);
+      expect(late.body.status).toBe('skipped');
+      expect(await counts('user_jit_first')).toMatchObject({ users: 1, audits: 1 });
+      const [entry] = await api.prisma.auditLog.findMany({
+        where: { action: 'user.created', userId: 'user_jit_first' },
+      });
+      expect(entry.details).toEqual({ created_via: 'token' });
+    });
+
+    it('both at the same moment', async () => {
+      const authorization = await api.bearer('user_both', 'both@example.com');
+      const delivery = signIdentityEvent(identityUserEvent('user.created', 'user_both', 'both@example.com'));
+      const results = await Promise.all([
+        deliver(delivery),
+        api.http.get('/api/v1/me').set('Authorization', authorization),
+        api.http.get('/api/v1/me').set('Authorization', authorization),
+      ]);
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(await counts('user_both')).toMatchObject({ users: 1, audits: 1 });
+      const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_both' } });
+      expect(await api.prisma.outboxEntry.count({ where: { jobId: `post-signup-${user.id}` } })).toBe(1);
+    });
+  });
+
+  it('user.updated syncs the primary e-mail and audits the change', async () => {
+    await deliver(signIdentityEvent(identityUserEvent('user.created', 'user_upd', 'old@example.com')));
+    const res = await deliver(
+      signIdentityEvent(identityUserEvent('user.updated', 'user_upd', 'new@example.com')),
+    );
+    expect(res.body.status).toBe('processed');
+    const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_upd' } });
+    expect(user.email).toBe('new@example.com');
+    const [entry] = await api.prisma.auditLog.findMany({
+      where: { action: 'user.updated', userId: 'user_upd' },
+    });
+    expect(entry).toMatchObject({ actor: 'webhook:identity' });
+    expect(entry.details).toEqual({ fields_changed: ['email'], via: 'identity_webhook' });
+    // Same address again: nothing to do.
+    const same = await deliver(
+      signIdentityEvent(identityUserEvent('user.updated', 'user_upd', 'new@example.com')),
+    );
+    expect(same.body.status).toBe('skipped');
+    expect(await api.prisma.auditLog.count({ where: { action: 'user.updated', userId: 'user_upd' } })).toBe(
+      1,
+    );
+  });
+
+  it('user.updated that overtakes user.created creates the user with the newer address', async () => {
+    await deliver(
+      signIdentityEvent(identityUserEvent('user.updated', 'user_early_upd', 'newer@example.com')),
+    );
+    const late = await deliver(
+      signIdentityEvent(identityUserEvent('user.created', 'user_early_upd', 'older@example.com')),
+    );
+    expect(late.body.status).toBe('skipped');
+    const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_early_upd' } });
+    expect(user.email).toBe('newer@example.com');
+  });
+
+  it('user.deleted starts the soft delete, once', async () => {
+    await deliver(signIdentityEvent(identityUserEvent('user.created', 'user_del', 'del@example.com')));
+    const res = await deliver(signIdentityEvent(identityDeletedEvent('user_del')));
+    expect(res.body.status).toBe('processed');
+    const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_del' } });
+    expect(user.deletedAt).not.toBeNull();
+    const [entry] = await api.prisma.auditLog.findMany({
+      where: { action: 'user.deletion_requested', userId: 'user_del' },
+    });
+    expect(entry).toMatchObject({ actor: 'webhook:identity' });
+    expect(entry.details).toMatchObject({ via: 'identity_webhook' });
+    expect(
+      await api.prisma.outboxEntry.count({
+        where: { jobName: 'account-deletion-requested', jobId: { contains: user.id } },
+      }),
+    ).toBe(1);
+    const again = await deliver(signIdentityEvent(identityDeletedEvent('user_del')));
+    expect(again.body.status).toBe('skipped');
+    expect(
+      (await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_del' } })).deletedAt,
+    ).toEqual(user.deletedAt);
+    const unknown = await deliver(signIdentityEvent(identityDeletedEvent('user_never_seen')));
+    expect(unknown.body.status).toBe('skipped');
+  });
+
+  it('archives and acknowledges other event types without effect', async () => {
+    const delivery = signIdentityEvent({ type: 'session.created', object: 'event', data: { id: 'sess_1' } });
+    const res = await deliver(delivery);
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('skipped');
+    const archived = await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: delivery.id } });
+    expect(archived).toMatchObject({ status: 'SKIPPED', eventType: 'session.created' });
+  });
+
+  it('answers 400 to a signed but malformed event, archived as FAILED with webhook.failed', async () => {
+    const delivery = signIdentityEvent({
+      type: 'user.created',
+      data: { id: 'user_malformed', email_addresses: [{ id: 'idn_1', email_address: 'not-an-email' }] },
+    });
+    const res = await deliver(delivery);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'invalid_webhook_payload' });
+    expect(await api.prisma.user.count({ where: { identityUserId: 'user_malformed' } })).toBe(0);
+    const archived = await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: delivery.id } });
+    expect(archived.status).toBe('FAILED');
+    expect(await api.prisma.processedWebhookEvent.count({ where: { eventId: delivery.id } })).toBe(0);
+    const failed = await api.prisma.auditLog.findFirstOrThrow({
+      where: { action: 'webhook.failed', resourceId: delivery.id },
+    });
+    expect(failed.details).toMatchObject({ provider: 'identity', event_type: 'user.created' });
+    // A body without a type at all is malformed too.
+    const noType = await deliver(signIdentityEvent({ data: {} }));
+    expect(noType.status).toBe(400);
+  });
+});
