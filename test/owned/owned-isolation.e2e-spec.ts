@@ -81,4 +81,23 @@ describe('owned resources across two users: 404, never 403', () => {
       expect(intruderActions).toBe(0);
     });
   });
+
+  it("removes every owned row with its user (database cascade), and only that user's", async () => {
+    const doomed = await api.bearer('user_iso_doomed');
+    for (const { path, body } of RESOURCES) {
+      expect((await api.http.post(path).set('Authorization', doomed).send(body)).status).toBe(201);
+    }
+    const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_iso_doomed' } });
+    const counts = () =>
+      Promise.all([
+        api.prisma.savedSearch.count({ where: { userId: user.id } }),
+        api.prisma.workspace.count({ where: { userId: user.id } }),
+        api.prisma.apiKey.count({ where: { userId: user.id } }),
+      ]);
+    expect(await counts()).toEqual([1, 1, 1]);
+    const othersBefore = await api.prisma.savedSearch.count();
+    await api.prisma.user.delete({ where: { id: user.id } });
+    expect(await counts()).toEqual([0, 0, 0]);
+    expect(await api.prisma.savedSearch.count()).toBe(othersBefore - 1);
+  });
 });

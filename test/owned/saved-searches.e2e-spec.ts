@@ -302,6 +302,7 @@ describe('saved searches (spec: owned-resource pattern)', () => {
       ['user_id', { user_id: MISSING_UUID }, 'user_id'],
       ['id', { id: MISSING_UUID }, 'id'],
       ['created_at', { created_at: '2020-01-01T00:00:00Z' }, 'created_at'],
+      ['updated_at', { updated_at: '2020-01-01T00:00:00Z' }, 'updated_at'],
       ['an unknown field', { colour: 'red' }, 'colour'],
     ])('refuses %s with a 400 and changes nothing', async (_case, body, field) => {
       const created = await create(alice, { name: 'keep', query: 'keep' });
