@@ -4,15 +4,25 @@ import type { AppConfig } from '../config/app-config.js';
 import { ProblemDetailsFilter } from '../common/filters/problem-details.filter.js';
 import { createValidationPipe } from '../common/validation/validation.pipe.js';
 import { MetricsServer } from '../infra/metrics/metrics.server.js';
-import { AuthModule } from '../modules/auth/auth.module.js';
 import { AdminDirectoryModule } from '../modules/admin/directory/admin-directory.module.js';
+import { ApiKeysHttpModule } from '../modules/api-keys/api-keys.http.module.js';
+import { AuthModule } from '../modules/auth/auth.module.js';
 import { FeedbackHttpModule } from '../modules/feedback/feedback.http.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
+import { SavedSearchesHttpModule } from '../modules/saved-searches/saved-searches.http.module.js';
 import { UsersHttpModule } from '../modules/users/users.http.module.js';
+import { WorkspacesHttpModule } from '../modules/workspaces/workspaces.http.module.js';
 import { CoreModule, type CoreOptions } from './core.module.js';
 
 /** Feature modules that serve HTTP routes. Controllers live only here, processors only in the worker. */
-export const API_FEATURE_MODULES = [UsersHttpModule, FeedbackHttpModule, AdminDirectoryModule];
+export const API_FEATURE_MODULES = [
+  UsersHttpModule,
+  FeedbackHttpModule,
+  AdminDirectoryModule,
+  SavedSearchesHttpModule,
+  WorkspacesHttpModule,
+  ApiKeysHttpModule,
+];
 
 @Module({})
 export class ApiModule {

@@ -1,4 +1,8 @@
-import { ValidationPipe, type ValidationError as ClassValidatorError } from '@nestjs/common';
+import {
+  type ArgumentMetadata,
+  ValidationPipe,
+  type ValidationError as ClassValidatorError,
+} from '@nestjs/common';
 import { type FieldError, ValidationError } from '../errors/app-error.js';
 
 function flatten(errors: ClassValidatorError[], parent = ''): FieldError[] {
@@ -12,9 +16,47 @@ function flatten(errors: ClassValidatorError[], parent = ''): FieldError[] {
   });
 }
 
+export const MAX_INPUT_DEPTH = 64;
+/** Keys class-transformer drops silently (`__proto__`) or crashes on (`constructor`, a 500). */
+const UNSAFE_KEYS = new Set(['__proto__', 'constructor']);
+
+/**
+ * Why a request value cannot go through class-transformer safely, or null. It recurses once per level
+ * (a deeply nested body overflowed the stack: a 500) and mangles the keys above, so both are refused
+ * with a 400 before it runs. Iterative, so the check itself cannot overflow.
+ */
+export function unsafeInputProblem(value: unknown): FieldError | null {
+  const stack: { node: unknown; path: string; depth: number }[] = [{ node: value, path: '', depth: 0 }];
+  while (stack.length > 0) {
+    const { node, path, depth } = stack.pop()!;
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth >= MAX_INPUT_DEPTH) {
+      return { field: path, message: `the request is nested deeper than ${MAX_INPUT_DEPTH} levels` };
+    }
+    for (const [key, child] of Object.entries(node)) {
+      const field = path ? `${path}.${key}` : key;
+      if (UNSAFE_KEYS.has(key)) return { field, message: `the key "${key}" is not allowed` };
+      stack.push({ node: child, path: field, depth: depth + 1 });
+    }
+  }
+  return null;
+}
+
+class SafeValidationPipe extends ValidationPipe {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  override async transform(value: any, metadata: ArgumentMetadata): Promise<any> {
+    // Only values that class-transformer will walk (DTO classes), so raw bodies such as webhooks pass.
+    if (this.toValidate(metadata)) {
+      const problem = unsafeInputProblem(value);
+      if (problem) throw new ValidationError(`${problem.field}: ${problem.message}`, [problem]);
+    }
+    return super.transform(value, metadata);
+  }
+}
+
 /** Global DTO validation: unknown fields are refused, values transformed, errors as problem+json. */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new SafeValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,

@@ -1,0 +1,56 @@
+import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
+import type { Principal } from '../auth/principal.js';
+import { PageQueryDto } from '../owned/dto/page-query.dto.js';
+import { ApiOwnedNotFound, ApiOwnedPageResponse } from '../owned/owned-api.decorators.js';
+import { ApiKeysService } from './api-keys.service.js';
+import { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';
+
+const KEY_MANAGEMENT_REFUSED = 'Refused when authenticated with an API key (code api_key_not_allowed)';
+
+/** The owned-resource routes minus PATCH; DELETE revokes. Written out because create returns the secret. */
+@ApiTags('api keys')
+@ApiBearerAuth()
+@Controller('api_keys')
+export class ApiKeysController {
+  constructor(private readonly apiKeys: ApiKeysService) {}
+
+  @Post()
+  // The body holds the secret: no cache may keep it.
+  @Header('Cache-Control', 'no-store')
+  @ApiCreatedResponse({ type: CreatedApiKeyDto, description: 'The full key is in `secret`, shown only here' })
+  @ApiForbiddenResponse({ description: KEY_MANAGEMENT_REFUSED })
+  create(@CurrentPrincipal() principal: Principal, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyDto> {
+    return this.apiKeys.create(principal, dto);
+  }
+
+  @Get()
+  @ApiOwnedPageResponse(ApiKeyDto)
+  list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
+    return this.apiKeys.list(principal, { page: query.page, pageSize: query.page_size });
+  }
+
+  @Get(':id')
+  @ApiOkResponse({ type: ApiKeyDto })
+  @ApiOwnedNotFound()
+  get(@CurrentPrincipal() principal: Principal, @Param('id') id: string): Promise<ApiKeyDto> {
+    return this.apiKeys.get(principal, id);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @ApiNoContentResponse({ description: 'Revoked (also when it already was)' })
+  @ApiForbiddenResponse({ description: KEY_MANAGEMENT_REFUSED })
+  @ApiOwnedNotFound()
+  async revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string): Promise<void> {
+    await this.apiKeys.remove(principal, id);
+  }
+}

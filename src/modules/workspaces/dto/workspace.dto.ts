@@ -1,0 +1,47 @@
+import { IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
+import { HasNoNulCharacters, IsOptionalNotNull } from '../../owned/owned-validators.js';
+
+export const WORKSPACE_NAME_MAX = 200;
+export const WORKSPACE_DESCRIPTION_MAX = 2000;
+
+/** POST /api/v1/workspaces. */
+export class CreateWorkspaceDto {
+  /** 1..200 characters, not blank. */
+  @IsString()
+  @Length(1, WORKSPACE_NAME_MAX)
+  @Matches(/\S/, { message: 'name must not be blank' })
+  @HasNoNulCharacters()
+  name!: string;
+
+  /** Up to 2,000 characters; null or omitted for none. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(WORKSPACE_DESCRIPTION_MAX)
+  @HasNoNulCharacters()
+  description?: string | null;
+}
+
+/** PATCH /api/v1/workspaces/{id}: any subset; `description: null` clears it. */
+export class UpdateWorkspaceDto {
+  @IsOptionalNotNull()
+  @IsString()
+  @Length(1, WORKSPACE_NAME_MAX)
+  @Matches(/\S/, { message: 'name must not be blank' })
+  @HasNoNulCharacters()
+  name?: string;
+
+  @IsOptional()
+  @IsString()
+  @MaxLength(WORKSPACE_DESCRIPTION_MAX)
+  @HasNoNulCharacters()
+  description?: string | null;
+}
+
+export class WorkspaceDto {
+  id!: string;
+  user_id!: string;
+  name!: string;
+  description!: string | null;
+  created_at!: Date;
+  updated_at!: Date;
+}
