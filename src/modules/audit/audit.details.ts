@@ -44,6 +44,8 @@ export const AUDIT_DETAIL_KEYS = [
   'action',
   'expires_at',
   'prefix',
+  'origin',
+  'price_id',
 ] as const;
 
 export type AuditDetailKey = (typeof AUDIT_DETAIL_KEYS)[number];
