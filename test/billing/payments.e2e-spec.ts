@@ -7,6 +7,7 @@ import {
   grants,
   newSubId,
   PRICE,
+  subscribe,
   subscriptionEvent,
   transactionEvent,
 } from '../support/billing.js';
@@ -22,18 +23,7 @@ describe('billing webhooks: payments and adjustments', () => {
   });
   afterAll(() => env.close());
 
-  async function subscribed(tier: 'PRO' | 'TEAM' = 'PRO') {
-    const user = await createUser(api);
-    const subId = newSubId();
-    const created = subscriptionEvent({
-      type: 'subscription.created',
-      subId,
-      priceId: PRICE[tier],
-      token: checkoutToken(api, user, tier),
-    });
-    expect((await deliver(api, created)).status).toBe(200);
-    return { user, subId };
-  }
+  const subscribed = (tier: 'PRO' | 'TEAM' = 'PRO') => subscribe(api, tier);
 
   it('records the first payment for revenue without granting credits (created already did)', async () => {
     const { user, subId } = await subscribed('PRO');

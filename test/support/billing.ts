@@ -183,3 +183,37 @@ export async function grants(api: ApiApp, userId: string) {
     orderBy: { createdAt: 'asc' },
   });
 }
+
+/** A user with a subscription created through a signed checkout token, as a real checkout would. */
+export async function subscribe(
+  api: ApiApp,
+  tier: 'PRO' | 'TEAM' = 'PRO',
+  at = new Date(Date.now() - 60_000),
+) {
+  const user = await createUser(api);
+  const subId = newSubId();
+  const created = subscriptionEvent({
+    type: 'subscription.created',
+    subId,
+    priceId: PRICE[tier],
+    token: checkoutToken(api, user, tier),
+    occurredAt: at,
+  });
+  const res = await deliver(api, created);
+  if (res.status !== 200) throw new Error(`created answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return { user, subId, created, at };
+}
+
+/** Short reads of what the webhooks wrote; `app` is read lazily (the app starts in beforeAll). */
+export function lookups(app: () => ApiApp) {
+  const api = new Proxy({} as ApiApp, { get: (_t, key) => app()[key as keyof ApiApp] });
+  return {
+    userRow: (id: string) => api.prisma.user.findUniqueOrThrow({ where: { id } }),
+    subRow: (subId: string) =>
+      api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }),
+    archived: (eventId: string) =>
+      api.prisma.webhookEvent.findUnique({ where: { provider_eventId: { provider: 'billing', eventId } } }),
+    audits: (action: string, resourceId?: string) =>
+      api.prisma.auditLog.findMany({ where: { action, ...(resourceId ? { resourceId } : {}) } }),
+  };
+}
