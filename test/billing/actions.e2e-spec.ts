@@ -118,11 +118,29 @@ describe('billing endpoints and provider operations', () => {
       expect((await api.http.post('/api/v1/billing/checkout-token').send({ tier: 'PRO' })).status).toBe(401);
     });
 
-    it('refuses a second subscription: changes go through /subscription/change', async () => {
+    it('refuses a second subscription through checkout: changes go through /subscription/change', async () => {
       const { user } = await subscribed('PRO');
       const res = await post(user, 'checkout', { tier: 'TEAM' });
       expect(res.status).toBe(409);
       expect(res.body).toMatchObject({ code: 'subscription_exists' });
+      // A bare token charges nobody and is still issued.
+      expect((await post(user, 'checkout-token', { tier: 'TEAM' })).status).toBe(200);
+    });
+
+    it('documents the billing routes in the OpenAPI document', async () => {
+      const res = await api.http.get('/docs/openapi.json');
+      expect(res.status).toBe(200);
+      for (const path of [
+        'checkout-token',
+        'checkout',
+        'subscription',
+        'subscription/cancel',
+        'subscription/change',
+        'subscription/resume',
+      ]) {
+        expect(res.body.paths).toHaveProperty([`/api/v1/billing/${path}`]);
+      }
+      expect(res.body.paths).toHaveProperty(['/webhooks/billing']);
     });
   });
 

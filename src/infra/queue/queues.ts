@@ -18,12 +18,12 @@ export const JOBS = {
   sendEmail: { queue: QUEUES.email, name: 'send-email' },
   /** Post-signup extension hooks of a new user (welcome e-mail, disposable check, ...). */
   postSignup: { queue: QUEUES.users, name: 'post-signup' },
+  /** Re-push outbox entries whose after-commit push failed (Redis was down). */
+  relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
   /** Hourly: downgrade lapsed subscriptions (canceled past period end, past_due/paused beyond grace). */
   expireSubscriptions: { queue: QUEUES.billing, name: 'expire-subscriptions' },
   /** Daily: delete webhook archive rows past retention (all providers; one table). */
   pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },
-  /** Re-push outbox entries whose after-commit push failed (Redis was down). */
-  relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
 } as const;
 
 export type JobKey = keyof typeof JOBS;

@@ -41,11 +41,11 @@ export const AUDIT_DETAIL_KEYS = [
   'subscription_id',
   'transaction_id',
   'adjustment_id',
+  'origin',
+  'price_id',
   'action',
   'expires_at',
   'prefix',
-  'origin',
-  'price_id',
 ] as const;
 
 export type AuditDetailKey = (typeof AUDIT_DETAIL_KEYS)[number];

@@ -41,14 +41,22 @@ export class BillingActionsService {
     private readonly audit: AuditService,
   ) {}
 
+  /** The token alone charges nobody, so it is issued to any user for any purchasable tier. */
   async checkoutToken(user: User, tier: string): Promise<CheckoutTokenResponseDto> {
-    await this.assertCanStartCheckout(user, tier);
+    this.assertPurchasable(tier);
     const { token, expiresAt } = this.tokens.issue(user.id, tier);
     return { token, expires_at: expiresAt.toISOString() };
   }
 
   async checkout(user: User, tier: string): Promise<CheckoutResponseDto> {
-    await this.assertCanStartCheckout(user, tier);
+    this.assertPurchasable(tier);
+    // A second subscription would bill the user twice: changes go through /subscription/change.
+    if (await this.subscriptions.findLiveForUser(this.prisma, user.id)) {
+      throw new ConflictError(
+        'You already have a subscription; use /billing/subscription/change.',
+        'subscription_exists',
+      );
+    }
     const { token, expiresAt } = this.tokens.issue(user.id, tier);
     return {
       price_id: this.catalog.priceForTier(tier)!,
@@ -162,18 +170,11 @@ export class BillingActionsService {
     return rows.length;
   }
 
-  private async assertCanStartCheckout(user: User, tier: string): Promise<void> {
+  private assertPurchasable(tier: string): void {
     if (!this.catalog.isPurchasable(tier)) {
       throw new ValidationError(`Tier ${tier} cannot be bought.`, [
         { field: 'tier', message: `tier must be one of ${this.catalog.purchasableTiers().join(', ')}` },
       ]);
-    }
-    // A second subscription would bill the user twice: changes go through /subscription/change.
-    if (await this.subscriptions.findLiveForUser(this.prisma, user.id)) {
-      throw new ConflictError(
-        'You already have a subscription; use /billing/subscription/change.',
-        'subscription_exists',
-      );
     }
   }
 
