@@ -187,7 +187,7 @@ export class SubscriptionStateService {
    * grants credits, and a parked created would need its own verified token.
    */
   private async replayParked(tx: Tx, row: Subscription, user: LockedUser, now: Date): Promise<Subscription> {
-    const parked = await this.archive.parkedFor(tx, row.providerSubscriptionId);
+    const parked = await this.archive.parkedFor(tx, row.providerSubscriptionId, now);
     let current = row;
     for (const stored of parked) {
       const event = this.parkedEvent(stored);

@@ -6,6 +6,7 @@ import type { WebhookEvent } from '../../generated/prisma/client.js';
 export const PARKED_REASON = 'unknown_subscription';
 
 const PRUNE_BATCH = 5000;
+const PARKED_WINDOW_MS = 30 * 86_400_000;
 
 @Injectable()
 export class WebhookArchiveRepository {
@@ -13,11 +14,14 @@ export class WebhookArchiveRepository {
    * Parked events of one subscription, oldest first: they arrived before any event that could tie the
    * subscription to a user, and are replayed once the subscription row exists.
    */
-  parkedFor(tx: Tx, providerSubscriptionId: string): Promise<WebhookEvent[]> {
+  parkedFor(tx: Tx, providerSubscriptionId: string, now: Date): Promise<WebhookEvent[]> {
     return tx.webhookEvent.findMany({
       where: {
         provider: 'billing',
         status: 'SKIPPED',
+        // Bounded by the (status, received_at) index: the provider delivers a subscription's events
+        // within days, so older parked rows cannot belong to a subscription created now.
+        receivedAt: { gte: new Date(now.getTime() - PARKED_WINDOW_MS) },
         error: PARKED_REASON,
         eventType: { startsWith: 'subscription.' },
         payload: { path: ['data', 'id'], equals: providerSubscriptionId },
