@@ -256,6 +256,21 @@ describe('billing webhooks under concurrency and failure', () => {
       await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }),
     ).toMatchObject({ tier: 'TEAM', priceId: 'pri_new_team' });
     expect((await grants(api, user.id)).map((g) => g.delta)).toEqual([5000]);
+    // Retired from the configuration later: grandfathered subscribers keep their stored tier.
+    const paused = await deliver(
+      api,
+      subscriptionEvent({
+        type: 'subscription.paused',
+        subId,
+        status: 'paused',
+        priceId: 'pri_new_team',
+        periodEnd: null,
+      }),
+    );
+    expect(paused.status).toBe(200);
+    expect(
+      await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }),
+    ).toMatchObject({ status: 'PAUSED', tier: 'TEAM' });
     expect(PRICE.PRO).toBe('pri_pro');
   });
 });

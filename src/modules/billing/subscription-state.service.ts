@@ -51,9 +51,9 @@ export class SubscriptionStateService {
 
   async handle(tx: Tx, event: BillingEvent, outboxIds: string[]): Promise<HandlerOutcome> {
     const data = parsePayload(subscriptionSchema, event.data, `${event.eventType} data`);
-    const snapshot = this.snapshotOf(data, event.eventType);
     await this.subscriptions.lock(tx, data.id);
     const existing = await this.subscriptions.findByProviderId(tx, data.id);
+    const snapshot = this.snapshotOf(data, event.eventType, existing);
 
     let userId = existing?.userId;
     if (!userId) {
@@ -106,12 +106,18 @@ export class SubscriptionStateService {
     return { status: 'skipped', reason: 'stale_event' };
   }
 
+  /**
+   * A price missing from the configuration keeps the tier already stored for it (a retired price with
+   * grandfathered subscribers); an unknown price on a new subscription fails the event (see
+   * UnknownPriceError).
+   */
   private snapshotOf(
     data: ReturnType<typeof subscriptionSchema.parse>,
     eventType: string,
+    existing: Subscription | null,
   ): SubscriptionSnapshot {
     const priceId = data.items[0].price.id;
-    const tier = this.catalog.tierForPrice(priceId);
+    const tier = this.catalog.tierForPrice(priceId) ?? (existing?.priceId === priceId ? existing.tier : null);
     if (!tier) throw new UnknownPriceError(priceId);
     return toSnapshot(data, eventType, tier);
   }
