@@ -7,6 +7,7 @@ import { MetricsServer } from '../infra/metrics/metrics.server.js';
 import { AdminDirectoryModule } from '../modules/admin/directory/admin-directory.module.js';
 import { ApiKeysHttpModule } from '../modules/api-keys/api-keys.http.module.js';
 import { AuthModule } from '../modules/auth/auth.module.js';
+import { BillingHttpModule } from '../modules/billing/billing.http.module.js';
 import { FeedbackHttpModule } from '../modules/feedback/feedback.http.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { SavedSearchesHttpModule } from '../modules/saved-searches/saved-searches.http.module.js';
@@ -22,6 +23,7 @@ export const API_FEATURE_MODULES = [
   SavedSearchesHttpModule,
   WorkspacesHttpModule,
   ApiKeysHttpModule,
+  BillingHttpModule,
 ];
 
 @Module({})

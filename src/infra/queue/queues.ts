@@ -24,6 +24,10 @@ export const JOBS = {
   hardDeleteAccounts: { queue: QUEUES.users, name: 'hard-delete-accounts' },
   /** Re-push outbox entries whose after-commit push failed (Redis was down). */
   relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
+  /** Hourly: downgrade lapsed subscriptions (canceled past period end, past_due/paused beyond grace). */
+  expireSubscriptions: { queue: QUEUES.billing, name: 'expire-subscriptions' },
+  /** Daily: delete webhook archive rows past retention (all providers; one table). */
+  pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },
 } as const;
 
 export type JobKey = keyof typeof JOBS;

@@ -41,6 +41,8 @@ export const AUDIT_DETAIL_KEYS = [
   'subscription_id',
   'transaction_id',
   'adjustment_id',
+  'origin',
+  'price_id',
   'action',
   'expires_at',
   'prefix',

@@ -1,0 +1,210 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AppError, ConflictError, NotFoundError, ValidationError } from '../../common/errors/app-error.js';
+import { PrismaService } from '../../infra/prisma/prisma.service.js';
+import type { Subscription, User } from '../../generated/prisma/client.js';
+import { AuditService, systemActor, userActor } from '../audit/audit.service.js';
+import type { AuditDetails } from '../audit/audit.details.js';
+import {
+  BillingApiClient,
+  BillingRejectedError,
+  type EffectiveFrom,
+  type ProviderSubscription,
+} from './billing-api.client.js';
+import { BillingCatalog, FREE_TIER } from './billing.catalog.js';
+import { CheckoutTokenService } from './checkout-token.service.js';
+import {
+  type BillingActionResponseDto,
+  type CheckoutResponseDto,
+  type CheckoutTokenResponseDto,
+  type SubscriptionResponseDto,
+  toActionResponse,
+  toSubscriptionResponse,
+} from './dto/billing-response.dto.js';
+import { SubscriptionsRepository } from './subscriptions.repository.js';
+
+type Actor = { actor: string; userId: string | null };
+
+/**
+ * What a user can do about billing. Operations call the provider and change nothing locally: the
+ * provider is the source of truth and its webhook moves our state (spec "Operation-driven moves").
+ */
+@Injectable()
+export class BillingActionsService {
+  private readonly logger = new Logger(BillingActionsService.name);
+
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly catalog: BillingCatalog,
+    private readonly tokens: CheckoutTokenService,
+    private readonly subscriptions: SubscriptionsRepository,
+    private readonly api: BillingApiClient,
+    private readonly audit: AuditService,
+  ) {}
+
+  /** The token alone charges nobody, so it is issued to any user for any purchasable tier. */
+  async checkoutToken(user: User, tier: string): Promise<CheckoutTokenResponseDto> {
+    this.assertPurchasable(tier);
+    const { token, expiresAt } = this.tokens.issue(user.id, tier);
+    return { token, expires_at: expiresAt.toISOString() };
+  }
+
+  async checkout(user: User, tier: string): Promise<CheckoutResponseDto> {
+    this.assertPurchasable(tier);
+    // A second subscription would bill the user twice: changes go through /subscription/change.
+    if (await this.subscriptions.findLiveForUser(this.prisma, user.id)) {
+      throw new ConflictError(
+        'You already have a subscription; use /billing/subscription/change.',
+        'subscription_exists',
+      );
+    }
+    const { token, expiresAt } = this.tokens.issue(user.id, tier);
+    return {
+      price_id: this.catalog.priceForTier(tier)!,
+      customer_email: user.email,
+      custom_data: { checkout_token: token },
+      expires_at: expiresAt.toISOString(),
+    };
+  }
+
+  async current(user: User): Promise<SubscriptionResponseDto> {
+    const row = await this.subscriptions.findCurrentForUser(this.prisma, user.id);
+    if (!row) throw new NotFoundError('You have no subscription.', 'no_subscription');
+    return toSubscriptionResponse(row);
+  }
+
+  async cancel(user: User, immediately: boolean): Promise<BillingActionResponseDto> {
+    const row = await this.subscriptions.findLiveForUser(this.prisma, user.id);
+    if (!row) throw new ConflictError('You have no active subscription to cancel.', 'no_active_subscription');
+    const effectiveFrom: EffectiveFrom = immediately ? 'immediately' : 'next_billing_period';
+    const provider = await this.requested(
+      this.userActor(user),
+      'billing.cancel_requested',
+      row,
+      { cancel_immediately: immediately, effective_from: effectiveFrom, tier: row.tier },
+      () => this.api.cancel(row.providerSubscriptionId, effectiveFrom),
+    );
+    return toActionResponse(row, 'cancel', provider, { effectiveFrom });
+  }
+
+  async change(user: User, targetTier: string): Promise<BillingActionResponseDto> {
+    if (targetTier !== FREE_TIER && !this.catalog.isPurchasable(targetTier)) {
+      throw new ValidationError(`Unknown tier ${targetTier}.`, [
+        {
+          field: 'target_tier',
+          message: `target_tier must be one of ${[FREE_TIER, ...this.catalog.purchasableTiers()].join(', ')}`,
+        },
+      ]);
+    }
+    const row = await this.subscriptions.findLiveForUser(this.prisma, user.id);
+    if ((row?.tier ?? user.currentTier) === targetTier) {
+      throw new ConflictError(`You are already on the ${targetTier} tier.`, 'same_tier');
+    }
+    if (!row) {
+      throw new ConflictError(
+        'You have no subscription that can be changed; start one through checkout.',
+        'no_recoverable_subscription',
+      );
+    }
+    const details = { tier: row.tier, target_tier: targetTier };
+    if (targetTier === FREE_TIER) {
+      const provider = await this.requested(
+        this.userActor(user),
+        'billing.change_requested',
+        row,
+        { ...details, effective_from: 'next_billing_period' },
+        () => this.api.cancel(row.providerSubscriptionId, 'next_billing_period'),
+      );
+      return toActionResponse(row, 'change', provider, { effectiveFrom: 'next_billing_period', targetTier });
+    }
+    const priceId = this.catalog.priceForTier(targetTier)!;
+    const provider = await this.requested(
+      this.userActor(user),
+      'billing.change_requested',
+      row,
+      { ...details, price_id: priceId },
+      () => this.api.changePrice(row.providerSubscriptionId, priceId, row.quantity),
+    );
+    return toActionResponse(row, 'change', provider, { targetTier });
+  }
+
+  async resume(user: User): Promise<BillingActionResponseDto> {
+    const row = await this.subscriptions.findLiveForUser(this.prisma, user.id);
+    if (!row || row.status !== 'PAUSED') {
+      throw new ConflictError('You have no paused subscription to resume.', 'not_paused');
+    }
+    const provider = await this.requested(
+      this.userActor(user),
+      'billing.resume_requested',
+      row,
+      { effective_from: 'immediately', tier: row.tier },
+      () => this.api.resume(row.providerSubscriptionId),
+    );
+    return toActionResponse(row, 'resume', provider, { effectiveFrom: 'immediately' });
+  }
+
+  /**
+   * Account deletion: stop billing now for every live subscription. Idempotent for a retried job: one
+   * that is already canceled at the provider counts as done.
+   */
+  async cancelForAccountDeletion(user: User): Promise<number> {
+    const rows = await this.subscriptions.findAllLiveForUser(this.prisma, user.id);
+    const actor = { actor: systemActor('account-deletion'), userId: user.identityUserId };
+    for (const row of rows) {
+      await this.requested(
+        actor,
+        'billing.cancel_requested',
+        row,
+        { cancel_immediately: true, effective_from: 'immediately', reason: 'account_deletion' },
+        async () => {
+          try {
+            return await this.api.cancel(row.providerSubscriptionId, 'immediately');
+          } catch (err) {
+            if (!(err instanceof BillingRejectedError)) throw err;
+            const state = await this.api.get(row.providerSubscriptionId);
+            if (state.status !== 'canceled') throw err;
+            return state;
+          }
+        },
+      );
+    }
+    return rows.length;
+  }
+
+  private assertPurchasable(tier: string): void {
+    if (!this.catalog.isPurchasable(tier)) {
+      throw new ValidationError(`Tier ${tier} cannot be bought.`, [
+        { field: 'tier', message: `tier must be one of ${this.catalog.purchasableTiers().join(', ')}` },
+      ]);
+    }
+  }
+
+  private userActor(user: User): Actor {
+    return { actor: userActor(user.identityUserId), userId: user.identityUserId };
+  }
+
+  /** Calls the provider and audits the request with its outcome (accepted or failed). */
+  private async requested(
+    who: Actor,
+    action: string,
+    row: Subscription,
+    details: AuditDetails,
+    call: () => Promise<ProviderSubscription>,
+  ): Promise<ProviderSubscription> {
+    const entry = { ...who, action, resourceType: 'subscription', resourceId: row.id };
+    const base = { ...details, subscription_id: row.providerSubscriptionId };
+    let result: ProviderSubscription;
+    try {
+      result = await call();
+    } catch (err) {
+      const code = err instanceof AppError ? err.code : 'internal_error';
+      await this.audit
+        .record(null, { ...entry, details: { ...base, status: 'failed', error: code } })
+        .catch((auditErr: Error) =>
+          this.logger.warn({ err: auditErr.message }, 'could not audit a failed request'),
+        );
+      throw err;
+    }
+    await this.audit.record(null, { ...entry, details: { ...base, status: 'accepted' } });
+    return result;
+  }
+}

@@ -1,0 +1,113 @@
+import { z } from 'zod';
+
+// Paddle Billing-shaped webhook bodies (DESIGN.md section 4). Objects are loose: the provider adds
+// fields over time and we archive the raw payload anyway; only what we use is required and typed.
+
+const timestamp = z
+  .string()
+  .refine((value) => !Number.isNaN(Date.parse(value)), 'expected an ISO 8601 date-time')
+  .transform((value) => new Date(value));
+
+const INT4_MAX = 2_147_483_647;
+
+/** Paddle amounts are strings in minor units ("1000" = 10.00). Stored as 32-bit integers. */
+const minorUnits = z
+  .string()
+  .regex(/^-?\d{1,10}$/, 'expected an integer amount in minor units')
+  .transform(Number)
+  .refine((n) => Math.abs(n) <= INT4_MAX, 'amount out of range');
+
+const id = z.string().min(1).max(200);
+const optionalId = id.nullish().transform((v) => v ?? null);
+
+const billingCycle = z.looseObject({
+  interval: z.string().min(1).max(20),
+  frequency: z.number().int().positive(),
+});
+
+/** Event envelope: just enough to claim, archive and dispatch; the data is checked per event type. */
+export const envelopeSchema = z.looseObject({
+  event_id: id,
+  event_type: z.string().min(1).max(100),
+  occurred_at: z.unknown().optional(),
+  notification_id: z.string().nullish(),
+  data: z.unknown(),
+});
+
+export const occurredAtSchema = timestamp;
+
+export const subscriptionSchema = z.looseObject({
+  id,
+  status: z.enum(['active', 'trialing', 'past_due', 'paused', 'canceled']),
+  customer_id: optionalId,
+  currency_code: z.string().min(3).max(3).nullish(),
+  billing_cycle: billingCycle.nullish(),
+  items: z
+    .array(
+      z.looseObject({
+        quantity: z.number().int().positive().nullish(),
+        price: z.looseObject({
+          id,
+          unit_price: z
+            .looseObject({ amount: minorUnits, currency_code: z.string().min(3).max(3) })
+            .nullish(),
+          billing_cycle: billingCycle.nullish(),
+        }),
+      }),
+    )
+    .min(1),
+  current_billing_period: z.looseObject({ starts_at: timestamp, ends_at: timestamp }).nullish(),
+  scheduled_change: z
+    .looseObject({
+      action: z.string().min(1).max(50),
+      effective_at: timestamp,
+      resume_at: timestamp.nullish(),
+    })
+    .nullish(),
+  canceled_at: timestamp.nullish(),
+  paused_at: timestamp.nullish(),
+  custom_data: z.record(z.string(), z.unknown()).nullish(),
+});
+
+export const transactionSchema = z.looseObject({
+  id,
+  status: z.string().min(1).max(50),
+  customer_id: optionalId,
+  subscription_id: optionalId,
+  origin: z.string().max(50).nullish(),
+  currency_code: z.string().min(3).max(3).nullish(),
+  billed_at: timestamp.nullish(),
+  items: z
+    .array(z.looseObject({ price: z.looseObject({ id }).nullish() }))
+    .nullish()
+    .transform((v) => v ?? []),
+  details: z.looseObject({
+    totals: z.looseObject({ total: minorUnits, currency_code: z.string().min(3).max(3).nullish() }),
+  }),
+  custom_data: z.record(z.string(), z.unknown()).nullish(),
+});
+
+export const adjustmentSchema = z.looseObject({
+  id,
+  action: z.string().min(1).max(50),
+  status: z.string().min(1).max(50),
+  transaction_id: optionalId,
+  subscription_id: optionalId,
+  customer_id: optionalId,
+  currency_code: z.string().min(3).max(3).nullish(),
+  totals: z.looseObject({ total: minorUnits, currency_code: z.string().min(3).max(3).nullish() }),
+  created_at: timestamp.nullish(),
+  updated_at: timestamp.nullish(),
+});
+
+export type SubscriptionData = z.output<typeof subscriptionSchema>;
+export type TransactionData = z.output<typeof transactionSchema>;
+export type AdjustmentData = z.output<typeof adjustmentSchema>;
+
+/** A verified event whose envelope parsed; `data` is still unchecked. */
+export interface BillingEvent {
+  eventId: string;
+  eventType: string;
+  occurredAt: Date;
+  data: unknown;
+}

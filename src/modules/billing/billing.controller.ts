@@ -1,0 +1,101 @@
+import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
+import {
+  ApiBadGatewayResponse,
+  ApiBearerAuth,
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import type { User } from '../../generated/prisma/client.js';
+import { BillingActionsService } from './billing-actions.service.js';
+import {
+  CancelSubscriptionDto,
+  ChangeSubscriptionDto,
+  CheckoutRequestDto,
+  ResumeSubscriptionDto,
+} from './dto/billing.dto.js';
+import {
+  BillingActionResponseDto,
+  CheckoutResponseDto,
+  CheckoutTokenResponseDto,
+  SubscriptionResponseDto,
+} from './dto/billing-response.dto.js';
+
+@ApiTags('billing')
+@ApiBearerAuth()
+@Controller('billing')
+export class BillingController {
+  constructor(private readonly billing: BillingActionsService) {}
+
+  @Post('checkout-token')
+  @HttpCode(200)
+  @ApiOkResponse({ type: CheckoutTokenResponseDto })
+  @ApiBadRequestResponse({ description: 'FREE or an unknown tier' })
+  @ApiConflictResponse({ description: 'The user already has a live subscription' })
+  checkoutToken(
+    @CurrentUser() user: User,
+    @Body() body: CheckoutRequestDto,
+  ): Promise<CheckoutTokenResponseDto> {
+    return this.billing.checkoutToken(user, body.tier);
+  }
+
+  @Post('checkout')
+  @HttpCode(200)
+  @ApiOkResponse({ type: CheckoutResponseDto, description: 'What the checkout overlay needs' })
+  @ApiBadRequestResponse({ description: 'FREE or an unknown tier' })
+  @ApiConflictResponse({ description: 'The user already has a live subscription' })
+  checkout(@CurrentUser() user: User, @Body() body: CheckoutRequestDto): Promise<CheckoutResponseDto> {
+    return this.billing.checkout(user, body.tier);
+  }
+
+  @Get('subscription')
+  @ApiOkResponse({ type: SubscriptionResponseDto })
+  @ApiNotFoundResponse({ description: 'No current subscription' })
+  subscription(@CurrentUser() user: User): Promise<SubscriptionResponseDto> {
+    return this.billing.current(user);
+  }
+
+  @Post('subscription/cancel')
+  @HttpCode(200)
+  @ApiOkResponse({
+    type: BillingActionResponseDto,
+    description: 'Accepted by the provider; the webhook follows',
+  })
+  @ApiConflictResponse({ description: 'No active subscription' })
+  @ApiBadGatewayResponse({ description: 'The provider refused or answered invalidly' })
+  @ApiServiceUnavailableResponse({ description: 'The provider is unavailable after 3 attempts' })
+  cancel(@CurrentUser() user: User, @Body() body: CancelSubscriptionDto): Promise<BillingActionResponseDto> {
+    return this.billing.cancel(user, body.cancel_immediately ?? false);
+  }
+
+  @Post('subscription/change')
+  @HttpCode(200)
+  @ApiOkResponse({
+    type: BillingActionResponseDto,
+    description: 'Accepted by the provider; the webhook follows',
+  })
+  @ApiBadRequestResponse({ description: 'Unknown tier' })
+  @ApiConflictResponse({ description: 'Same tier, or no subscription that can be changed' })
+  @ApiBadGatewayResponse({ description: 'The provider refused or answered invalidly' })
+  @ApiServiceUnavailableResponse({ description: 'The provider is unavailable after 3 attempts' })
+  change(@CurrentUser() user: User, @Body() body: ChangeSubscriptionDto): Promise<BillingActionResponseDto> {
+    return this.billing.change(user, body.target_tier);
+  }
+
+  @Post('subscription/resume')
+  @HttpCode(200)
+  @ApiOkResponse({
+    type: BillingActionResponseDto,
+    description: 'Accepted by the provider; the webhook follows',
+  })
+  @ApiConflictResponse({ description: 'No paused subscription' })
+  @ApiBadGatewayResponse({ description: 'The provider refused or answered invalidly' })
+  @ApiServiceUnavailableResponse({ description: 'The provider is unavailable after 3 attempts' })
+  resume(@CurrentUser() user: User, @Body() _body: ResumeSubscriptionDto): Promise<BillingActionResponseDto> {
+    return this.billing.resume(user);
+  }
+}

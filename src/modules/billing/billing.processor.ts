@@ -1,0 +1,21 @@
+import { Processor } from '@nestjs/bullmq';
+import { JobProcessor } from '../../infra/queue/job-processor.js';
+import { JobRegistry } from '../../infra/queue/job-registry.js';
+import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
+import { JOBS, QUEUES } from '../../infra/queue/queues.js';
+import { SubscriptionExpiryService } from './subscription-expiry.service.js';
+import { WebhookRetentionService } from './webhook-retention.service.js';
+
+@Processor(QUEUES.billing)
+export class BillingProcessor extends JobProcessor {
+  constructor(
+    registry: JobRegistry,
+    recorder: JobRunRecorder,
+    expiry: SubscriptionExpiryService,
+    retention: WebhookRetentionService,
+  ) {
+    super(registry, recorder);
+    this.handle(JOBS.expireSubscriptions, () => expiry.expireLapsed(), { recordRun: true });
+    this.handle(JOBS.pruneWebhookArchive, () => retention.prune(), { recordRun: true });
+  }
+}

@@ -1,0 +1,28 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Cron } from '@nestjs/schedule';
+import { QueueService } from '../../infra/queue/queue.service.js';
+import { type JobDef, JOBS, tickJobId } from '../../infra/queue/queues.js';
+
+/** Cron only enqueues, with one job id per tick, so several schedulers never run a tick twice. */
+@Injectable()
+export class BillingScheduler {
+  private readonly logger = new Logger(BillingScheduler.name);
+
+  constructor(private readonly queues: QueueService) {}
+
+  @Cron('0 5 * * * *', { name: 'expire-subscriptions', timeZone: 'UTC' })
+  expireSubscriptions(): Promise<void> {
+    return this.enqueue(JOBS.expireSubscriptions, 'hour');
+  }
+
+  @Cron('0 30 2 * * *', { name: 'prune-webhook-archive', timeZone: 'UTC' })
+  pruneWebhookArchive(): Promise<void> {
+    return this.enqueue(JOBS.pruneWebhookArchive, 'day');
+  }
+
+  private async enqueue(job: JobDef, granularity: 'hour' | 'day'): Promise<void> {
+    await this.queues
+      .add(job, {}, { jobId: tickJobId(job, new Date(), granularity) })
+      .catch((err: Error) => this.logger.warn({ job: job.name, err: err.message }, 'could not enqueue tick'));
+  }
+}

@@ -1,0 +1,155 @@
+import { Injectable } from '@nestjs/common';
+import type { Tx } from '../../infra/prisma/prisma.service.js';
+import { AuditService, webhookActor } from '../audit/audit.service.js';
+import { CreditsService } from '../credits/credits.service.js';
+import type { HandlerOutcome } from '../webhooks/webhook-inbox.service.js';
+import { BillingCatalog, FREE_TIER } from './billing.catalog.js';
+import { parsePayload } from './billing.errors.js';
+import { adjustmentSchema, type BillingEvent, transactionSchema } from './billing-events.schema.js';
+import { BillingOwnersService } from './billing-owners.service.js';
+import { BillingUsersRepository } from './billing-users.repository.js';
+import { PaymentsRepository } from './payments.repository.js';
+import { SubscriptionsRepository } from './subscriptions.repository.js';
+
+/** Paddle's origin of a transaction that renews a subscription (as opposed to the first payment or a proration). */
+const RENEWAL_ORIGIN = 'subscription_recurring';
+
+/**
+ * Money events: transaction.completed records the payment for revenue and, for a renewal, grants the
+ * tier's monthly credits keyed on the transaction id; adjustment.created/updated record refunds and
+ * credits. The records keep their rows when the user is erased (user link set to null).
+ */
+@Injectable()
+export class PaymentsService {
+  constructor(
+    private readonly catalog: BillingCatalog,
+    private readonly payments: PaymentsRepository,
+    private readonly subscriptions: SubscriptionsRepository,
+    private readonly owners: BillingOwnersService,
+    private readonly users: BillingUsersRepository,
+    private readonly credits: CreditsService,
+    private readonly audit: AuditService,
+  ) {}
+
+  async transactionCompleted(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
+    const data = parsePayload(transactionSchema, event.data, 'transaction.completed data');
+    const subscription = data.subscription_id
+      ? await this.subscriptions.findByProviderId(tx, data.subscription_id)
+      : null;
+    const userId =
+      subscription?.userId ?? (await this.ownerOf(tx, data.custom_data, data.customer_id, event.occurredAt));
+    const priceId = data.items.find((item) => item.price)?.price?.id ?? null;
+    const tier = (priceId ? this.catalog.tierForPrice(priceId) : null) ?? subscription?.tier ?? null;
+
+    const payment = await this.payments.upsertPayment(tx, {
+      userId,
+      providerTransactionId: data.id,
+      providerSubscriptionId: data.subscription_id,
+      status: data.status,
+      origin: data.origin ?? null,
+      tier,
+      amountTotal: data.details.totals.total,
+      currency: data.details.totals.currency_code ?? data.currency_code ?? 'USD',
+      occurredAt: data.billed_at ?? event.occurredAt,
+    });
+
+    let credits = 0;
+    let reason: string | undefined;
+    if (data.origin === RENEWAL_ORIGIN) {
+      if (!userId) reason = 'unknown_owner';
+      else if (!tier || tier === FREE_TIER) reason = 'unknown_tier';
+      else {
+        const amount = this.catalog.monthlyCredits(tier);
+        if (amount > 0) {
+          const grant = await this.credits.grant(tx, {
+            userId,
+            amount,
+            jobId: data.id,
+            kind: 'grant',
+            details: { tier, source: 'renewal', transaction_id: data.id },
+          });
+          credits = grant.applied ? amount : 0;
+        }
+      }
+    }
+
+    await this.audit.record(tx, {
+      actor: webhookActor('billing'),
+      action: 'transaction.completed',
+      userId: userId ? await this.identityOf(tx, userId) : null,
+      resourceType: 'payment',
+      resourceId: payment.id,
+      details: {
+        event_id: event.eventId,
+        transaction_id: data.id,
+        subscription_id: data.subscription_id,
+        origin: data.origin ?? null,
+        amount: payment.amountTotal,
+        currency: payment.currency,
+        tier,
+        credits,
+        ...(reason ? { reason } : {}),
+      },
+    });
+    return reason ? { status: 'skipped', reason: `renewal_credits_${reason}` } : { status: 'processed' };
+  }
+
+  async adjustment(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
+    const data = parsePayload(adjustmentSchema, event.data, `${event.eventType} data`);
+    const subscription = data.subscription_id
+      ? await this.subscriptions.findByProviderId(tx, data.subscription_id)
+      : null;
+    const payment = data.transaction_id
+      ? await this.payments.findPaymentOwner(tx, data.transaction_id)
+      : null;
+    const userId =
+      subscription?.userId ??
+      payment?.userId ??
+      (data.customer_id ? ((await this.users.findByCustomerId(tx, data.customer_id))?.id ?? null) : null);
+
+    const record = await this.payments.upsertAdjustment(tx, {
+      userId,
+      providerAdjustmentId: data.id,
+      providerTransactionId: data.transaction_id,
+      action: data.action,
+      status: data.status,
+      amountTotal: data.totals.total,
+      currency: data.totals.currency_code ?? data.currency_code ?? 'USD',
+      occurredAt: data.created_at ?? event.occurredAt,
+      updatedAt: data.updated_at ?? data.created_at ?? event.occurredAt,
+    });
+
+    await this.audit.record(tx, {
+      actor: webhookActor('billing'),
+      action: event.eventType,
+      userId: userId ? await this.identityOf(tx, userId) : null,
+      resourceType: 'billing_adjustment',
+      resourceId: record.id,
+      details: {
+        event_id: event.eventId,
+        adjustment_id: data.id,
+        transaction_id: data.transaction_id,
+        action: data.action,
+        status: data.status,
+        amount: data.totals.total,
+        currency: data.totals.currency_code ?? data.currency_code ?? null,
+        ...(record.applied ? {} : { reason: 'stale_event' }),
+      },
+    });
+    return record.applied ? { status: 'processed' } : { status: 'skipped', reason: 'stale_event' };
+  }
+
+  private async ownerOf(
+    tx: Tx,
+    customData: Record<string, unknown> | null | undefined,
+    customerId: string | null,
+    at: Date,
+  ): Promise<string | null> {
+    const owner = await this.owners.resolve(tx, { customData, customerId, at });
+    return owner.ok ? owner.userId : null;
+  }
+
+  private async identityOf(tx: Tx, userId: string): Promise<string | null> {
+    return (await this.users.findIdentity(tx, userId))?.identityUserId ?? null;
+  }
+}

@@ -1,0 +1,61 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import type { SubscriptionStatus } from '../../generated/prisma/enums.js';
+import { type EventKey, expiryAfter, isNewer, type SubscriptionSnapshot } from './subscription-snapshot.js';
+
+const STATUSES: SubscriptionStatus[] = ['TRIALING', 'ACTIVE', 'PAST_DUE', 'PAUSED', 'CANCELED'];
+
+const eventKeys = fc.uniqueArray(
+  fc.record({
+    occurredAt: fc.integer({ min: 0, max: 3 }).map((s) => new Date(1_800_000_000_000 + s * 1000)),
+    status: fc.constantFrom(...STATUSES),
+    eventId: fc.stringMatching(/^evt_[0-9a-f]{6}$/),
+  }),
+  { minLength: 1, maxLength: 8, selector: (e) => e.eventId },
+);
+
+/** What the handler does: the first event inserts, later ones overwrite only when newer. */
+const replay = (events: EventKey[]) =>
+  events.reduce((stored, next) => (isNewer(next, stored) ? next : stored));
+
+describe('event ordering', () => {
+  it('any delivery order of the same events ends in the same state', () => {
+    fc.assert(
+      fc.property(
+        eventKeys.chain((events) =>
+          fc.tuple(fc.constant(events), fc.shuffledSubarray(events, { minLength: events.length })),
+        ),
+        ([events, shuffled]) => {
+          expect(replay(shuffled)).toBe(replay(events));
+        },
+      ),
+    );
+  });
+
+  it('never lets an older event win and never re-applies the same event', () => {
+    const base: EventKey = { occurredAt: new Date(2000), status: 'ACTIVE', eventId: 'evt_b' };
+    expect(isNewer({ ...base, occurredAt: new Date(1000), status: 'CANCELED' }, base)).toBe(false);
+    expect(isNewer({ ...base, occurredAt: new Date(3000), status: 'TRIALING' }, base)).toBe(true);
+    expect(isNewer(base, base)).toBe(false);
+    // Same instant: the later lifecycle stage wins (trialing created vs active activated).
+    expect(isNewer({ ...base, status: 'TRIALING', eventId: 'evt_z' }, base)).toBe(false);
+    expect(isNewer({ ...base, status: 'CANCELED', eventId: 'evt_a' }, base)).toBe(true);
+  });
+});
+
+describe('expiryAfter', () => {
+  const now = new Date('2026-11-22T10:00:00Z');
+  const snap = (status: SubscriptionStatus, end: Date | null) =>
+    ({ status, currentPeriodEnd: end }) as SubscriptionSnapshot;
+
+  it('fresh access clears an expiry; an immediate cancellation expires now; otherwise unchanged', () => {
+    const earlier = new Date('2026-11-01T00:00:00Z');
+    expect(expiryAfter(snap('ACTIVE', null), earlier, now)).toBeNull();
+    expect(expiryAfter(snap('TRIALING', null), earlier, now)).toBeNull();
+    expect(expiryAfter(snap('CANCELED', null), null, now)).toEqual(now);
+    expect(expiryAfter(snap('CANCELED', new Date(now.getTime() - 1)), null, now)).toEqual(now);
+    expect(expiryAfter(snap('CANCELED', new Date(now.getTime() + 1)), null, now)).toBeNull();
+    expect(expiryAfter(snap('PAST_DUE', null), earlier, now)).toBe(earlier);
+    expect(expiryAfter(snap('PAUSED', null), null, now)).toBeNull();
+  });
+});

@@ -1,0 +1,138 @@
+import { Injectable } from '@nestjs/common';
+import type { Db, Tx } from '../../infra/prisma/prisma.service.js';
+import { Prisma, type Subscription } from '../../generated/prisma/client.js';
+import { LIVE_STATUSES, type SubscriptionSnapshot } from './subscription-snapshot.js';
+
+export interface AppliedEvent {
+  occurredAt: Date;
+  eventId: string;
+  expiredAt: Date | null;
+}
+
+export interface LapsedSubscription {
+  id: string;
+  provider_subscription_id: string;
+  user_id: string;
+  status: string;
+}
+
+const columns = (snapshot: SubscriptionSnapshot) => ({
+  providerCustomerId: snapshot.providerCustomerId,
+  status: snapshot.status,
+  tier: snapshot.tier,
+  priceId: snapshot.priceId,
+  unitAmount: snapshot.unitAmount,
+  currency: snapshot.currency,
+  billingInterval: snapshot.billingInterval,
+  billingFrequency: snapshot.billingFrequency,
+  quantity: snapshot.quantity,
+  currentPeriodStart: snapshot.currentPeriodStart,
+  currentPeriodEnd: snapshot.currentPeriodEnd,
+  canceledAt: snapshot.canceledAt,
+  pausedAt: snapshot.pausedAt,
+  scheduledChange: snapshot.scheduledChange ?? Prisma.DbNull,
+});
+
+@Injectable()
+export class SubscriptionsRepository {
+  /**
+   * Serializes all work on one provider subscription until the caller's transaction ends (webhooks and
+   * the expiry job). Taken before the user-row lock, always in that order, so the two cannot deadlock.
+   * An advisory lock rather than a row lock because the row may not exist yet (created and activated
+   * racing to insert it).
+   */
+  async lock(tx: Tx, providerSubscriptionId: string): Promise<void> {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`billing-subscription:${providerSubscriptionId}`}, 0))`;
+  }
+
+  findByProviderId(db: Db, providerSubscriptionId: string): Promise<Subscription | null> {
+    return db.subscription.findUnique({ where: { providerSubscriptionId } });
+  }
+
+  insert(tx: Tx, userId: string, snapshot: SubscriptionSnapshot, event: AppliedEvent): Promise<Subscription> {
+    return tx.subscription.create({
+      data: {
+        userId,
+        providerSubscriptionId: snapshot.providerSubscriptionId,
+        ...columns(snapshot),
+        lastEventAt: event.occurredAt,
+        lastEventId: event.eventId,
+        expiredAt: event.expiredAt,
+      },
+    });
+  }
+
+  apply(tx: Tx, id: string, snapshot: SubscriptionSnapshot, event: AppliedEvent): Promise<Subscription> {
+    return tx.subscription.update({
+      where: { id },
+      data: {
+        ...columns(snapshot),
+        lastEventAt: event.occurredAt,
+        lastEventId: event.eventId,
+        expiredAt: event.expiredAt,
+      },
+    });
+  }
+
+  /** The user's subscription that still exists at the provider and can be changed, newest first. */
+  findLiveForUser(db: Db, userId: string): Promise<Subscription | null> {
+    return db.subscription.findFirst({
+      where: { userId, status: { in: LIVE_STATUSES }, expiredAt: null },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    });
+  }
+
+  findAllLiveForUser(db: Db, userId: string): Promise<Subscription[]> {
+    return db.subscription.findMany({
+      where: { userId, status: { in: LIVE_STATUSES }, expiredAt: null },
+      orderBy: { createdAt: 'asc' },
+    });
+  }
+
+  /** What GET /billing/subscription shows: a live one first, else the newest not yet expired. */
+  async findCurrentForUser(db: Db, userId: string): Promise<Subscription | null> {
+    return (
+      (await this.findLiveForUser(db, userId)) ??
+      db.subscription.findFirst({
+        where: { userId, expiredAt: null },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      })
+    );
+  }
+
+  /** Tiers of the user's subscriptions that grant access at `now` (the input of users.current_tier). */
+  async accessTiers(tx: Tx, userId: string, now: Date): Promise<string[]> {
+    const rows = await tx.subscription.findMany({
+      where: {
+        userId,
+        expiredAt: null,
+        OR: [{ status: { in: LIVE_STATUSES } }, { status: 'CANCELED', currentPeriodEnd: { gt: now } }],
+      },
+      select: { tier: true },
+    });
+    return rows.map((row) => row.tier);
+  }
+
+  /**
+   * Subscriptions whose access has lapsed: canceled with the paid period over, or past_due/paused for
+   * longer than the grace after the later of period end and pause. `id` narrows the check to one row
+   * (the re-check under the lock).
+   */
+  lapsed(db: Db, now: Date, graceCutoff: Date, options: { id?: string; limit?: number } = {}) {
+    const only = options.id ? Prisma.sql`AND id = ${options.id}::uuid` : Prisma.empty;
+    return db.$queryRaw<LapsedSubscription[]>`
+      SELECT id, provider_subscription_id, user_id, status::text AS status FROM subscriptions
+      WHERE expired_at IS NULL ${only}
+        AND (
+          (status = 'CANCELED' AND (current_period_end IS NULL OR current_period_end <= ${now}))
+          OR (status IN ('PAST_DUE', 'PAUSED')
+              AND COALESCE(GREATEST(current_period_end, paused_at), last_event_at) <= ${graceCutoff})
+        )
+      ORDER BY id
+      LIMIT ${options.limit ?? 1}`;
+  }
+
+  markExpired(tx: Tx, id: string, at: Date): Promise<Subscription> {
+    return tx.subscription.update({ where: { id }, data: { expiredAt: at } });
+  }
+}

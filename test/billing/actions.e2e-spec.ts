@@ -1,0 +1,364 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import type { User } from '../../src/generated/prisma/client.js';
+import { HttpClient } from '../../src/infra/http/http-client.js';
+import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
+import { UserHooks } from '../../src/modules/users/user-hooks.js';
+import { FakeBillingApi } from '../fakes/billing-api.js';
+import {
+  checkoutToken,
+  createUser,
+  deliver,
+  newSubId,
+  PRICE,
+  subscriptionEvent,
+} from '../support/billing.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+
+describe('billing endpoints and provider operations', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+  let worker: INestApplication;
+  let billing: FakeBillingApi;
+
+  beforeAll(async () => {
+    billing = await FakeBillingApi.start();
+    env = await TestEnv.create({ env: { BILLING_API_URL: billing.url, BILLING_API_KEY: 'pdl_test_key' } });
+    env.onClose(() => billing.close());
+    api = await env.startApi();
+    worker = await env.startWorker();
+    api.app.get(HttpClient).backoffBaseMs = 5;
+    worker.get(HttpClient).backoffBaseMs = 5;
+  });
+  afterAll(() => env.close());
+  beforeEach(() => billing.reset());
+
+  const post = async (user: User, path: string, body?: object) => {
+    const req = api.http
+      .post(`/api/v1/billing/${path}`)
+      .set('Authorization', await api.bearer(user.identityUserId));
+    return body === undefined ? req : req.send(body);
+  };
+  const auditsOf = (user: User, action: string) =>
+    api.prisma.auditLog.findMany({
+      where: { action, userId: user.identityUserId },
+      orderBy: { createdAt: 'asc' },
+    });
+
+  async function subscribed(tier: 'PRO' | 'TEAM' = 'PRO', status: 'active' | 'paused' = 'active') {
+    const user = await createUser(api);
+    const subId = newSubId();
+    await deliver(
+      api,
+      subscriptionEvent({
+        type: 'subscription.created',
+        subId,
+        priceId: PRICE[tier],
+        token: checkoutToken(api, user, tier),
+        occurredAt: new Date(Date.now() - 60_000),
+      }),
+    );
+    if (status === 'paused')
+      await deliver(
+        api,
+        subscriptionEvent({
+          type: 'subscription.paused',
+          subId,
+          priceId: PRICE[tier],
+          status: 'paused',
+          periodEnd: null,
+        }),
+      );
+    billing.seed(subId, status, PRICE[tier]);
+    const row = await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } });
+    return { user, subId, row };
+  }
+
+  describe('checkout', () => {
+    it('issues a signed token carrying tier, user id, expiry and a nonce', async () => {
+      const user = await createUser(api);
+      const res = await post(user, 'checkout-token', { tier: 'PRO' });
+      expect(res.status).toBe(200);
+      expect(Object.keys(res.body).sort()).toEqual(['expires_at', 'token']);
+      const check = api.app.get(CheckoutTokenService).verify(res.body.token);
+      expect(check).toMatchObject({ ok: true, claims: { userId: user.id, tier: 'PRO' } });
+      const ttl = new Date(res.body.expires_at).getTime() - Date.now();
+      expect(ttl).toBeGreaterThan(3500_000);
+      expect(ttl).toBeLessThanOrEqual(3600_000);
+      const again = await post(user, 'checkout-token', { tier: 'PRO' });
+      expect(again.body.token).not.toBe(res.body.token);
+      expect(
+        api.app.get(CheckoutTokenService).verify(res.body.token, new Date(Date.now() + 3601_000)),
+      ).toEqual({ ok: false, reason: 'expired' });
+    });
+
+    it('returns what the checkout overlay needs', async () => {
+      const user = await createUser(api);
+      const res = await post(user, 'checkout', { tier: 'TEAM' });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        price_id: PRICE.TEAM,
+        customer_email: user.email,
+        custom_data: { checkout_token: expect.any(String) },
+      });
+      expect(api.app.get(CheckoutTokenService).verify(res.body.custom_data.checkout_token)).toMatchObject({
+        ok: true,
+        claims: { tier: 'TEAM' },
+      });
+    });
+
+    it('refuses FREE, unknown tiers, extra fields and anonymous callers', async () => {
+      const user = await createUser(api);
+      for (const body of [{ tier: 'FREE' }, { tier: 'GOLD' }, {}, { tier: 'PRO', user_id: 'x' }]) {
+        const res = await post(user, 'checkout-token', body);
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ code: 'validation_failed' });
+      }
+      expect((await post(user, 'checkout', { tier: 'FREE' })).status).toBe(400);
+      expect((await api.http.post('/api/v1/billing/checkout-token').send({ tier: 'PRO' })).status).toBe(401);
+    });
+
+    it('refuses a second subscription through checkout: changes go through /subscription/change', async () => {
+      const { user } = await subscribed('PRO');
+      const res = await post(user, 'checkout', { tier: 'TEAM' });
+      expect(res.status).toBe(409);
+      expect(res.body).toMatchObject({ code: 'subscription_exists' });
+      // A bare token charges nobody and is still issued.
+      expect((await post(user, 'checkout-token', { tier: 'TEAM' })).status).toBe(200);
+    });
+
+    it('documents the billing routes in the OpenAPI document', async () => {
+      const res = await api.http.get('/docs/openapi.json');
+      expect(res.status).toBe(200);
+      for (const path of [
+        'checkout-token',
+        'checkout',
+        'subscription',
+        'subscription/cancel',
+        'subscription/change',
+        'subscription/resume',
+      ]) {
+        expect(res.body.paths).toHaveProperty([`/api/v1/billing/${path}`]);
+      }
+      expect(res.body.paths).toHaveProperty(['/webhooks/billing']);
+    });
+  });
+
+  describe('cancel', () => {
+    it('cancels at period end by default; local state waits for the webhook', async () => {
+      const { user, subId, row } = await subscribed('PRO');
+      const res = await post(user, 'subscription/cancel', {});
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        subscription_id: row.id,
+        action: 'cancel',
+        effective_from: 'next_billing_period',
+        provider_status: 'active',
+        scheduled_change: { action: 'cancel' },
+      });
+      expect(billing.requests).toEqual([
+        {
+          method: 'POST',
+          path: `/subscriptions/${subId}/cancel`,
+          authorization: 'Bearer pdl_test_key',
+          body: { effective_from: 'next_billing_period' },
+        },
+      ]);
+      expect(await api.prisma.subscription.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+        status: 'ACTIVE',
+        scheduledChange: null,
+      });
+      const [audit] = await auditsOf(user, 'billing.cancel_requested');
+      expect(audit.details).toMatchObject({
+        cancel_immediately: false,
+        effective_from: 'next_billing_period',
+        status: 'accepted',
+        subscription_id: subId,
+      });
+    });
+
+    it('cancels immediately on request; the webhook then downgrades', async () => {
+      const { user, subId } = await subscribed('TEAM');
+      const res = await post(user, 'subscription/cancel', { cancel_immediately: true });
+      expect(res.body).toMatchObject({ effective_from: 'immediately', provider_status: 'canceled' });
+      expect(billing.requests[0].body).toEqual({ effective_from: 'immediately' });
+      expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('TEAM');
+      await deliver(
+        api,
+        subscriptionEvent({
+          type: 'subscription.canceled',
+          subId,
+          priceId: PRICE.TEAM,
+          status: 'canceled',
+          periodEnd: null,
+          canceledAt: new Date(),
+        }),
+      );
+      expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('FREE');
+    });
+
+    it('answers 409 without an active subscription, and 400 for a non-boolean flag', async () => {
+      const user = await createUser(api);
+      const res = await post(user, 'subscription/cancel');
+      expect(res.status).toBe(409);
+      expect(res.body).toMatchObject({ code: 'no_active_subscription' });
+      expect((await post(user, 'subscription/cancel', { cancel_immediately: 'yes' })).status).toBe(400);
+      expect(billing.requests).toHaveLength(0);
+    });
+  });
+
+  describe('change', () => {
+    it('moves to another paid tier with a prorated price update', async () => {
+      const { user, subId } = await subscribed('PRO');
+      const res = await post(user, 'subscription/change', { target_tier: 'TEAM' });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ action: 'change', target_tier: 'TEAM' });
+      expect(billing.requests).toEqual([
+        {
+          method: 'PATCH',
+          path: `/subscriptions/${subId}`,
+          authorization: 'Bearer pdl_test_key',
+          body: {
+            items: [{ price_id: PRICE.TEAM, quantity: 1 }],
+            proration_billing_mode: 'prorated_next_billing_period',
+          },
+        },
+      ]);
+      // The provider is the source of truth: the tier moves when subscription.updated arrives.
+      expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('PRO');
+      const [audit] = await auditsOf(user, 'billing.change_requested');
+      expect(audit.details).toMatchObject({
+        tier: 'PRO',
+        target_tier: 'TEAM',
+        status: 'accepted',
+        price_id: PRICE.TEAM,
+      });
+    });
+
+    it('FREE cancels at period end', async () => {
+      const { user, subId } = await subscribed('TEAM');
+      const res = await post(user, 'subscription/change', { target_tier: 'FREE' });
+      expect(res.body).toMatchObject({ effective_from: 'next_billing_period', target_tier: 'FREE' });
+      expect(billing.requests).toMatchObject([
+        {
+          method: 'POST',
+          path: `/subscriptions/${subId}/cancel`,
+          body: { effective_from: 'next_billing_period' },
+        },
+      ]);
+    });
+
+    it('409 for the same tier and without a recoverable subscription; 400 for an unknown tier', async () => {
+      const { user } = await subscribed('PRO');
+      expect((await post(user, 'subscription/change', { target_tier: 'PRO' })).body).toMatchObject({
+        status: 409,
+        code: 'same_tier',
+      });
+      const free = await createUser(api);
+      expect((await post(free, 'subscription/change', { target_tier: 'FREE' })).body).toMatchObject({
+        status: 409,
+        code: 'same_tier',
+      });
+      expect((await post(free, 'subscription/change', { target_tier: 'TEAM' })).body).toMatchObject({
+        status: 409,
+        code: 'no_recoverable_subscription',
+      });
+      expect((await post(free, 'subscription/change', { target_tier: 'GOLD' })).status).toBe(400);
+      expect(
+        (await post(free, 'subscription/change', { target_tier: 'TEAM', current_tier: 'TEAM' })).status,
+      ).toBe(400);
+      expect(billing.requests).toHaveLength(0);
+    });
+  });
+
+  describe('resume', () => {
+    it('resumes a paused subscription and refuses otherwise', async () => {
+      const { user, subId } = await subscribed('PRO', 'paused');
+      const res = await post(user, 'subscription/resume', {});
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ action: 'resume', provider_status: 'active' });
+      expect(billing.requests).toMatchObject([
+        { method: 'POST', path: `/subscriptions/${subId}/resume`, body: { effective_from: 'immediately' } },
+      ]);
+      const active = await subscribed('PRO');
+      expect((await post(active.user, 'subscription/resume')).body).toMatchObject({
+        status: 409,
+        code: 'not_paused',
+      });
+    });
+  });
+
+  describe('provider failures', () => {
+    it('retries 503s and succeeds on the third attempt', async () => {
+      const { user } = await subscribed('PRO');
+      billing.failNext(503, 2);
+      const res = await post(user, 'subscription/cancel', {});
+      expect(res.status).toBe(200);
+      expect(billing.requests).toHaveLength(3);
+    });
+
+    it('honours 429 with Retry-After', async () => {
+      const { user } = await subscribed('PRO');
+      billing.failNext(429, 1, { 'Retry-After': '0' });
+      expect((await post(user, 'subscription/cancel', {})).status).toBe(200);
+      expect(billing.requests).toHaveLength(2);
+    });
+
+    it('gives up after 3 attempts with a 503 problem, audited as failed', async () => {
+      const { user } = await subscribed('PRO');
+      billing.failNext(503, Infinity);
+      const res = await post(user, 'subscription/cancel', {});
+      expect(res.status).toBe(503);
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      expect(res.body).toMatchObject({ code: 'billing_unavailable' });
+      expect(billing.requests).toHaveLength(3);
+      const [audit] = await auditsOf(user, 'billing.cancel_requested');
+      expect(audit.details).toMatchObject({ status: 'failed', error: 'billing_unavailable' });
+    });
+
+    it('maps a refusal to 502 without retrying, and an off-contract answer to 502', async () => {
+      const { user } = await subscribed('PRO');
+      billing.failNext(400, 1);
+      const refused = await post(user, 'subscription/change', { target_tier: 'TEAM' });
+      expect(refused.status).toBe(502);
+      expect(refused.body).toMatchObject({ code: 'billing_rejected' });
+      expect(billing.requests).toHaveLength(1);
+      billing.reset();
+      billing.failNext(200, 1, {}, JSON.stringify({ data: { id: 42 } }));
+      const invalid = await post(user, 'subscription/change', { target_tier: 'TEAM' });
+      expect(invalid.status).toBe(502);
+      expect(invalid.body).toMatchObject({ code: 'upstream_invalid_response' });
+    });
+  });
+
+  describe('account deletion hook', () => {
+    it('cancels live subscriptions at the provider immediately, idempotently', async () => {
+      const { user, subId } = await subscribed('PRO');
+      const hooks = worker.get(UserHooks);
+      expect(hooks.names('deletion_requested')).toContain('cancel-subscription');
+      await hooks.run('deletion_requested', user);
+      expect(billing.requests).toMatchObject([
+        { method: 'POST', path: `/subscriptions/${subId}/cancel`, body: { effective_from: 'immediately' } },
+      ]);
+      expect(billing.subscriptions.get(subId)?.status).toBe('canceled');
+      // A retried job before the webhook arrived: the provider refuses, reads back canceled, done.
+      await hooks.run('deletion_requested', user);
+      expect(billing.requests.map((r) => r.method)).toEqual(['POST', 'POST', 'GET']);
+      const audits = await api.prisma.auditLog.findMany({
+        where: { action: 'billing.cancel_requested', userId: user.identityUserId },
+      });
+      expect(audits).toHaveLength(2);
+      expect(audits[0]).toMatchObject({ actor: 'system:account-deletion' });
+      expect(audits[0].details).toMatchObject({ reason: 'account_deletion', status: 'accepted' });
+    });
+
+    it('fails the hook (so the job retries) while the provider is down', async () => {
+      const { user } = await subscribed('PRO');
+      billing.failNext(503, Infinity);
+      await expect(worker.get(UserHooks).run('deletion_requested', user)).rejects.toThrow(
+        /cancel-subscription/,
+      );
+      expect(billing.requests).toHaveLength(3);
+    });
+  });
+});

@@ -1,0 +1,276 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import {
+  checkoutToken,
+  createUser,
+  deliver,
+  grants,
+  newEventId,
+  newSubId,
+  PRICE,
+  subscriptionEvent,
+} from '../support/billing.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { waitFor } from '../support/wait.js';
+
+describe('billing webhooks under concurrency and failure', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+  let locker: pg.Client;
+
+  beforeAll(async () => {
+    // An explicit price map: the failure test extends it at run time like a config fix would.
+    env = await TestEnv.create({
+      env: { BILLING_PRICE_TIERS: 'pri_pro:PRO,pri_team:TEAM', DATABASE_POOL_SIZE: '12' },
+    });
+    api = await env.startApi();
+    locker = new pg.Client({ connectionString: env.db.url });
+    await locker.connect();
+    env.onClose(() => locker.end());
+  });
+  afterAll(() => env.close());
+
+  /** One checkout's created and activated events, sharing occurred_at as the provider often sends them. */
+  async function checkoutPair(options: { createdStatus: 'active' | 'trialing'; activatedToken: boolean }) {
+    const user = await createUser(api);
+    const subId = newSubId();
+    const token = checkoutToken(api, user);
+    const occurredAt = new Date(Date.now() - 1000);
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      status: options.createdStatus,
+      token,
+      occurredAt,
+    });
+    const activated = subscriptionEvent({
+      type: 'subscription.activated',
+      subId,
+      status: 'active',
+      token: options.activatedToken ? token : null,
+      customerId: options.activatedToken ? `ctm_${subId}` : null,
+      occurredAt,
+    });
+    return { user, subId, created, activated };
+  }
+
+  /** The same end state whatever the order: one row, ACTIVE, one grant keyed on the created event. */
+  async function expectConverged(pair: Awaited<ReturnType<typeof checkoutPair>>) {
+    const rows = await api.prisma.subscription.findMany({ where: { providerSubscriptionId: pair.subId } });
+    expect(rows).toHaveLength(1);
+    const [row] = rows;
+    // Equal occurred_at: the later lifecycle status wins, then the higher event id.
+    const expectedLast =
+      pair.created.data.status === 'active' && pair.created.event_id > pair.activated.event_id
+        ? pair.created.event_id
+        : pair.activated.event_id;
+    expect(row).toMatchObject({
+      userId: pair.user.id,
+      status: 'ACTIVE',
+      tier: 'PRO',
+      lastEventId: expectedLast,
+    });
+    const ledger = await grants(api, pair.user.id);
+    expect(ledger.map((g) => [g.jobId, g.delta])).toEqual([[pair.created.event_id, 1000]]);
+    const user = await api.prisma.user.findUniqueOrThrow({ where: { id: pair.user.id } });
+    expect(user).toMatchObject({ currentTier: 'PRO', creditBalance: 1000 });
+    expect(await api.prisma.outboxEntry.count({ where: { jobId: `subscription-welcome-${row.id}` } })).toBe(
+      1,
+    );
+    const archive = await api.prisma.webhookEvent.findMany({
+      where: { eventId: { in: [pair.created.event_id, pair.activated.event_id] } },
+    });
+    expect(archive).toHaveLength(2);
+    for (const entry of archive) expect(['PROCESSED', 'SKIPPED']).toContain(entry.status);
+    expect(
+      archive.filter((entry) => entry.status === 'SKIPPED').every((entry) => entry.error === 'stale_event'),
+    ).toBe(true);
+  }
+
+  it('created and activated fired concurrently, 24 rounds in both firing orders, converge with one grant', async () => {
+    const round = async (n: number) => {
+      const pair = await checkoutPair({
+        createdStatus: n % 4 < 2 ? 'active' : 'trialing',
+        activatedToken: n % 3 !== 0,
+      });
+      const fire = n % 2 === 0 ? [pair.created, pair.activated] : [pair.activated, pair.created];
+      const results = await Promise.all(fire.map((event) => deliver(api, event)));
+      expect(results.map((r) => r.status)).toEqual([200, 200]);
+      await expectConverged(pair);
+    };
+    // Four independent rounds at a time: more contention on the pool and the user locks, less wall time.
+    for (let batch = 0; batch < 24; batch += 4) {
+      await Promise.all([0, 1, 2, 3].map((i) => round(batch + i)));
+    }
+  });
+
+  /** Holds the subscription's lock in the test so both requests queue behind it in a chosen order. */
+  async function forcedOrder(first: object, second: object, subId: string) {
+    const key = `billing-subscription:${subId}`;
+    const waiting = async () =>
+      Number(
+        (
+          await locker.query(
+            `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+          )
+        ).rows[0].n,
+      );
+    await locker.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]);
+    try {
+      const a = deliver(api, first).then((r) => r);
+      await waitFor(async () => (await waiting()) === 1);
+      const b = deliver(api, second).then((r) => r);
+      await waitFor(async () => (await waiting()) === 2);
+      await locker.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
+      const results = await Promise.all([a, b]);
+      expect(results.map((r) => r.status)).toEqual([200, 200]);
+    } finally {
+      await locker.query('SELECT pg_advisory_unlock_all()');
+    }
+  }
+
+  it('forces both interleavings while both transactions are open: activated first is parked and replayed', async () => {
+    for (let round = 0; round < 8; round += 1) {
+      const pair = await checkoutPair({ createdStatus: 'trialing', activatedToken: false });
+      const activatedFirst = round % 2 === 0;
+      if (activatedFirst) await forcedOrder(pair.activated, pair.created, pair.subId);
+      else await forcedOrder(pair.created, pair.activated, pair.subId);
+      await expectConverged(pair);
+      const parkedReplays = await api.prisma.auditLog.count({
+        where: {
+          action: 'subscription.activated',
+          details: { path: ['reason'], equals: 'replayed_after_park' },
+          resourceId: (
+            await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: pair.subId } })
+          ).id,
+        },
+      });
+      expect(parkedReplays).toBe(activatedFirst ? 1 : 0);
+    }
+  });
+
+  it('a 30-way concurrent redelivery storm of one created event grants once', async () => {
+    const user = await createUser(api);
+    const subId = newSubId();
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      token: checkoutToken(api, user),
+    });
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => deliver(api, { ...created, notification_id: `ntf_storm_${i}` })),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(30).fill(200));
+    const statuses = results.map((r) => (r.body as { status: string }).status).sort();
+    expect(statuses.filter((s) => s === 'processed')).toHaveLength(1);
+    expect(statuses.filter((s) => s === 'duplicate')).toHaveLength(29);
+    expect((await grants(api, user.id)).map((g) => g.delta)).toEqual([1000]);
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).creditBalance).toBe(1000);
+    expect(await api.prisma.subscription.count({ where: { providerSubscriptionId: subId } })).toBe(1);
+    expect(
+      await api.prisma.auditLog.count({
+        where: { action: 'subscription.created', details: { path: ['event_id'], equals: created.event_id } },
+      }),
+    ).toBe(1);
+    expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: created.event_id } })).toMatchObject({
+      status: 'PROCESSED',
+      attempts: 1,
+    });
+  });
+
+  it('a handler that fails mid-way rolls everything back, records the failure, and the redelivery is processed once', async () => {
+    const user = await createUser(api);
+    const subId = newSubId();
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      token: checkoutToken(api, user),
+      eventId: newEventId(),
+    });
+    // The ledger insert fails after the subscription row was written in the same transaction.
+    await locker.query(`
+      CREATE FUNCTION fail_grant() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'injected ledger failure'; END $$;
+      CREATE TRIGGER fail_grant BEFORE INSERT ON credit_transactions
+        FOR EACH ROW WHEN (NEW.job_id = '${created.event_id}') EXECUTE FUNCTION fail_grant();`);
+
+    const failed = await deliver(api, created);
+    expect(failed.status).toBe(500);
+    expect(failed.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(failed.body).toMatchObject({ status: 500, code: 'webhook_processing_failed' });
+    expect(JSON.stringify(failed.body)).not.toMatch(/injected|credit_transactions/);
+    expect(await api.prisma.subscription.count({ where: { providerSubscriptionId: subId } })).toBe(0);
+    expect(await api.prisma.processedWebhookEvent.count({ where: { eventId: created.event_id } })).toBe(0);
+    expect(
+      await api.prisma.outboxEntry.count({
+        where: { jobName: 'send-email', payload: { path: ['userId'], equals: user.id } },
+      }),
+    ).toBe(0);
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('FREE');
+    expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: created.event_id } })).toMatchObject({
+      status: 'FAILED',
+    });
+    const failure = await api.prisma.auditLog.findFirstOrThrow({
+      where: { action: 'webhook.failed', resourceId: created.event_id },
+    });
+    expect(failure.details).toMatchObject({ provider: 'billing', event_type: 'subscription.created' });
+
+    await locker.query('DROP TRIGGER fail_grant ON credit_transactions; DROP FUNCTION fail_grant();');
+    const retried = await Promise.all([deliver(api, created), deliver(api, created)]);
+    expect(retried.map((r) => (r.body as { status: string }).status).sort()).toEqual([
+      'duplicate',
+      'processed',
+    ]);
+    expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([created.event_id]);
+    expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: created.event_id } })).toMatchObject({
+      status: 'PROCESSED',
+      attempts: 2,
+      error: null,
+    });
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('PRO');
+  });
+
+  it('an unconfigured price fails with 500 until the price is configured, then the retry succeeds', async () => {
+    const user = await createUser(api);
+    const subId = newSubId();
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      priceId: 'pri_new_team',
+      token: checkoutToken(api, user, 'TEAM'),
+    });
+    const failed = await deliver(api, created);
+    expect(failed.status).toBe(500);
+    expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: created.event_id } })).toMatchObject({
+      status: 'FAILED',
+      error: expect.stringContaining('pri_new_team'),
+    });
+    api.config.project.priceTiers.pri_new_team = 'TEAM';
+    try {
+      expect((await deliver(api, created)).body).toEqual({ received: true, status: 'processed' });
+    } finally {
+      delete api.config.project.priceTiers.pri_new_team;
+    }
+    expect(
+      await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }),
+    ).toMatchObject({ tier: 'TEAM', priceId: 'pri_new_team' });
+    expect((await grants(api, user.id)).map((g) => g.delta)).toEqual([5000]);
+    // Retired from the configuration later: grandfathered subscribers keep their stored tier.
+    const paused = await deliver(
+      api,
+      subscriptionEvent({
+        type: 'subscription.paused',
+        subId,
+        status: 'paused',
+        priceId: 'pri_new_team',
+        periodEnd: null,
+      }),
+    );
+    expect(paused.status).toBe(200);
+    expect(
+      await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }),
+    ).toMatchObject({ status: 'PAUSED', tier: 'TEAM' });
+    expect(PRICE.PRO).toBe('pri_pro');
+  });
+});

@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  checkoutToken,
+  createUser,
+  deliver,
+  lookups,
+  newSubId,
+  signatureFor,
+  subscriptionEvent,
+} from '../support/billing.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+
+describe('billing webhooks: signature, envelope and payload validation', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+
+  beforeAll(async () => {
+    env = await TestEnv.create();
+    api = await env.startApi();
+  });
+  afterAll(() => env.close());
+
+  const { archived, audits } = lookups(() => api);
+
+  describe('signature', () => {
+    const event = () => subscriptionEvent({ type: 'subscription.updated', subId: newSubId() });
+
+    const expectRefused = async (
+      res: { status: number; body: unknown; headers: Record<string, string> },
+      eventId: string,
+    ) => {
+      expect(res.status).toBe(401);
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      expect(res.body).toMatchObject({ status: 401, code: 'invalid_signature' });
+      expect(await archived(eventId)).toBeNull();
+      expect(await api.prisma.processedWebhookEvent.count({ where: { eventId } })).toBe(0);
+    };
+
+    it('refuses a missing, malformed, wrong-secret or tampered signature and stores nothing', async () => {
+      const e = event();
+      const raw = JSON.stringify(e);
+      await expectRefused(
+        await api.http.post('/webhooks/billing').set('Content-Type', 'application/json').send(raw),
+        e.event_id,
+      );
+      await expectRefused(await deliver(api, e, { signature: 'garbage' }), e.event_id);
+      await expectRefused(
+        await deliver(api, e, { signature: `ts=${Math.floor(Date.now() / 1000)};h1=zz` }),
+        e.event_id,
+      );
+      await expectRefused(
+        await deliver(api, e, {
+          signature: signatureFor(raw, { secret: 'another-secret-of-enough-length-000000' }),
+        }),
+        e.event_id,
+      );
+      // Signed for one body, delivered with another.
+      const tampered = JSON.stringify({ ...e, event_type: 'subscription.canceled' });
+      await expectRefused(
+        await deliver(api, e, { rawBody: tampered, signature: signatureFor(raw) }),
+        e.event_id,
+      );
+    });
+
+    it('refuses a signature older or newer than five minutes', async () => {
+      const e = event();
+      const raw = JSON.stringify(e);
+      const now = Math.floor(Date.now() / 1000);
+      await expectRefused(
+        await deliver(api, e, { signature: signatureFor(raw, { ts: now - 301 }) }),
+        e.event_id,
+      );
+      await expectRefused(
+        await deliver(api, e, { signature: signatureFor(raw, { ts: now + 301 }) }),
+        e.event_id,
+      );
+    });
+
+    it('accepts any one valid h1 among several (secret rotation)', async () => {
+      const e = event();
+      const raw = JSON.stringify(e);
+      const res = await deliver(api, e, {
+        signature: signatureFor(raw, { extra: ['0'.repeat(64), 'ab'.repeat(32)] }),
+      });
+      expect(res.status).toBe(200);
+      // Verified but for an unknown subscription: archived and skipped.
+      expect(res.body).toEqual({ received: true, status: 'skipped' });
+    });
+  });
+
+  it('answers 400 to a verified but invalid payload, archives it FAILED and lets a retry through', async () => {
+    const user = await createUser(api);
+    const e = subscriptionEvent({
+      type: 'subscription.created',
+      subId: newSubId(),
+      token: checkoutToken(api, user),
+    });
+    const broken = { ...e, data: { ...e.data, items: [] } };
+    const res = await deliver(api, broken);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'invalid_payload' });
+    expect(await archived(e.event_id)).toMatchObject({ status: 'FAILED' });
+    expect(await audits('webhook.failed', e.event_id)).toHaveLength(1);
+    expect(await api.prisma.processedWebhookEvent.count({ where: { eventId: e.event_id } })).toBe(0);
+
+    const garbage = await deliver(api, {}, { rawBody: 'not json' });
+    expect(garbage.status).toBe(400);
+
+    // Same event id, corrected body (e.g. after a schema fix): processed once.
+    expect((await deliver(api, e)).body).toEqual({ received: true, status: 'processed' });
+    expect(await archived(e.event_id)).toMatchObject({ status: 'PROCESSED', attempts: 2 });
+  });
+
+  it('acknowledges event types it does not handle', async () => {
+    const e = {
+      event_id: 'evt_customer_1',
+      event_type: 'customer.updated',
+      occurred_at: new Date().toISOString(),
+      data: { id: 'ctm_1' },
+    };
+    expect((await deliver(api, e)).body).toEqual({ received: true, status: 'skipped' });
+    expect(await archived('evt_customer_1')).toMatchObject({
+      status: 'SKIPPED',
+      error: 'unhandled_event_type',
+    });
+  });
+});

@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  checkoutToken,
+  createUser,
+  deliver,
+  grants,
+  lookups,
+  newSubId,
+  PRICE,
+  subscribe,
+  subscriptionEvent,
+} from '../support/billing.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+
+describe('billing webhooks: ordering, ownership and unknown subscriptions', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+
+  beforeAll(async () => {
+    env = await TestEnv.create();
+    api = await env.startApi();
+  });
+  afterAll(() => env.close());
+
+  const { userRow, subRow, archived, audits } = lookups(() => api);
+  const subscribed = (tier: 'PRO' | 'TEAM' = 'PRO', at?: Date) => subscribe(api, tier, at);
+
+  it('never lets an older event overwrite newer state', async () => {
+    const { user, subId } = await subscribed('PRO', new Date(Date.now() - 10 * 60_000));
+    const t = Date.now() - 60_000;
+    await deliver(
+      api,
+      subscriptionEvent({
+        type: 'subscription.updated',
+        subId,
+        priceId: PRICE.TEAM,
+        occurredAt: new Date(t),
+      }),
+    );
+    const stale = subscriptionEvent({
+      type: 'subscription.updated',
+      subId,
+      priceId: PRICE.PRO,
+      occurredAt: new Date(t - 5000),
+    });
+    const res = await deliver(api, stale);
+    expect(res.body).toEqual({ received: true, status: 'skipped' });
+    expect(await subRow(subId)).toMatchObject({ tier: 'TEAM', priceId: PRICE.TEAM });
+    expect((await userRow(user.id)).currentTier).toBe('TEAM');
+    expect(await archived(stale.event_id)).toMatchObject({ status: 'SKIPPED', error: 'stale_event' });
+    // A late pause from before the change does not pause it either.
+    await deliver(
+      api,
+      subscriptionEvent({
+        type: 'subscription.paused',
+        subId,
+        status: 'paused',
+        occurredAt: new Date(t - 1000),
+      }),
+    );
+    expect((await subRow(subId)).status).toBe('ACTIVE');
+  });
+
+  it('parks an event for an unknown subscription as SKIPPED and applies it once the subscription is known', async () => {
+    const user = await createUser(api);
+    const subId = newSubId();
+    const t = Date.now() - 60_000;
+    const early = subscriptionEvent({
+      type: 'subscription.activated',
+      subId,
+      status: 'active',
+      customerId: null,
+      occurredAt: new Date(t + 1000),
+    });
+    const res = await deliver(api, early);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true, status: 'skipped' });
+    expect(await archived(early.event_id)).toMatchObject({
+      status: 'SKIPPED',
+      error: 'unknown_subscription',
+    });
+    expect(await api.prisma.subscription.count({ where: { providerSubscriptionId: subId } })).toBe(0);
+    expect((await audits('webhook.skipped', early.event_id))[0].details).toMatchObject({
+      reason: 'unknown_subscription',
+    });
+
+    // The created event (older, trialing) ties the subscription to the user; the parked activation wins.
+    await deliver(
+      api,
+      subscriptionEvent({
+        type: 'subscription.created',
+        subId,
+        status: 'trialing',
+        token: checkoutToken(api, user),
+        occurredAt: new Date(t),
+      }),
+    );
+    expect(await subRow(subId)).toMatchObject({ status: 'ACTIVE', lastEventId: early.event_id });
+    expect(await archived(early.event_id)).toMatchObject({ status: 'PROCESSED', error: null });
+    expect(await grants(api, user.id)).toHaveLength(1);
+  });
+
+  it('skips a created event whose checkout token expired or was forged: no row, audit with the reason', async () => {
+    const user = await createUser(api);
+    const issuedLongAgo = new Date(Date.now() - 2 * 3600_000);
+    const expired = subscriptionEvent({
+      type: 'subscription.created',
+      subId: newSubId(),
+      token: checkoutToken(api, user, 'PRO', issuedLongAgo),
+    });
+    const res = await deliver(api, expired);
+    expect(res.body).toEqual({ received: true, status: 'skipped' });
+    expect(await archived(expired.event_id)).toMatchObject({
+      status: 'SKIPPED',
+      error: 'checkout_token_expired',
+    });
+    expect((await audits('webhook.skipped', expired.event_id))[0].details).toMatchObject({
+      reason: 'checkout_token_expired',
+    });
+
+    const [body] = checkoutToken(api, user).split('.');
+    const forged = subscriptionEvent({
+      type: 'subscription.created',
+      subId: newSubId(),
+      token: `${body}.${'A'.repeat(43)}`,
+    });
+    await deliver(api, forged);
+    expect(await archived(forged.event_id)).toMatchObject({
+      status: 'SKIPPED',
+      error: 'checkout_token_bad_signature',
+    });
+
+    expect(await api.prisma.subscription.count({ where: { userId: user.id } })).toBe(0);
+    expect((await userRow(user.id)).currentTier).toBe('FREE');
+    expect(await grants(api, user.id)).toHaveLength(0);
+  });
+
+  it('finds the owner of a later subscription through the stored customer id', async () => {
+    const { user, subId } = await subscribed('PRO');
+    await deliver(
+      api,
+      subscriptionEvent({
+        type: 'subscription.canceled',
+        subId,
+        status: 'canceled',
+        periodEnd: null,
+        canceledAt: new Date(),
+      }),
+    );
+    expect((await userRow(user.id)).currentTier).toBe('FREE');
+    const second = newSubId();
+    await deliver(
+      api,
+      subscriptionEvent({
+        type: 'subscription.created',
+        subId: second,
+        customerId: `ctm_${subId}`,
+        priceId: PRICE.TEAM,
+      }),
+    );
+    expect((await subRow(second)).userId).toBe(user.id);
+    expect((await userRow(user.id)).currentTier).toBe('TEAM');
+  });
+});

@@ -1,0 +1,129 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  body: unknown;
+}
+
+interface FakeSubscription {
+  id: string;
+  status: 'active' | 'trialing' | 'past_due' | 'paused' | 'canceled';
+  scheduled_change: { action: string; effective_at: string; resume_at: string | null } | null;
+  items: { price: { id: string }; quantity: number }[];
+}
+
+interface Failure {
+  status: number;
+  remaining: number;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+/**
+ * A local stand-in for the billing provider's REST API (Paddle-shaped): cancel, update items, resume
+ * and read a subscription. Records every request; can be told to fail N times (or always) with a
+ * status and headers, or to answer with a body that breaks the contract.
+ */
+export class FakeBillingApi {
+  readonly requests: RecordedRequest[] = [];
+  readonly subscriptions = new Map<string, FakeSubscription>();
+  private failures: Failure[] = [];
+  private server!: Server;
+  url = '';
+
+  static async start(): Promise<FakeBillingApi> {
+    const fake = new FakeBillingApi();
+    fake.server = createServer((req, res) => void fake.handle(req, res));
+    await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve));
+    fake.url = `http://127.0.0.1:${(fake.server.address() as AddressInfo).port}`;
+    return fake;
+  }
+
+  /** The next `times` requests answer `status` (use Infinity for always). */
+  failNext(status: number, times = 1, headers: Record<string, string> = {}, body?: string): void {
+    this.failures.push({ status, remaining: times, headers, body });
+  }
+
+  reset(): void {
+    this.requests.length = 0;
+    this.failures = [];
+  }
+
+  seed(id: string, status: FakeSubscription['status'] = 'active', priceId = 'pri_pro'): void {
+    this.subscriptions.set(id, {
+      id,
+      status,
+      scheduled_change: null,
+      items: [{ price: { id: priceId }, quantity: 1 }],
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const path = req.url ?? '/';
+    this.requests.push({
+      method: req.method ?? 'GET',
+      path,
+      authorization: req.headers.authorization,
+      body: text ? JSON.parse(text) : null,
+    });
+
+    const failure = this.failures[0];
+    if (failure) {
+      failure.remaining -= 1;
+      if (failure.remaining <= 0) this.failures.shift();
+      res.writeHead(failure.status, { 'content-type': 'application/json', ...failure.headers });
+      res.end(failure.body ?? JSON.stringify({ error: { type: 'api_error', code: 'fake_failure' } }));
+      return;
+    }
+
+    const match = /^\/subscriptions\/([^/]+)(\/(cancel|resume))?$/.exec(path);
+    const sub = match ? this.subscriptions.get(decodeURIComponent(match[1])) : undefined;
+    if (!match || !sub) return this.send(res, 404, { error: { type: 'request_error', code: 'not_found' } });
+    const body = (text ? JSON.parse(text) : {}) as Record<string, unknown>;
+    const action = match[3];
+    const periodEnd = new Date(Date.now() + 30 * 86_400_000).toISOString();
+
+    if (req.method === 'GET' && !action) return this.send(res, 200, { data: sub });
+    if (req.method === 'POST' && action === 'cancel') {
+      if (sub.status === 'canceled') {
+        return this.send(res, 400, {
+          error: { type: 'request_error', code: 'subscription_update_when_canceled' },
+        });
+      }
+      if (body.effective_from === 'immediately') {
+        sub.status = 'canceled';
+        sub.scheduled_change = null;
+      } else {
+        sub.scheduled_change = { action: 'cancel', effective_at: periodEnd, resume_at: null };
+      }
+      return this.send(res, 200, { data: sub });
+    }
+    if (req.method === 'POST' && action === 'resume') {
+      sub.status = 'active';
+      sub.scheduled_change = null;
+      return this.send(res, 200, { data: sub });
+    }
+    if (req.method === 'PATCH' && !action) {
+      const items = body.items as { price_id: string; quantity: number }[];
+      sub.items = items.map((item) => ({ price: { id: item.price_id }, quantity: item.quantity }));
+      return this.send(res, 200, { data: sub });
+    }
+    this.send(res, 405, { error: { type: 'request_error', code: 'method_not_allowed' } });
+  }
+
+  private send(res: ServerResponse, status: number, body: unknown): void {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
