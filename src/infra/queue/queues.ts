@@ -20,6 +20,8 @@ export const JOBS = {
   postSignup: { queue: QUEUES.users, name: 'post-signup' },
   /** Re-push outbox entries whose after-commit push failed (Redis was down). */
   relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
+  /** Refund metered-call reservations orphaned for 5 minutes (every 60 s; modules/credits). */
+  reconcileCredits: { queue: QUEUES.credits, name: 'reconcile-credits' },
 } as const;
 
 export type JobKey = keyof typeof JOBS;
