@@ -70,6 +70,8 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
       'RateLimit-Limit',
       'RateLimit-Remaining',
       'RateLimit-Reset',
+      'RateLimit-Policy',
+      'Idempotent-Replayed',
     ],
     maxAge: 600,
   });

@@ -172,6 +172,8 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
     const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
     expect(res.status).toBe(402);
     expect(res.body).toMatchObject({ status: 402, code: 'insufficient_credits', balance: 9, required: 10 });
+    // The request was counted: its RateLimit headers travel on the error too.
+    expect(res.headers['ratelimit-limit']).toBe('60');
     expect(llm.requests.length).toBe(before);
     expect(await balance(user.id)).toBe(9);
   });
