@@ -110,7 +110,7 @@ describe('credit reconciler: orphaned metered-call reservations', () => {
   it('enqueues one reconciler job per minute however many schedulers tick', async () => {
     const scheduler = worker.get(CreditsScheduler);
     const at = new Date('2030-01-01T10:15:20Z');
-    await Promise.all([scheduler.tick(at), scheduler.tick(new Date('2030-01-01T10:15:50Z'))]);
+    await Promise.all([scheduler.enqueue(at), scheduler.enqueue(new Date('2030-01-01T10:15:50Z'))]);
     const queue = worker.get(QueueService).queue(JOBS.reconcileCredits.queue);
     const id = tickJobId(JOBS.reconcileCredits, at, 'minute');
     expect(id).toBe('reconcile-credits-203001011015');

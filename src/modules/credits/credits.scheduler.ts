@@ -11,7 +11,12 @@ export class CreditsScheduler {
   constructor(private readonly queues: QueueService) {}
 
   @Cron(CronExpression.EVERY_MINUTE, { name: JOBS.reconcileCredits.name })
-  async tick(now = new Date()): Promise<void> {
+  async tick(): Promise<void> {
+    await this.enqueue(new Date());
+  }
+
+  /** The tick for a given time (the cron library passes its own arguments to tick, so no default here). */
+  async enqueue(now: Date): Promise<void> {
     await this.queues
       .add(JOBS.reconcileCredits, {}, { jobId: tickJobId(JOBS.reconcileCredits, now, 'minute') })
       .catch((err: Error) =>
