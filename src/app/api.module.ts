@@ -5,9 +5,11 @@ import { ProblemDetailsFilter } from '../common/filters/problem-details.filter.j
 import { createValidationPipe } from '../common/validation/validation.pipe.js';
 import { MetricsServer } from '../infra/metrics/metrics.server.js';
 import { AdminDirectoryModule } from '../modules/admin/directory/admin-directory.module.js';
+import { AiHttpModule } from '../modules/ai/ai.http.module.js';
 import { ApiKeysHttpModule } from '../modules/api-keys/api-keys.http.module.js';
 import { AuthModule } from '../modules/auth/auth.module.js';
 import { BillingHttpModule } from '../modules/billing/billing.http.module.js';
+import { CreditsHttpModule } from '../modules/credits/credits.http.module.js';
 import { FeedbackHttpModule } from '../modules/feedback/feedback.http.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { SavedSearchesHttpModule } from '../modules/saved-searches/saved-searches.http.module.js';
@@ -24,6 +26,8 @@ export const API_FEATURE_MODULES = [
   WorkspacesHttpModule,
   ApiKeysHttpModule,
   BillingHttpModule,
+  CreditsHttpModule,
+  AiHttpModule,
 ];
 
 @Module({})

@@ -75,6 +75,8 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
       'RateLimit-Limit',
       'RateLimit-Remaining',
       'RateLimit-Reset',
+      'RateLimit-Policy',
+      'Idempotent-Replayed',
     ],
     maxAge: 600,
   });

@@ -5,13 +5,19 @@ import { AppConfig } from '../config/app-config.js';
 import { WorkerMetricsController } from '../infra/metrics/metrics.controller.js';
 import { QueueInfraModule } from '../infra/queue/queue-infra.module.js';
 import { BillingWorkerModule } from '../modules/billing/billing.worker.module.js';
+import { CreditsWorkerModule } from '../modules/credits/credits.worker.module.js';
 import { EmailWorkerModule } from '../modules/email/email.worker.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { UsersWorkerModule } from '../modules/users/users.worker.module.js';
 import { CoreModule, type CoreOptions } from './core.module.js';
 
 /** Feature modules with BullMQ processors and cron schedulers (no API routes in this process). */
-export const WORKER_FEATURE_MODULES = [UsersWorkerModule, EmailWorkerModule, BillingWorkerModule];
+export const WORKER_FEATURE_MODULES = [
+  UsersWorkerModule,
+  EmailWorkerModule,
+  BillingWorkerModule,
+  CreditsWorkerModule,
+];
 
 export interface WorkerOptions extends CoreOptions {
   /** Tests drive processors directly and do not want cron ticks. */

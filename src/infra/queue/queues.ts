@@ -28,6 +28,8 @@ export const JOBS = {
   expireSubscriptions: { queue: QUEUES.billing, name: 'expire-subscriptions' },
   /** Daily: delete webhook archive rows past retention (all providers; one table). */
   pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },
+  /** Refund metered-call reservations orphaned for 5 minutes (every 60 s; modules/credits). */
+  reconcileCredits: { queue: QUEUES.credits, name: 'reconcile-credits' },
 } as const;
 
 export type JobKey = keyof typeof JOBS;

@@ -1,25 +1,33 @@
 import { Injectable } from '@nestjs/common';
-import { InsufficientCreditsError, NotFoundError } from '../../common/errors/app-error.js';
+import { ConflictError, InsufficientCreditsError, NotFoundError } from '../../common/errors/app-error.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import type { CreditTransaction } from '../../generated/prisma/client.js';
-import { CreditsRepository, type LedgerRow } from './credits.repository.js';
+import { CreditsRepository, type LedgerDetails } from './credits.repository.js';
 
-/** Ledger kinds; UNIQUE(job_id, kind) makes every (job, kind) pair happen at most once. */
+/**
+ * Ledger kinds; UNIQUE(job_id, kind) makes every (job, kind) pair happen at most once. A metered call
+ * writes `spend` (the reservation) and then exactly one of `settle` (the unused part of the reservation
+ * back, possibly 0) or `refund` (all of it back), all under the same job id.
+ */
 export const CREDIT_KINDS = {
   grant: 'grant',
   spend: 'spend',
   refund: 'refund',
   adjustment: 'adjustment',
+  settle: 'settle',
 } as const;
+
+/** users.credit_balance and credit_transactions.delta are PostgreSQL integers. */
+const MAX_AMOUNT = 2_147_483_647;
 
 export interface LedgerInput {
   userId: string;
-  /** Positive number of credits. */
+  /** Credits, a whole number >= 0 (the sign comes from grant/deduct). */
   amount: number;
   /** Idempotency key: the billing event id, the transaction id, the metered request id, ... */
   jobId: string;
   kind?: string;
-  details?: LedgerRow['details'];
+  details?: LedgerDetails;
 }
 
 export interface LedgerResult {
@@ -27,6 +35,12 @@ export interface LedgerResult {
   /** false when this (job_id, kind) was already recorded: a redelivery, nothing changed. */
   applied: boolean;
   balance: number;
+}
+
+export interface LedgerPage {
+  balance: number;
+  items: CreditTransaction[];
+  total: number;
 }
 
 /**
@@ -44,9 +58,18 @@ export class CreditsService {
     return this.ledger.balance(this.prisma, userId);
   }
 
-  /** Adds credits (grant, refund, positive adjustment) inside the caller's transaction; idempotent. */
-  async grant(tx: Tx, input: LedgerInput): Promise<LedgerResult> {
-    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.grant, Math.abs(input.amount), false);
+  /** The user's rows, newest first, with the balance. */
+  async history(userId: string, page: number, pageSize: number): Promise<LedgerPage> {
+    const [balance, { items, total }] = await Promise.all([
+      this.ledger.balance(this.prisma, userId),
+      this.ledger.page(this.prisma, userId, (page - 1) * pageSize, pageSize),
+    ]);
+    return { balance, items, total };
+  }
+
+  /** Adds credits (grant, refund, settle, positive adjustment) inside the caller's transaction; idempotent. */
+  grant(tx: Tx, input: LedgerInput): Promise<LedgerResult> {
+    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.grant, 1, false);
   }
 
   /**
@@ -54,38 +77,46 @@ export class CreditsService {
    * refuse when it does not cover the spend (402), insert the negative row. A redelivery with the same
    * (job_id, kind) returns the first result and deducts nothing.
    */
-  async deduct(tx: Tx, input: LedgerInput): Promise<LedgerResult> {
-    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.spend, -Math.abs(input.amount), true);
+  deduct(tx: Tx, input: LedgerInput): Promise<LedgerResult> {
+    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.spend, -1, true);
   }
 
   private async apply(
     tx: Tx,
     input: LedgerInput,
     kind: string,
-    delta: number,
+    sign: 1 | -1,
     mustCover: boolean,
   ): Promise<LedgerResult> {
-    if (!Number.isInteger(delta)) throw new Error('credit amounts are whole numbers');
+    // A negative amount is a caller bug; silently flipping its sign would credit a claw-back.
+    if (!Number.isSafeInteger(input.amount) || input.amount < 0 || input.amount > MAX_AMOUNT) {
+      throw new RangeError(`credit amounts are whole numbers from 0 to ${MAX_AMOUNT}, got ${input.amount}`);
+    }
+    if (!input.jobId || !kind) throw new RangeError('a ledger row needs a job id and a kind');
+    const delta = sign * input.amount;
+
     const balance = await this.ledger.lockBalance(tx, input.userId);
     if (balance === null) throw new NotFoundError('The user does not exist.', 'user_not_found');
-    // Checked under the lock: a concurrent redelivery has either committed (found) or waits for us.
-    const existing = await this.ledger.findByJob(tx, input.jobId, kind);
-    if (existing) return { transaction: existing, applied: false, balance };
-    if (mustCover && balance + delta < 0) {
-      throw new InsufficientCreditsError(undefined, { balance, required: -delta });
+    const covered = !mustCover || balance + delta >= 0;
+    const row = { userId: input.userId, delta, kind, jobId: input.jobId, details: input.details };
+    const outcome = await this.ledger.insertUnlessRecorded(tx, row, covered);
+
+    if (outcome.row && outcome.inserted) {
+      return { transaction: outcome.row, applied: true, balance: outcome.balance ?? balance + delta };
     }
-    const transaction = await this.ledger.insertAndApply(tx, {
-      userId: input.userId,
-      delta,
-      kind,
-      jobId: input.jobId,
-      details: input.details,
-    });
-    if (!transaction) {
-      // Same (job_id, kind) committed for another user's lock in between: a redelivery all the same.
-      const first = await this.ledger.findByJob(tx, input.jobId, kind);
-      return { transaction: first!, applied: false, balance };
+    // Not inserted while covered: the same (job_id, kind) was being written for another user (their lock,
+    // not ours), and ON CONFLICT waited for it. Look again now that it has committed.
+    const existing = outcome.row ?? (covered ? await this.ledger.findByJob(tx, input.jobId, kind) : null);
+    if (existing) {
+      if (existing.userId !== input.userId) {
+        throw new ConflictError(
+          `Job ${input.jobId} is already recorded for another user.`,
+          'credit_job_conflict',
+        );
+      }
+      return { transaction: existing, applied: false, balance };
     }
-    return { transaction, applied: true, balance: balance + delta };
+    if (!covered) throw new InsufficientCreditsError(undefined, { balance, required: input.amount });
+    throw new Error(`ledger insert for job ${input.jobId} neither happened nor conflicted`);
   }
 }

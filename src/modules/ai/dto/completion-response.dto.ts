@@ -1,0 +1,13 @@
+export class CompletionUsageDto {
+  prompt_tokens!: number;
+  completion_tokens!: number;
+}
+
+export class CompletionResponseDto {
+  /** The request's job id; it is also the job_id of its rows in GET /api/v1/credits. */
+  id!: string;
+  content!: string;
+  usage!: CompletionUsageDto;
+  /** Credits this call cost (the reservation minus what the settle gave back). */
+  credits_charged!: number;
+}

@@ -1,0 +1,44 @@
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateNested,
+} from 'class-validator';
+
+export const CHAT_ROLES = ['system', 'user', 'assistant'] as const;
+export const MAX_MESSAGES = 100;
+export const MAX_MESSAGE_CHARS = 100_000;
+
+export class ChatMessageDto {
+  @IsIn(CHAT_ROLES)
+  role!: (typeof CHAT_ROLES)[number];
+
+  @IsString()
+  @MinLength(1)
+  @MaxLength(MAX_MESSAGE_CHARS)
+  content!: string;
+}
+
+export class CreateCompletionDto {
+  /** The conversation, oldest first (1 to 100 messages). */
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_MESSAGES)
+  @ValidateNested({ each: true })
+  @Type(() => ChatMessageDto)
+  messages!: ChatMessageDto[];
+
+  /** Upper bound of generated tokens; at most the tier's maxTokensPerRequest (default min(1024, that)). */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  max_tokens?: number;
+}

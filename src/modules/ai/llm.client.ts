@@ -1,0 +1,59 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { AppConfig } from '../../config/app-config.js';
+import { AppError, BadGatewayError } from '../../common/errors/app-error.js';
+import { HttpClient } from '../../infra/http/http-client.js';
+
+/** The part of an OpenAI-compatible chat completion we use; anything else in the body is ignored. */
+export const chatCompletionSchema = z.object({
+  id: z.string().optional(),
+  choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1),
+  usage: z.object({
+    prompt_tokens: z.number().int().min(0),
+    completion_tokens: z.number().int().min(0),
+  }),
+});
+
+export interface ChatCompletion {
+  content: string;
+  usage: { prompt_tokens: number; completion_tokens: number };
+}
+
+/**
+ * OpenAI-compatible `POST {LLM_BASE_URL}/chat/completions` through the platform HttpClient (30 s timeout,
+ * at most 3 attempts on 429/5xx and network errors, response validated). The address and model come from
+ * configuration only (spec rule 7).
+ */
+@Injectable()
+export class LlmClient {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly http: HttpClient,
+  ) {}
+
+  /**
+   * Throws AppErrors only: 502 `upstream_error` / `upstream_invalid_response` when the provider answered
+   * badly, 503 `upstream_unreachable` when it could not be reached in time.
+   */
+  async complete(messages: { role: string; content: string }[], maxTokens: number): Promise<ChatCompletion> {
+    const { apiKey, baseUrl, model } = this.config.llm;
+    try {
+      const { body } = await this.http.request({
+        method: 'POST',
+        url: `${baseUrl}/chat/completions`,
+        headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+        json: {
+          model,
+          messages: messages.map(({ role, content }) => ({ role, content })),
+          max_tokens: maxTokens,
+        },
+        schema: chatCompletionSchema,
+        provider: 'llm',
+      });
+      return { content: body.choices[0].message.content, usage: body.usage };
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      throw new BadGatewayError('The language-model provider call failed.', 'upstream_error', err);
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import type { User } from '../../generated/prisma/client.js';
+import { CreditsService } from './credits.service.js';
+import { CreditsPageDto } from './dto/credits-response.dto.js';
+import { ListCreditsQueryDto } from './dto/list-credits.dto.js';
+
+@ApiTags('credits')
+@ApiBearerAuth()
+@Controller('credits')
+export class CreditsController {
+  constructor(private readonly credits: CreditsService) {}
+
+  /** The caller's balance and ledger rows, newest first. */
+  @Get()
+  @ApiOkResponse({ type: CreditsPageDto })
+  async list(@CurrentUser() user: User, @Query() query: ListCreditsQueryDto): Promise<CreditsPageDto> {
+    const { balance, items, total } = await this.credits.history(user.id, query.page, query.page_size);
+    return {
+      balance,
+      items: items.map((row) => ({
+        id: row.id,
+        delta: row.delta,
+        kind: row.kind,
+        job_id: row.jobId,
+        created_at: row.createdAt,
+      })),
+      total,
+      page: query.page,
+      page_size: query.page_size,
+    };
+  }
+}

@@ -1,0 +1,14 @@
+import { Processor } from '@nestjs/bullmq';
+import { JobProcessor } from '../../infra/queue/job-processor.js';
+import { JobRegistry } from '../../infra/queue/job-registry.js';
+import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
+import { JOBS, QUEUES } from '../../infra/queue/queues.js';
+import { CreditsReconciler } from './credits.reconciler.js';
+
+@Processor(QUEUES.credits)
+export class CreditsProcessor extends JobProcessor {
+  constructor(registry: JobRegistry, recorder: JobRunRecorder, reconciler: CreditsReconciler) {
+    super(registry, recorder);
+    this.handle(JOBS.reconcileCredits, () => reconciler.run(), { recordRun: true });
+  }
+}

@@ -1,0 +1,97 @@
+import { Injectable } from '@nestjs/common';
+import { PrismaService } from '../../infra/prisma/prisma.service.js';
+import type { CreditTransaction } from '../../generated/prisma/client.js';
+import { CreditsRepository, type LedgerDetails } from './credits.repository.js';
+import { CREDIT_KINDS, CreditsService } from './credits.service.js';
+import { CreditHoldsRepository } from './credit-holds.repository.js';
+
+export interface ReserveInput {
+  userId: string;
+  /** Credits to hold: an upper bound of what the call can cost. */
+  amount: number;
+  jobId: string;
+  details?: LedgerDetails;
+}
+
+export type Reservation =
+  | { applied: true; spend: CreditTransaction; balance: number }
+  /** The job was reserved before (a retried request): nothing was deducted this time. */
+  | { applied: false; spend: CreditTransaction; state: 'in_progress' | 'settled' | 'refunded' };
+
+export interface Settlement {
+  reserved: number;
+  charged: number;
+}
+
+/**
+ * Credits for a metered call, in three short transactions around the slow provider call: reserve (the
+ * `spend` row and its hold, committed before the call), then settle (success) or refund (failure). The
+ * hold is the claim that makes settle, refund and the reconciler mutually exclusive: whoever deletes it
+ * writes the closing row, everyone else does nothing.
+ */
+@Injectable()
+export class MeteredCreditsService {
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly credits: CreditsService,
+    private readonly holds: CreditHoldsRepository,
+    private readonly ledger: CreditsRepository,
+  ) {}
+
+  /** Deducts the reservation (402 when not covered) and opens its hold, committed together. */
+  async reserve(input: ReserveInput): Promise<Reservation> {
+    const result = await this.prisma.$transaction(async (tx) => {
+      const deducted = await this.credits.deduct(tx, { ...input, kind: CREDIT_KINDS.spend });
+      if (deducted.applied) {
+        await this.holds.insert(tx, { jobId: input.jobId, userId: input.userId, amount: input.amount });
+      }
+      return deducted;
+    });
+    if (result.applied) return { applied: true, spend: result.transaction, balance: result.balance };
+    return { applied: false, spend: result.transaction, state: await this.state(input.jobId) };
+  }
+
+  /**
+   * Charges the real cost: gives back the unused part of the reservation as a `settle` row (0 when the
+   * estimate was exact). Never charges more than was reserved, so the balance cannot go negative. null
+   * when the hold was already closed (the reconciler refunded a call that took too long).
+   */
+  settle(jobId: string, actualCost: number): Promise<Settlement | null> {
+    return this.prisma.$transaction(async (tx) => {
+      const hold = await this.holds.take(tx, jobId);
+      if (!hold) return null;
+      const charged = Math.min(Math.max(0, Math.ceil(actualCost)), hold.amount);
+      await this.credits.grant(tx, {
+        userId: hold.userId,
+        amount: hold.amount - charged,
+        jobId,
+        kind: CREDIT_KINDS.settle,
+        details: { reserved: hold.amount, charged },
+      });
+      return { reserved: hold.amount, charged };
+    });
+  }
+
+  /** Gives the whole reservation back (kind `refund`). Returns the credits refunded, null when already closed. */
+  refund(jobId: string, reason: string, olderThanMs?: number): Promise<number | null> {
+    return this.prisma.$transaction(async (tx) => {
+      const hold = await this.holds.take(tx, jobId, olderThanMs);
+      if (!hold) return null;
+      await this.credits.grant(tx, {
+        userId: hold.userId,
+        amount: hold.amount,
+        jobId,
+        kind: CREDIT_KINDS.refund,
+        details: { reason },
+      });
+      return hold.amount;
+    });
+  }
+
+  /** Where a reserved job stands: still held, or closed by a settle or a refund. */
+  async state(jobId: string): Promise<'in_progress' | 'settled' | 'refunded'> {
+    if (await this.holds.find(this.prisma, jobId)) return 'in_progress';
+    const settled = await this.ledger.findByJob(this.prisma, jobId, CREDIT_KINDS.settle);
+    return settled ? 'settled' : 'refunded';
+  }
+}

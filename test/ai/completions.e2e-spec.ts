@@ -1,0 +1,264 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { HttpClient } from '../../src/infra/http/http-client.js';
+import type { User } from '../../src/generated/prisma/client.js';
+import { FakeLlmServer } from '../fakes/llm-server.js';
+import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+
+const MESSAGES = [
+  { role: 'system', content: 'Be brief.' },
+  { role: 'user', content: 'Say hello.' },
+];
+// Prompt bound: 9 + 10 bytes + 2 * 4 framing + 3 = 30 tokens; with max_tokens 970 the reservation is
+// exactly 1,000 tokens = 1 credit at the default price, so tests use a price of 10 per 1k (see beforeAll).
+
+describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatible server)', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+  let llm: FakeLlmServer;
+  let users = 0;
+
+  beforeAll(async () => {
+    llm = await FakeLlmServer.start();
+    env = await TestEnv.create({
+      env: { LLM_BASE_URL: llm.baseUrl, LLM_API_KEY: 'sk-test-llm', LLM_MODEL: 'fake-1' },
+    });
+    const config = env.configWith({});
+    // 10 credits per 1k tokens makes the arithmetic below visible (the default of 1 rounds most calls to 1).
+    config.project = { ...config.project, creditsPer1kTokens: 10 };
+    api = await env.startApi({ config });
+    api.app.get(HttpClient).backoffBaseMs = 1;
+  });
+  afterEach(async () => {
+    llm.behaviour = { kind: 'ok' };
+    await expectLedgerConsistent(api.prisma);
+  });
+  afterAll(async () => {
+    await env.close();
+    await llm.close();
+  });
+
+  /** A PRO user (JIT through a real token) with `credits` granted. */
+  async function customer(credits: number): Promise<{ user: User; auth: string }> {
+    users += 1;
+    const sub = `user_ai_${users}`;
+    const auth = await api.bearer(sub);
+    await api.http.get('/api/v1/credits').set('Authorization', auth).expect(200);
+    const user = await api.prisma.user.update({
+      where: { identityUserId: sub },
+      data: { currentTier: 'PRO' },
+    });
+    if (credits > 0) await grantCredits(api, user.id, credits);
+    return { user, auth };
+  }
+
+  const complete = (auth: string, body: object, key?: string) => {
+    const req = api.http.post('/api/v1/ai/completions').set('Authorization', auth);
+    return (key ? req.set('Idempotency-Key', key) : req).send(body);
+  };
+  const ledger = (userId: string) =>
+    api.prisma.creditTransaction.findMany({ where: { userId }, orderBy: { createdAt: 'asc' } });
+  const balance = async (userId: string) =>
+    (await api.prisma.user.findUniqueOrThrow({ where: { id: userId } })).creditBalance;
+
+  it('charges the real cost from usage: reserve the bound, settle the difference', async () => {
+    const { user, auth } = await customer(100);
+    llm.behaviour = { kind: 'ok', content: 'Hello!', usage: { prompt_tokens: 20, completion_tokens: 180 } };
+    const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+    expect(res.status).toBe(200);
+    // 200 tokens at 10 per 1k = 2 credits; the reservation was 1,000 tokens = 10 credits.
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^ai-/),
+      content: 'Hello!',
+      usage: { prompt_tokens: 20, completion_tokens: 180 },
+      credits_charged: 2,
+    });
+    expect(res.headers['ratelimit-limit']).toBe('60');
+    expect(res.headers['ratelimit-remaining']).toBe('59');
+    const rows = await ledger(user.id);
+    expect(rows.filter((r) => r.jobId === res.body.id).map((r) => [r.kind, r.delta])).toEqual([
+      ['spend', -10],
+      ['settle', 8],
+    ]);
+    expect(await balance(user.id)).toBe(98);
+    expect(await api.prisma.creditHold.count({ where: { userId: user.id } })).toBe(0);
+    const sent = llm.requests.at(-1)!;
+    expect(sent.authorization).toBe('Bearer sk-test-llm');
+    expect(sent.body).toEqual({ model: 'fake-1', messages: MESSAGES, max_tokens: 970 });
+  });
+
+  it('settles with 0 when the reservation was exact and defaults max_tokens to min(1024, tier max)', async () => {
+    const { user, auth } = await customer(20);
+    llm.behaviour = { kind: 'ok', usage: { prompt_tokens: 30, completion_tokens: 1024 } };
+    const res = await complete(auth, { messages: MESSAGES });
+    expect(res.status).toBe(200);
+    expect(llm.requests.at(-1)!.body.max_tokens).toBe(1024);
+    // (30 + 1024) tokens -> 11 credits reserved and charged; the settle row gives back 0.
+    expect(res.body.credits_charged).toBe(11);
+    expect(
+      (await ledger(user.id)).filter((r) => r.jobId === res.body.id).map((r) => [r.kind, r.delta]),
+    ).toEqual([
+      ['spend', -11],
+      ['settle', 0],
+    ]);
+  });
+
+  it('never charges more than the reservation, even when the provider over-reports', async () => {
+    const { user, auth } = await customer(10);
+    llm.behaviour = { kind: 'ok', usage: { prompt_tokens: 5000, completion_tokens: 5000 } };
+    const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+    expect(res.body.credits_charged).toBe(10);
+    expect(await balance(user.id)).toBe(0);
+  });
+
+  it('refunds at once and answers 502 problem+json when the provider fails (after 3 attempts)', async () => {
+    const { user, auth } = await customer(50);
+    llm.behaviour = { kind: 'status', status: 500 };
+    const before = llm.requests.length;
+    const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+    expect(res.status).toBe(502);
+    expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(res.body).toMatchObject({ status: 502, code: 'upstream_error' });
+    expect(llm.requests.length - before).toBe(3);
+    const rows = await ledger(user.id);
+    expect(rows.filter((r) => r.kind !== 'grant').map((r) => [r.kind, r.delta])).toEqual([
+      ['spend', -10],
+      ['refund', 10],
+    ]);
+    expect(await balance(user.id)).toBe(50);
+    expect(await api.prisma.creditHold.count({ where: { userId: user.id } })).toBe(0);
+  });
+
+  it('does not retry a 4xx from the provider and refunds (502)', async () => {
+    const { user, auth } = await customer(50);
+    llm.behaviour = { kind: 'status', status: 400 };
+    const before = llm.requests.length;
+    const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+    expect(res.status).toBe(502);
+    expect(llm.requests.length - before).toBe(1);
+    expect(await balance(user.id)).toBe(50);
+  });
+
+  it('refunds and answers 502 when the response breaks the contract', async () => {
+    const { user, auth } = await customer(50);
+    llm.behaviour = { kind: 'invalid' };
+    const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+    expect(res.status).toBe(502);
+    expect(res.body.code).toBe('upstream_invalid_response');
+    expect(await balance(user.id)).toBe(50);
+  });
+
+  it('refunds and answers 503 when the provider times out', async () => {
+    const config = env.configWith({ HTTP_TIMEOUT_MS: '300' });
+    config.project = { ...config.project, creditsPer1kTokens: 10 };
+    const slowApi = await env.startApi({ config });
+    slowApi.app.get(HttpClient).backoffBaseMs = 1;
+    const { user, auth } = await customer(50);
+    llm.behaviour = { kind: 'slow', ms: 3000 };
+    const res = await slowApi.http
+      .post('/api/v1/ai/completions')
+      .set('Authorization', auth)
+      .send({ messages: MESSAGES, max_tokens: 970 });
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({ status: 503, code: 'upstream_unreachable' });
+    expect(res.headers['retry-after']).toBeDefined();
+    expect(await balance(user.id)).toBe(50);
+    expect((await ledger(user.id)).map((r) => r.kind)).toEqual(['grant', 'spend', 'refund']);
+  });
+
+  it('answers 402 with balance and required when the reservation is not covered, without calling the model', async () => {
+    const { user, auth } = await customer(9);
+    const before = llm.requests.length;
+    const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+    expect(res.status).toBe(402);
+    expect(res.body).toMatchObject({ status: 402, code: 'insufficient_credits', balance: 9, required: 10 });
+    // The request was counted: its RateLimit headers travel on the error too.
+    expect(res.headers['ratelimit-limit']).toBe('60');
+    expect(llm.requests.length).toBe(before);
+    expect(await balance(user.id)).toBe(9);
+  });
+
+  it('refuses max_tokens above the tier limit and malformed bodies with 400, charging nothing', async () => {
+    const { user, auth } = await customer(1000);
+    const tooMany = await complete(auth, { messages: MESSAGES, max_tokens: 4097 });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.code).toBe('max_tokens_exceeded');
+    for (const body of [
+      { messages: [] },
+      { messages: [{ role: 'tool', content: 'x' }] },
+      { messages: MESSAGES, max_tokens: 0 },
+      { messages: MESSAGES, base_url: 'http://evil.example' },
+      { messages: [{ role: 'user', content: 'x', url: 'http://evil.example' }] },
+    ]) {
+      expect((await complete(auth, body)).status).toBe(400);
+    }
+    expect(await balance(user.id)).toBe(1000);
+  });
+
+  it('requires authentication', async () => {
+    expect((await api.http.post('/api/v1/ai/completions').send({ messages: MESSAGES })).status).toBe(401);
+  });
+
+  describe('Idempotency-Key', () => {
+    it('charges a retried request once and replays its response', async () => {
+      const { user, auth } = await customer(100);
+      const before = llm.requests.length;
+      const first = await complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'retry-1');
+      const second = await complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'retry-1');
+      expect(first.status).toBe(200);
+      expect(second.status).toBe(200);
+      expect(second.body).toEqual(first.body);
+      expect(second.headers['idempotent-replayed']).toBe('true');
+      expect(first.body.id).toBe(`ai-${user.id}-retry-1`);
+      expect(llm.requests.length - before).toBe(1);
+      expect(
+        await api.prisma.creditTransaction.count({ where: { jobId: first.body.id, kind: 'spend' } }),
+      ).toBe(1);
+      expect(await balance(user.id)).toBe(100 - first.body.credits_charged);
+      // Another user's identical key is another job.
+      const other = await customer(100);
+      const theirs = await complete(other.auth, { messages: MESSAGES, max_tokens: 970 }, 'retry-1');
+      expect(theirs.status).toBe(200);
+      expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+    });
+
+    it('answers 409 request_in_progress to a concurrent retry, charging once', async () => {
+      const { user, auth } = await customer(100);
+      llm.behaviour = { kind: 'held' };
+      const first = complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'concurrent-1').then((r) => r);
+      await llm.waitForHeld(1);
+      const second = await complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'concurrent-1');
+      expect(second.status).toBe(409);
+      expect(second.body.code).toBe('request_in_progress');
+      llm.release();
+      expect((await first).status).toBe(200);
+      expect(await api.prisma.creditTransaction.count({ where: { userId: user.id, kind: 'spend' } })).toBe(1);
+    });
+
+    it('refuses the same key with another body (422) and a failed key (409), and malformed keys (400)', async () => {
+      const { user, auth } = await customer(100);
+      await complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'k-body').expect(200);
+      const changed = await complete(auth, { messages: MESSAGES, max_tokens: 971 }, 'k-body');
+      expect(changed.status).toBe(422);
+      expect(changed.body.code).toBe('idempotency_key_mismatch');
+
+      llm.behaviour = { kind: 'status', status: 503 };
+      expect((await complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'k-failed')).status).toBe(502);
+      llm.behaviour = { kind: 'ok' };
+      const retried = await complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'k-failed');
+      expect(retried.status).toBe(409);
+      expect(retried.body.code).toBe('idempotency_key_reused');
+
+      for (const key of ['has space', 'x'.repeat(129), 'semi;colon']) {
+        const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 }, key);
+        expect(res.status).toBe(400);
+        expect(res.body.code).toBe('invalid_idempotency_key');
+      }
+      // The structured-header form ("...") names the same key as the bare token.
+      const quoted = await complete(auth, { messages: MESSAGES, max_tokens: 970 }, '"k-body"');
+      expect(quoted.headers['idempotent-replayed']).toBe('true');
+      const spends = await api.prisma.creditTransaction.count({ where: { userId: user.id, kind: 'spend' } });
+      expect(spends).toBe(2);
+    });
+  });
+});

@@ -1,0 +1,30 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from '@jest/globals';
+import type { User } from '../../src/generated/prisma/client.js';
+import type { PrismaService } from '../../src/infra/prisma/prisma.service.js';
+import { CreditsService } from '../../src/modules/credits/credits.service.js';
+import type { ApiApp } from './test-env.js';
+
+/** Every user's cached balance equals the sum of its deltas (the spec's definition) and none is negative. */
+export async function expectLedgerConsistent(prisma: PrismaService): Promise<void> {
+  const drift = await prisma.$queryRaw<{ id: string; cached: number; sum: bigint }[]>`
+    SELECT u.id, u.credit_balance AS cached, COALESCE(SUM(t.delta), 0)::bigint AS sum
+    FROM users u LEFT JOIN credit_transactions t ON t.user_id = u.id
+    GROUP BY u.id HAVING u.credit_balance <> COALESCE(SUM(t.delta), 0) OR u.credit_balance < 0`;
+  expect(drift).toEqual([]);
+}
+
+export async function createUser(prisma: PrismaService, data: Partial<User> = {}): Promise<User> {
+  const id = randomUUID().slice(0, 8);
+  return prisma.user.create({
+    data: { identityUserId: `user_${id}`, email: `${id}@example.com`, ...data },
+  });
+}
+
+/** Grants through the real ledger (kind grant, a fresh job id). */
+export async function grantCredits(api: ApiApp, userId: string, amount: number): Promise<void> {
+  const credits = api.app.get(CreditsService);
+  await api.prisma.$transaction((tx) =>
+    credits.grant(tx, { userId, amount, jobId: `test-grant-${randomUUID()}` }),
+  );
+}
