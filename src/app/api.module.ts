@@ -4,12 +4,14 @@ import type { AppConfig } from '../config/app-config.js';
 import { ProblemDetailsFilter } from '../common/filters/problem-details.filter.js';
 import { createValidationPipe } from '../common/validation/validation.pipe.js';
 import { AuthModule } from '../modules/auth/auth.module.js';
+import { BroadcastsHttpModule } from '../modules/broadcasts/broadcasts.http.module.js';
+import { EmailHttpModule } from '../modules/email/email.http.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { UsersModule } from '../modules/users/users.module.js';
 import { CoreModule, type CoreOptions } from './core.module.js';
 
 /** Feature modules that serve HTTP routes. Controllers live only here, processors only in the worker. */
-export const API_FEATURE_MODULES = [UsersModule];
+export const API_FEATURE_MODULES = [UsersModule, EmailHttpModule, BroadcastsHttpModule];
 
 @Module({})
 export class ApiModule {

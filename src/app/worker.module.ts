@@ -3,13 +3,14 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AppConfig } from '../config/app-config.js';
 import { QueueInfraModule } from '../infra/queue/queue-infra.module.js';
+import { BroadcastsWorkerModule } from '../modules/broadcasts/broadcasts.worker.module.js';
 import { EmailWorkerModule } from '../modules/email/email.worker.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { UsersWorkerModule } from '../modules/users/users.worker.module.js';
 import { CoreModule, type CoreOptions } from './core.module.js';
 
 /** Feature modules with BullMQ processors and cron schedulers (no API routes in this process). */
-export const WORKER_FEATURE_MODULES = [UsersWorkerModule, EmailWorkerModule];
+export const WORKER_FEATURE_MODULES = [UsersWorkerModule, EmailWorkerModule, BroadcastsWorkerModule];
 
 export interface WorkerOptions extends CoreOptions {
   /** Tests drive processors directly and do not want cron ticks. */

@@ -5,7 +5,8 @@ import type { JobDef } from './queues.js';
 import type { JobRegistry } from './job-registry.js';
 import type { JobRunRecorder } from './job-run.recorder.js';
 
-export type JobHandler = (job: Job) => Promise<unknown>;
+/** `token` is the worker's lock token (needed to move an active job, e.g. back to wait). */
+export type JobHandler = (job: Job, token?: string) => Promise<unknown>;
 
 /**
  * Base of every BullMQ processor: one handler per job name of its queue, registered with the
@@ -28,14 +29,14 @@ export abstract class JobProcessor extends WorkerHost {
     const recorder = this.recorder;
     this.handlers.set(
       job.name,
-      options.recordRun && recorder ? (j) => recorder.track(job.name, () => handler(j)) : handler,
+      options.recordRun && recorder ? (j, t) => recorder.track(job.name, () => handler(j, t)) : handler,
     );
     this.registry.register(job.queue, [job.name]);
   }
 
-  async process(job: Job): Promise<unknown> {
+  async process(job: Job, token?: string): Promise<unknown> {
     const handler = this.handlers.get(job.name);
     if (!handler) throw new Error(`no handler for job ${job.queueName}/${job.name}`);
-    return handler(job);
+    return handler(job, token);
   }
 }

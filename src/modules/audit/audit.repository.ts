@@ -7,4 +7,8 @@ export class AuditRepository {
   insert(db: Db, data: Prisma.AuditLogUncheckedCreateInput) {
     return db.auditLog.create({ data, select: { id: true } });
   }
+
+  insertMany(db: Db, data: Prisma.AuditLogCreateManyInput[]) {
+    return db.auditLog.createMany({ data });
+  }
 }

@@ -13,4 +13,11 @@ export class EmailRepository {
     const { idempotencyKey, ...rest } = data;
     return db.emailMessage.upsert({ where: { idempotencyKey }, create: data, update: rest });
   }
+
+  /** A broadcast batch in one statement; a row that exists already (resumed run) is left alone. */
+  async recordMany(db: Db, data: Prisma.EmailMessageCreateManyInput[]): Promise<number> {
+    if (data.length === 0) return 0;
+    const { count } = await db.emailMessage.createMany({ data, skipDuplicates: true });
+    return count;
+  }
 }

@@ -25,7 +25,10 @@ export class UnsubscribeTokens {
     const given = Buffer.from(mac);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
     try {
-      const body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { u?: unknown; p?: unknown };
+      const body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
+        u?: unknown;
+        p?: unknown;
+      };
       return typeof body.u === 'string' && body.p === purpose ? body.u : null;
     } catch {
       return null;
