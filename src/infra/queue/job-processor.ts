@@ -1,5 +1,5 @@
 import { WorkerHost } from '@nestjs/bullmq';
-import { Logger } from '@nestjs/common';
+import { Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import type { JobDef } from './queues.js';
 import type { JobRegistry } from './job-registry.js';
@@ -13,7 +13,7 @@ export type JobHandler = (job: Job, token?: string) => Promise<unknown>;
  * JobRegistry so the worker knows every job has a home. Handlers call service methods only.
  * Subclasses call handle() in their constructor.
  */
-export abstract class JobProcessor extends WorkerHost {
+export abstract class JobProcessor extends WorkerHost implements OnModuleDestroy {
   protected readonly logger = new Logger(this.constructor.name);
   private readonly handlers = new Map<string, JobHandler>();
 
@@ -32,6 +32,21 @@ export abstract class JobProcessor extends WorkerHost {
       options.recordRun && recorder ? (j, t) => recorder.track(job.name, () => handler(j, t)) : handler,
     );
     this.registry.register(job.queue, [job.name]);
+  }
+
+  /**
+   * Stops taking jobs and waits for the active ones while the database and Redis are still open. Nest
+   * would otherwise close the BullMQ workers only at application shutdown, after every module's
+   * onModuleDestroy, so an active job would lose its database pool half-way (a SIGTERM'd deploy).
+   */
+  async onModuleDestroy(): Promise<void> {
+    let worker;
+    try {
+      worker = this.worker;
+    } catch {
+      return; // never started (no worker for this processor)
+    }
+    await worker.close();
   }
 
   async process(job: Job, token?: string): Promise<unknown> {

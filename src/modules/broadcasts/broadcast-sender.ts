@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import type { Prisma, User } from '../../generated/prisma/client.js';
+import type { User } from '../../generated/prisma/client.js';
 import { type AuditEntry, AuditService, systemActor } from '../audit/audit.service.js';
-import { EmailRepository } from '../email/email.repository.js';
+import { EmailRepository, type EmailMessageRow } from '../email/email.repository.js';
 import { EmailService, type SkipReason } from '../email/email.service.js';
 import type { EmailKind, OutboundEmail } from '../email/email.types.js';
 import { EmailProvider, EmailSendError } from '../email/providers/email-provider.js';
-import { BroadcastsRepository, type RecipientCounts } from './broadcasts.repository.js';
+import { BroadcastsRepository, type RecipientCounts, type RecipientRow } from './broadcasts.repository.js';
 
 export interface RunContext {
   id: string;
@@ -167,8 +167,8 @@ export class BroadcastSender {
     outcomes: Map<string, Outcome>,
   ): Promise<RecipientCounts> {
     const counts: RecipientCounts = { sent: 0, failed: 0, skipped: 0 };
-    const recipients: Prisma.BroadcastRecipientCreateManyInput[] = [];
-    const messages: Prisma.EmailMessageCreateManyInput[] = [];
+    const recipients: RecipientRow[] = [];
+    const messages: EmailMessageRow[] = [];
     const audits: AuditEntry[] = [];
     for (const [userId, outcome] of outcomes) {
       const user = byId.get(userId);
@@ -178,7 +178,6 @@ export class BroadcastSender {
       const reason =
         outcome.status === 'skipped' ? outcome.reason : outcome.status === 'failed' ? outcome.error : null;
       recipients.push({
-        runId: run.id,
         userId,
         status: outcome.status,
         error: reason,
@@ -217,7 +216,7 @@ export class BroadcastSender {
     }
     if (recipients.length === 0) return counts;
     await this.prisma.$transaction(async (tx) => {
-      await this.repository.insertRecipients(tx, recipients);
+      await this.repository.insertRecipients(tx, run.id, recipients);
       await this.emails.recordMany(tx, messages);
       await this.audit.recordMany(tx, audits);
       await this.repository.addCounts(tx, run.id, counts);

@@ -1,5 +1,4 @@
 import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
-import type { OnModuleDestroy } from '@nestjs/common';
 import { type Job, WaitingError } from 'bullmq';
 import { JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
@@ -15,7 +14,7 @@ interface DispatchJob {
 const STOP_GRACE_MS = 10_000;
 
 @Processor(QUEUES.broadcasts)
-export class BroadcastsProcessor extends JobProcessor implements OnModuleDestroy {
+export class BroadcastsProcessor extends JobProcessor {
   private readonly inflight = new Map<string, { controller: AbortController; settled: Promise<unknown> }>();
 
   constructor(
@@ -71,14 +70,16 @@ export class BroadcastsProcessor extends JobProcessor implements OnModuleDestroy
   }
 
   /**
-   * Runs before the BullMQ worker closes (it closes on application shutdown and would wait for the
-   * whole run): cancel in-flight sends, let each run hand itself back to the queue, then continue.
+   * A stopping worker would otherwise wait for a whole run: cancel in-flight sends so each run hands
+   * itself back to the queue at once, and close the BullMQ worker in the same tick so it does not pick
+   * the handed-back job up again.
    */
-  async onModuleDestroy(): Promise<void> {
+  override async onModuleDestroy(): Promise<void> {
     const running = [...this.inflight.values()];
     for (const { controller } of running) controller.abort();
+    const closed = super.onModuleDestroy();
     await Promise.race([
-      Promise.all(running.map(({ settled }) => settled)),
+      Promise.all([closed, ...running.map(({ settled }) => settled)]),
       new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS).unref()),
     ]);
   }

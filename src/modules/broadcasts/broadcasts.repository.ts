@@ -2,6 +2,13 @@ import { Injectable } from '@nestjs/common';
 import type { Db } from '../../infra/prisma/prisma.service.js';
 import type { BroadcastRun, Prisma, User } from '../../generated/prisma/client.js';
 
+export interface RecipientRow {
+  userId: string;
+  status: 'sent' | 'failed' | 'skipped';
+  error: string | null;
+  providerMessageId: string | null;
+}
+
 export interface RecipientCounts {
   sent: number;
   failed: number;
@@ -63,10 +70,16 @@ export class BroadcastsRepository {
     });
   }
 
-  async insertRecipients(db: Db, rows: Prisma.BroadcastRecipientCreateManyInput[]): Promise<number> {
+  /** One statement per page (array parameters; Prisma's createMany costs about ten times the CPU). */
+  async insertRecipients(db: Db, runId: string, rows: RecipientRow[]): Promise<number> {
     if (rows.length === 0) return 0;
-    const { count } = await db.broadcastRecipient.createMany({ data: rows, skipDuplicates: true });
-    return count;
+    const col = <K extends keyof RecipientRow>(key: K) => rows.map((row) => row[key]);
+    return db.$executeRaw`
+      INSERT INTO broadcast_recipients (id, run_id, user_id, status, error, provider_message_id)
+      SELECT gen_random_uuid(), ${runId}::uuid, u, s::"BroadcastRecipientStatus", e, p
+      FROM unnest(${col('userId')}::uuid[], ${col('status')}::text[], ${col('error')}::text[], ${col('providerMessageId')}::text[])
+        AS t(u, s, e, p)
+      ON CONFLICT (run_id, user_id) DO NOTHING`;
   }
 
   async addCounts(db: Db, id: string, counts: RecipientCounts): Promise<void> {

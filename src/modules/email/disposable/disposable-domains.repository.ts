@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Db, Tx } from '../../../infra/prisma/prisma.service.js';
 
-const INSERT_CHUNK = 5000;
-
 @Injectable()
 export class DisposableDomainsRepository {
   count(db: Db): Promise<number> {
@@ -35,14 +33,16 @@ export class DisposableDomainsRepository {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('disposable_domains'))`;
   }
 
-  /** Swaps the whole list inside the caller's transaction: readers see the old list until commit. */
+  /**
+   * Makes the table equal to `domains` inside the caller's transaction (readers see the old list until
+   * commit); domains that stay keep their added_at. Array parameters, because Prisma's createMany spends
+   * seconds of CPU on 10,000 rows.
+   */
   async replaceAll(tx: Tx, domains: string[], source: string): Promise<void> {
-    await tx.disposableDomain.deleteMany({});
-    for (let i = 0; i < domains.length; i += INSERT_CHUNK) {
-      await tx.disposableDomain.createMany({
-        data: domains.slice(i, i + INSERT_CHUNK).map((domain) => ({ domain, source })),
-        skipDuplicates: true,
-      });
-    }
+    await tx.$executeRaw`DELETE FROM disposable_domains WHERE domain NOT IN (SELECT unnest(${domains}::text[]))`;
+    await tx.$executeRaw`
+      INSERT INTO disposable_domains (domain, source)
+      SELECT d, ${source} FROM unnest(${domains}::text[]) AS d
+      ON CONFLICT (domain) DO UPDATE SET source = EXCLUDED.source`;
   }
 }
