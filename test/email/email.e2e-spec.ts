@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { HttpClient } from '../../src/infra/http/http-client.js';
+import { RedisService } from '../../src/infra/redis/redis.service.js';
 import { EmailService } from '../../src/modules/email/email.service.js';
 import { createMember } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { waitFor } from '../support/wait.js';
 
 describe('e-mail: Resend-shaped provider, consent gate, headers and footer, retries, rate ceiling', () => {
   let fake: FakeEmailApi;
@@ -234,7 +236,10 @@ describe('e-mail: Resend-shaped provider, consent gate, headers and footer, retr
       templateKey: 'welcome',
       idempotencyKey: `welcome-${users[0].id}`,
     });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The other process starts once the 429 has pushed the shared next-slot time into the future.
+    const redis = api.app.get(RedisService);
+    const key = redis.key('email', 'provider-ceiling');
+    await waitFor(async () => Number(await redis.client.get(key)) > Date.now() + 500);
     const other = api.app.get(EmailService);
     await Promise.all([
       first,

@@ -31,20 +31,7 @@ export class AuditService {
   ) {}
 
   async record(tx: Db | null | undefined, entry: AuditEntry): Promise<void> {
-    await this.repository.insert(tx ?? this.prisma, this.toRow(entry));
-  }
-
-  /** Many entries in one statement (a broadcast batch writes one email.sent per recipient). */
-  async recordMany(tx: Db | null | undefined, entries: AuditEntry[]): Promise<void> {
-    if (entries.length === 0) return;
-    await this.repository.insertMany(
-      tx ?? this.prisma,
-      entries.map((entry) => this.toRow(entry)),
-    );
-  }
-
-  private toRow(entry: AuditEntry) {
-    return {
+    await this.repository.insert(tx ?? this.prisma, {
       actor: entry.actor.slice(0, 300),
       action: entry.action,
       userId: entry.userId ?? null,
@@ -52,6 +39,6 @@ export class AuditService {
       resourceId: entry.resourceId ?? null,
       details: curateDetails(entry.details),
       requestId: requestContext.current()?.requestId ?? null,
-    };
+    });
   }
 }

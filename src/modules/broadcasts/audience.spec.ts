@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { User } from '../../generated/prisma/client.js';
-import { audienceWhere, normalizeAudience, storedAudience } from './audience.js';
+import { audienceConditions, normalizeAudience, SqlParams, storedAudience } from './audience.js';
 import { batchKey, broadcastSkipReason } from './broadcast-sender.js';
 
 const tiers = ['FREE', 'PRO', 'TEAM'];
@@ -27,8 +27,21 @@ describe('audience', () => {
     expect(storedAudience(null)).toEqual({});
   });
 
-  it('always excludes soft-deleted users', () => {
-    expect(audienceWhere({})).toEqual({ AND: [{ deletedAt: null }] });
+  it('always excludes soft-deleted users and passes every value as a parameter', () => {
+    expect(audienceConditions({}, new SqlParams())).toEqual(['u.deleted_at IS NULL']);
+    const params = new SqlParams();
+    const sql = audienceConditions(
+      { tiers: ["PRO'; DROP TABLE users; --"], locales: ['de'], signed_up_after: '2026-01-01T00:00:00.000Z' },
+      params,
+    ).join(' AND ');
+    expect(sql).not.toContain('DROP');
+    expect(sql).toContain('u.current_tier = ANY($1::text[])');
+    expect(params.values).toEqual([
+      ["PRO'; DROP TABLE users; --"],
+      ['de'],
+      ['de-%'],
+      new Date('2026-01-01T00:00:00.000Z'),
+    ]);
   });
 });
 

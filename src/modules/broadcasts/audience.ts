@@ -1,5 +1,4 @@
 import { ValidationError } from '../../common/errors/app-error.js';
-import type { Prisma } from '../../generated/prisma/client.js';
 
 /** The stored audience of a run (snake_case, as on the wire). Never SQL: it becomes a Prisma filter. */
 export interface Audience {
@@ -53,29 +52,36 @@ export function storedAudience(value: unknown): Audience {
   return audience;
 }
 
+/** Collects query parameters and answers their placeholders ($1, $2, ...). */
+export class SqlParams {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
 /**
- * Active (not soft-deleted) users matching every given criterion. A language locale (`de`) also matches
- * its regional variants (`de-AT`, `de_AT`); `signed_up_before` is exclusive.
+ * SQL conditions on `users u` for an audience: active (not soft-deleted) users matching every given
+ * criterion. Values only ever travel as parameters; the SQL text is fixed here. A language locale (`de`)
+ * also matches its regional variants (`de-AT`, `de_AT`); `signed_up_before` is exclusive.
  */
-export function audienceWhere(audience: Audience): Prisma.UserWhereInput {
-  const and: Prisma.UserWhereInput[] = [{ deletedAt: null }];
-  if (audience.tiers) and.push({ currentTier: { in: audience.tiers } });
+export function audienceConditions(audience: Audience, params: SqlParams): string[] {
+  const conditions = ['u.deleted_at IS NULL'];
+  if (audience.tiers) conditions.push(`u.current_tier = ANY(${params.add(audience.tiers)}::text[])`);
   if (audience.locales) {
-    and.push({
-      OR: audience.locales.flatMap((locale) => [
-        { locale: { equals: locale, mode: 'insensitive' as const } },
-        { locale: { startsWith: `${locale}-`, mode: 'insensitive' as const } },
-        { locale: { startsWith: `${locale}_`, mode: 'insensitive' as const } },
-      ]),
-    });
+    const locale = `lower(replace(u.locale, '_', '-'))`;
+    conditions.push(
+      `(${locale} = ANY(${params.add(audience.locales)}::text[]) OR ${locale} LIKE ANY(${params.add(
+        audience.locales.map((l) => `${l}-%`),
+      )}::text[]))`,
+    );
   }
-  if (audience.signed_up_after || audience.signed_up_before) {
-    and.push({
-      createdAt: {
-        ...(audience.signed_up_after ? { gte: new Date(audience.signed_up_after) } : {}),
-        ...(audience.signed_up_before ? { lt: new Date(audience.signed_up_before) } : {}),
-      },
-    });
+  if (audience.signed_up_after) {
+    conditions.push(`u.created_at >= ${params.add(new Date(audience.signed_up_after))}::timestamptz`);
   }
-  return { AND: and };
+  if (audience.signed_up_before) {
+    conditions.push(`u.created_at < ${params.add(new Date(audience.signed_up_before))}::timestamptz`);
+  }
+  return conditions;
 }

@@ -5,7 +5,7 @@ import { AuditService, systemActor } from '../audit/audit.service.js';
 import { EmailTemplates } from '../email/email.templates.js';
 import type { EmailKind } from '../email/email.types.js';
 import { MAX_BATCH_SIZE } from '../email/providers/email-provider.js';
-import { audienceWhere, storedAudience } from './audience.js';
+import { storedAudience } from './audience.js';
 import { BroadcastSender } from './broadcast-sender.js';
 import { BroadcastsRepository, type RecipientCounts } from './broadcasts.repository.js';
 
@@ -47,9 +47,9 @@ export class BroadcastDispatcher {
       await this.fail(run.id, new Error(`template ${run.templateKey} no longer exists`));
       return { runId, status: 'failed' };
     }
-    const where = audienceWhere(storedAudience(run.audience));
+    const audience = storedAudience(run.audience);
     if (run.status === 'queued') {
-      const audienceSize = await this.repository.countAudience(this.prisma, where);
+      const audienceSize = await this.repository.countAudience(audience);
       await this.repository.markRunning(this.prisma, run.id, audienceSize);
       this.logger.log({ run_id: run.id, recipients: audienceSize }, 'broadcast started');
     }
@@ -63,7 +63,7 @@ export class BroadcastDispatcher {
     let cursor: string | null = null;
     for (;;) {
       signal?.throwIfAborted();
-      const users = await this.repository.nextRecipients(this.prisma, run.id, where, cursor, this.pageSize);
+      const users = await this.repository.nextRecipients(run.id, audience, cursor, this.pageSize);
       if (users.length === 0) break;
       cursor = users[users.length - 1].id;
       await this.sender.process(context, users, signal);

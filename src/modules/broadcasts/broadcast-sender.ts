@@ -1,13 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { createHash, randomUUID } from 'node:crypto';
-import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import type { User } from '../../generated/prisma/client.js';
-import { type AuditEntry, AuditService, systemActor } from '../audit/audit.service.js';
-import { EmailRepository, type EmailMessageRow } from '../email/email.repository.js';
+import { randomUUID } from 'node:crypto';
+import { curateDetails } from '../audit/audit.details.js';
 import { EmailService, type SkipReason } from '../email/email.service.js';
 import type { EmailKind, OutboundEmail } from '../email/email.types.js';
 import { EmailProvider, EmailSendError } from '../email/providers/email-provider.js';
-import { BroadcastsRepository, type RecipientCounts, type RecipientRow } from './broadcasts.repository.js';
+import { batchKey, recipientKey } from './broadcast-keys.js';
+import {
+  type AudienceMember,
+  BroadcastsRepository,
+  type PageRow,
+  type RecipientCounts,
+} from './broadcasts.repository.js';
 
 export interface RunContext {
   id: string;
@@ -30,7 +33,7 @@ const OUTAGE_STREAK = 3;
  * reach everyone. Soft-deleted users never receive one.
  */
 export function broadcastSkipReason(
-  user: User,
+  user: AudienceMember,
   run: Pick<RunContext, 'kind' | 'bypassConsent'>,
 ): SkipReason | null {
   if (user.deletedAt) return 'user_deleted';
@@ -50,14 +53,7 @@ export class DispatchInterrupted extends Error {
   }
 }
 
-export const recipientKey = (runId: string, userId: string) => `broadcast/${runId}/${userId}`;
-
-/** Same recipients, same key: a batch resent after a crash is delivered once by the provider. */
-export const batchKey = (runId: string, userIds: string[]) =>
-  `broadcast/${runId}/batch-${createHash('sha256')
-    .update([...userIds].sort().join(','))
-    .digest('hex')
-    .slice(0, 40)}`;
+export { batchKey, recipientKey };
 
 /**
  * Sends one page (<= 100) of a run's audience with one batch call and records every recipient, its
@@ -71,17 +67,14 @@ export const batchKey = (runId: string, userIds: string[]) =>
 @Injectable()
 export class BroadcastSender {
   constructor(
-    private readonly prisma: PrismaService,
     private readonly email: EmailService,
     private readonly provider: EmailProvider,
-    private readonly emails: EmailRepository,
     private readonly repository: BroadcastsRepository,
-    private readonly audit: AuditService,
   ) {}
 
-  async process(run: RunContext, users: User[], signal?: AbortSignal): Promise<RecipientCounts> {
+  async process(run: RunContext, users: AudienceMember[], signal?: AbortSignal): Promise<RecipientCounts> {
     const outcomes = new Map<string, Outcome>();
-    const sendable: { user: User; message: OutboundEmail }[] = [];
+    const sendable: { user: AudienceMember; message: OutboundEmail }[] = [];
     for (const user of users) {
       const reason = broadcastSkipReason(user, run);
       if (reason) {
@@ -110,7 +103,7 @@ export class BroadcastSender {
   /** True when the batch went out; false when it should be split; throws when the page must wait. */
   private async sendBatch(
     run: RunContext,
-    sendable: { user: User; message: OutboundEmail }[],
+    sendable: { user: AudienceMember; message: OutboundEmail }[],
     outcomes: Map<string, Outcome>,
     signal?: AbortSignal,
   ): Promise<boolean> {
@@ -140,7 +133,7 @@ export class BroadcastSender {
   }
 
   private async sendOneByOne(
-    sendable: { user: User; message: OutboundEmail }[],
+    sendable: { user: AudienceMember; message: OutboundEmail }[],
     outcomes: Map<string, Outcome>,
     signal?: AbortSignal,
   ): Promise<void> {
@@ -160,67 +153,39 @@ export class BroadcastSender {
     }
   }
 
-  /** One transaction per page: recipient rows, e-mail log rows, audit entries, run counters. */
+  /** One atomic statement per page: recipient rows, e-mail log rows, audit entries, run counters. */
   private async record(
     run: RunContext,
-    byId: Map<string, User>,
+    byId: Map<string, AudienceMember>,
     outcomes: Map<string, Outcome>,
   ): Promise<RecipientCounts> {
-    const counts: RecipientCounts = { sent: 0, failed: 0, skipped: 0 };
-    const recipients: RecipientRow[] = [];
-    const messages: EmailMessageRow[] = [];
-    const audits: AuditEntry[] = [];
+    const rows: PageRow[] = [];
     for (const [userId, outcome] of outcomes) {
       const user = byId.get(userId);
       if (!user) continue;
-      counts[outcome.status] += 1;
-      const messageId = randomUUID();
-      const reason =
+      const error =
         outcome.status === 'skipped' ? outcome.reason : outcome.status === 'failed' ? outcome.error : null;
-      recipients.push({
-        userId,
-        status: outcome.status,
-        error: reason,
-        providerMessageId: outcome.status === 'sent' ? outcome.providerId : null,
-      });
       const body =
         outcome.status === 'skipped' ? { html: null, text: null } : this.email.storedBody(outcome.message);
-      messages.push({
-        id: messageId,
+      rows.push({
         userId,
-        toAddress: user.email,
-        templateKey: run.templateKey,
-        kind: run.kind,
-        subject: outcome.status === 'skipped' ? '' : outcome.message.subject,
+        identityUserId: user.identityUserId,
+        email: user.email,
         status: outcome.status,
-        reason,
-        idempotencyKey: recipientKey(run.id, userId),
+        error,
         providerMessageId: outcome.status === 'sent' ? outcome.providerId : null,
-        broadcastRunId: run.id,
+        subject: outcome.status === 'skipped' ? '' : outcome.message.subject,
         ...body,
-      });
-      audits.push({
-        actor: systemActor('broadcast'),
-        action: `email.${outcome.status}`,
-        userId: user.identityUserId,
-        resourceType: 'email',
-        resourceId: messageId,
-        details: {
+        messageId: randomUUID(),
+        auditDetails: curateDetails({
           template: run.templateKey,
           kind: run.kind,
           broadcast_id: run.id,
           ...(outcome.status === 'skipped' ? { reason: outcome.reason } : {}),
           ...(outcome.status === 'failed' ? { error: outcome.error } : {}),
-        },
+        }),
       });
     }
-    if (recipients.length === 0) return counts;
-    await this.prisma.$transaction(async (tx) => {
-      await this.repository.insertRecipients(tx, run.id, recipients);
-      await this.emails.recordMany(tx, messages);
-      await this.audit.recordMany(tx, audits);
-      await this.repository.addCounts(tx, run.id, counts);
-    });
-    return counts;
+    return this.repository.recordPage(run.id, run.templateKey, run.kind, rows);
   }
 }

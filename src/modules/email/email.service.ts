@@ -113,7 +113,10 @@ export class EmailService {
   }
 
   /** Renders a template for a user, with List-Unsubscribe headers and the footer on marketing mail. */
-  compose(user: User, input: ComposeInput): OutboundEmail & { kind: EmailKind } {
+  compose(
+    user: Pick<User, 'id' | 'email' | 'locale'>,
+    input: ComposeInput,
+  ): OutboundEmail & { kind: EmailKind } {
     const { kind } = this.templates.get(input.templateKey);
     const withUnsubscribe = kind === 'marketing' || input.unsubscribe === true;
     const unsubscribeUrl = withUnsubscribe ? this.unsubscribe.url(user.id) : undefined;
