@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
-import { recipientKey } from '../../src/modules/broadcasts/broadcast-sender.js';
+import { recipientKey } from '../../src/modules/broadcasts/broadcast-keys.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';

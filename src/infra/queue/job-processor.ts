@@ -5,6 +5,9 @@ import type { JobDef } from './queues.js';
 import type { JobRegistry } from './job-registry.js';
 import type { JobRunRecorder } from './job-run.recorder.js';
 
+/** True when BullMQ will not retry this job after a failure (its last attempt). */
+export const isFinalAttempt = (job: Job): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+
 /** `token` is the worker's lock token (needed to move an active job, e.g. back to wait). */
 export type JobHandler = (job: Job, token?: string) => Promise<unknown>;
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { User } from '../../generated/prisma/client.js';
 import { audienceConditions, normalizeAudience, SqlParams, storedAudience } from './audience.js';
-import { batchKey, broadcastSkipReason } from './broadcast-sender.js';
+import { batchKey } from './broadcast-keys.js';
+import { broadcastSkipReason } from './broadcast-sender.js';
 
 const tiers = ['FREE', 'PRO', 'TEAM'];
 

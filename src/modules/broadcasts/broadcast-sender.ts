@@ -53,11 +53,9 @@ export class DispatchInterrupted extends Error {
   }
 }
 
-export { batchKey, recipientKey };
-
 /**
  * Sends one page (<= 100) of a run's audience with one batch call and records every recipient, its
- * e-mail log row, its audit entry and the run's counters in one transaction.
+ * e-mail log row, its audit entry and the run's counters in one statement.
  *
  * Resend's batch endpoint is all or nothing. When it refuses a batch (4xx for the messages) or keeps
  * failing with 5xx, each message is sent alone (3 attempts each) so one bad address fails alone. When the

@@ -1,9 +1,8 @@
 import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { type Job, WaitingError } from 'bullmq';
-import { JobProcessor } from '../../infra/queue/job-processor.js';
+import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
-import { isFinalAttempt } from '../email/email.processor.js';
 import { BroadcastDispatcher } from './broadcast-dispatcher.js';
 
 interface DispatchJob {

@@ -1,15 +1,12 @@
 import { Processor } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
-import { JobProcessor } from '../../infra/queue/job-processor.js';
+import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
 import { DisposableDomainsService } from './disposable/disposable-domains.service.js';
 import { EmailService } from './email.service.js';
 import type { SendEmailJob } from './email.types.js';
-
-/** True when BullMQ will not retry this job after a failure. */
-export const isFinalAttempt = (job: Job): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
 @Processor(QUEUES.email)
 export class EmailProcessor extends JobProcessor {
