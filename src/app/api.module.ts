@@ -11,6 +11,8 @@ import { AuthModule } from '../modules/auth/auth.module.js';
 import { BillingHttpModule } from '../modules/billing/billing.http.module.js';
 import { CreditsHttpModule } from '../modules/credits/credits.http.module.js';
 import { FeedbackHttpModule } from '../modules/feedback/feedback.http.module.js';
+import { BroadcastsHttpModule } from '../modules/broadcasts/broadcasts.http.module.js';
+import { EmailHttpModule } from '../modules/email/email.http.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { SavedSearchesHttpModule } from '../modules/saved-searches/saved-searches.http.module.js';
 import { UsersHttpModule } from '../modules/users/users.http.module.js';
@@ -28,6 +30,8 @@ export const API_FEATURE_MODULES = [
   BillingHttpModule,
   CreditsHttpModule,
   AiHttpModule,
+  EmailHttpModule,
+  BroadcastsHttpModule,
 ];
 
 @Module({})

@@ -7,6 +7,7 @@ import { QueueInfraModule } from '../infra/queue/queue-infra.module.js';
 import { BillingWorkerModule } from '../modules/billing/billing.worker.module.js';
 import { CreditsWorkerModule } from '../modules/credits/credits.worker.module.js';
 import { EmailWorkerModule } from '../modules/email/email.worker.module.js';
+import { BroadcastsWorkerModule } from '../modules/broadcasts/broadcasts.worker.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { UsersWorkerModule } from '../modules/users/users.worker.module.js';
 import { CoreModule, type CoreOptions } from './core.module.js';
@@ -17,6 +18,7 @@ export const WORKER_FEATURE_MODULES = [
   EmailWorkerModule,
   BillingWorkerModule,
   CreditsWorkerModule,
+  BroadcastsWorkerModule,
 ];
 
 export interface WorkerOptions extends CoreOptions {

@@ -151,6 +151,10 @@ export function loadConfig(
     );
   }
 
+  if (e.EMAIL_PROVIDER === 'resend' && !e.EMAIL_API_KEY) {
+    throw new ConfigError('EMAIL_API_KEY: required when EMAIL_PROVIDER is resend');
+  }
+
   const degraded = e.STATUS_DEGRADED_MS;
   return {
     env: appEnv,

@@ -116,6 +116,13 @@ export class TestEnv {
     return app;
   }
 
+  /** Closes one app now (a worker "restart" mid-job); close() will not close it a second time. */
+  async stop(app: INestApplication): Promise<void> {
+    const index = this.apps.indexOf(app);
+    if (index >= 0) this.apps.splice(index, 1);
+    await app.close();
+  }
+
   onClose(fn: () => Promise<void>): void {
     this.closers.push(fn);
   }

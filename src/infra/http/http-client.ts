@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
 import { BadGatewayError, DependencyError } from '../../common/errors/app-error.js';
@@ -15,6 +16,12 @@ export interface HttpRequest<S extends z.ZodType | undefined = undefined> {
   maxAttempts?: number;
   /** Name used in errors and logs ("billing", "email", ...). */
   provider: string;
+  /** Cancels the request and its retries (e.g. a worker shutting down). */
+  signal?: AbortSignal;
+  /** Awaited before every attempt, retries included (e.g. a rate ceiling shared across workers). */
+  beforeAttempt?: () => Promise<void>;
+  /** Sees every response, including the ones that will be retried (e.g. provider rate-limit headers). */
+  onResponse?: (response: { status: number; headers: Headers }) => void | Promise<void>;
 }
 
 export interface HttpResponse<T> {
@@ -36,7 +43,7 @@ export class ProviderHttpError extends BadGatewayError {
 }
 
 const RETRYABLE = (status: number) => status === 429 || status >= 500;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal });
 
 /** Retry-After in seconds or as an HTTP date, capped so one provider cannot stall a worker for long. */
 export function retryAfterMs(headers: Headers, capMs = 30_000): number | null {
@@ -67,8 +74,11 @@ export class HttpClient {
     const timeoutMs = req.timeoutMs ?? this.config.http.timeoutMs;
     let lastError: unknown;
     for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
+      req.signal?.throwIfAborted();
+      if (req.beforeAttempt) await req.beforeAttempt();
       let response: Response;
       try {
+        const timeout = AbortSignal.timeout(timeoutMs);
         response = await fetch(req.url, {
           method: req.method,
           headers: {
@@ -77,19 +87,22 @@ export class HttpClient {
             ...req.headers,
           },
           body: req.json !== undefined ? JSON.stringify(req.json) : undefined,
-          signal: AbortSignal.timeout(timeoutMs),
+          signal: req.signal ? AbortSignal.any([req.signal, timeout]) : timeout,
           redirect: 'error',
         });
       } catch (err) {
+        // Cancelled by the caller: no retry, the caller knows why.
+        if (req.signal?.aborted) throw err;
         lastError = err;
         this.logger.warn(
           { provider: req.provider, attempt, err: (err as Error).message },
           'provider request failed',
         );
-        if (attempt < maxAttempts) await sleep(this.backoff(attempt));
+        if (attempt < maxAttempts) await sleep(this.backoff(attempt), req.signal);
         continue;
       }
       const body = await this.readBody(response);
+      if (req.onResponse) await req.onResponse({ status: response.status, headers: response.headers });
       if (response.ok) {
         if (!req.schema)
           return {
@@ -118,7 +131,7 @@ export class HttpClient {
         { provider: req.provider, attempt, status: response.status },
         'provider answered with a retryable status',
       );
-      await sleep(retryAfterMs(response.headers) ?? this.backoff(attempt));
+      await sleep(retryAfterMs(response.headers) ?? this.backoff(attempt), req.signal);
     }
     if (lastError instanceof ProviderHttpError) throw lastError;
     throw new DependencyError(`${req.provider} is unreachable.`, 'upstream_unreachable', lastError);

@@ -1,18 +1,22 @@
 import { WorkerHost } from '@nestjs/bullmq';
-import { Logger } from '@nestjs/common';
+import { Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import type { JobDef } from './queues.js';
 import type { JobRegistry } from './job-registry.js';
 import type { JobRunRecorder } from './job-run.recorder.js';
 
-export type JobHandler = (job: Job) => Promise<unknown>;
+/** True when BullMQ will not retry this job after a failure (its last attempt). */
+export const isFinalAttempt = (job: Job): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+
+/** `token` is the worker's lock token (needed to move an active job, e.g. back to wait). */
+export type JobHandler = (job: Job, token?: string) => Promise<unknown>;
 
 /**
  * Base of every BullMQ processor: one handler per job name of its queue, registered with the
  * JobRegistry so the worker knows every job has a home. Handlers call service methods only.
  * Subclasses call handle() in their constructor.
  */
-export abstract class JobProcessor extends WorkerHost {
+export abstract class JobProcessor extends WorkerHost implements OnModuleDestroy {
   protected readonly logger = new Logger(this.constructor.name);
   private readonly handlers = new Map<string, JobHandler>();
 
@@ -28,14 +32,29 @@ export abstract class JobProcessor extends WorkerHost {
     const recorder = this.recorder;
     this.handlers.set(
       job.name,
-      options.recordRun && recorder ? (j) => recorder.track(job.name, () => handler(j)) : handler,
+      options.recordRun && recorder ? (j, t) => recorder.track(job.name, () => handler(j, t)) : handler,
     );
     this.registry.register(job.queue, [job.name]);
   }
 
-  async process(job: Job): Promise<unknown> {
+  /**
+   * Stops taking jobs and waits for the active ones while the database and Redis are still open. Nest
+   * would otherwise close the BullMQ workers only at application shutdown, after every module's
+   * onModuleDestroy, so an active job would lose its database pool half-way (a SIGTERM'd deploy).
+   */
+  async onModuleDestroy(): Promise<void> {
+    let worker;
+    try {
+      worker = this.worker;
+    } catch {
+      return; // never started (no worker for this processor)
+    }
+    await worker.close();
+  }
+
+  async process(job: Job, token?: string): Promise<unknown> {
     const handler = this.handlers.get(job.name);
     if (!handler) throw new Error(`no handler for job ${job.queueName}/${job.name}`);
-    return handler(job);
+    return handler(job, token);
   }
 }

@@ -16,6 +16,10 @@ export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 export const JOBS = {
   /** One templated e-mail to one user (payload SendEmailJob in modules/email/email.types.ts). */
   sendEmail: { queue: QUEUES.email, name: 'send-email' },
+  /** Refresh the disposable-address blocklist from DISPOSABLE_DOMAINS_URL (daily 03:00 UTC). */
+  refreshBlocklist: { queue: QUEUES.email, name: 'refresh-blocklist' },
+  /** Send one broadcast run (payload {runId}); resumable, job id `broadcast-<run id>`. */
+  dispatchBroadcast: { queue: QUEUES.broadcasts, name: 'dispatch-broadcast' },
   /** Post-signup extension hooks of a new user (welcome e-mail, disposable check, ...). */
   postSignup: { queue: QUEUES.users, name: 'post-signup' },
   /** A user asked for deletion (soft delete committed): runs the `deletion_requested` user hooks. */

@@ -1,19 +1,47 @@
 import { Module } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config.js';
+import { HttpClient } from '../../infra/http/http-client.js';
+import { DisposableDomainsRepository } from './disposable/disposable-domains.repository.js';
+import { DisposableDomainsService } from './disposable/disposable-domains.service.js';
+import { EmailConsentRepository } from './email-consent.repository.js';
 import { EmailRepository } from './email.repository.js';
 import { EmailService } from './email.service.js';
 import { EmailTemplates } from './email.templates.js';
 import { ConsoleEmailProvider } from './providers/console.provider.js';
 import { EmailProvider } from './providers/email-provider.js';
+import { EmailRateCeiling } from './providers/rate-ceiling.js';
+import { ResendEmailProvider } from './providers/resend.provider.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
+import { UnsubscribeService } from './unsubscribe.service.js';
 
 @Module({
   providers: [
     EmailService,
     EmailRepository,
+    EmailConsentRepository,
     EmailTemplates,
     UnsubscribeTokens,
-    { provide: EmailProvider, useClass: ConsoleEmailProvider },
+    UnsubscribeService,
+    EmailRateCeiling,
+    DisposableDomainsService,
+    DisposableDomainsRepository,
+    {
+      provide: EmailProvider,
+      inject: [AppConfig, HttpClient, EmailRateCeiling],
+      useFactory: (config: AppConfig, http: HttpClient, ceiling: EmailRateCeiling): EmailProvider =>
+        config.email.provider === 'resend'
+          ? new ResendEmailProvider(config, http, ceiling)
+          : new ConsoleEmailProvider(config),
+    },
   ],
-  exports: [EmailService, EmailTemplates, UnsubscribeTokens],
+  exports: [
+    EmailService,
+    EmailRepository,
+    EmailTemplates,
+    EmailProvider,
+    UnsubscribeTokens,
+    UnsubscribeService,
+    DisposableDomainsService,
+  ],
 })
 export class EmailModule {}

@@ -1,18 +1,26 @@
 import { Processor } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
-import { JobProcessor } from '../../infra/queue/job-processor.js';
+import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
+import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
+import { DisposableDomainsService } from './disposable/disposable-domains.service.js';
 import { EmailService } from './email.service.js';
 import type { SendEmailJob } from './email.types.js';
 
 @Processor(QUEUES.email)
 export class EmailProcessor extends JobProcessor {
-  constructor(registry: JobRegistry, email: EmailService) {
-    super(registry);
+  constructor(
+    registry: JobRegistry,
+    recorder: JobRunRecorder,
+    email: EmailService,
+    blocklist: DisposableDomainsService,
+  ) {
+    super(registry, recorder);
     this.handle(JOBS.sendEmail, async (job: Job<SendEmailJob>) => {
-      const outcome = await email.sendTemplate(job.data);
+      const outcome = await email.sendTemplate(job.data, { finalAttempt: isFinalAttempt(job) });
       return { status: outcome.status, reason: outcome.reason };
     });
+    this.handle(JOBS.refreshBlocklist, () => blocklist.refresh(), { recordRun: true });
   }
 }

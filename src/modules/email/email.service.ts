@@ -6,21 +6,36 @@ import { AuditService, systemActor } from '../audit/audit.service.js';
 import { EmailRepository } from './email.repository.js';
 import { EmailTemplates } from './email.templates.js';
 import type { EmailKind, OutboundEmail, SendEmailJob } from './email.types.js';
-import { EmailProvider } from './providers/email-provider.js';
+import { EmailProvider, EmailSendError } from './providers/email-provider.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
 
 export type SkipReason = 'no_consent' | 'user_deleted' | 'disposable_address' | 'user_not_found';
 
 export interface SendOutcome {
-  status: 'sent' | 'skipped' | 'duplicate';
-  reason?: SkipReason;
+  status: 'sent' | 'skipped' | 'duplicate' | 'failed';
+  reason?: SkipReason | string;
   message?: EmailMessage;
+}
+
+export interface ComposeInput {
+  templateKey: string;
+  idempotencyKey: string;
+  data?: Record<string, string | number | boolean>;
+  tags?: Record<string, string>;
+  /** Add the unsubscribe headers and footer to a non-marketing message too (mail sent under consent). */
+  unsubscribe?: boolean;
+}
+
+/** What a message row keeps of the body: only the console provider stores it, for the developer. */
+export interface StoredBody {
+  html: string | null;
+  text: string | null;
 }
 
 /**
  * Sends one templated e-mail to one user: the consent gate (marketing only with consent, never to
  * soft-deleted users or disposable addresses), unsubscribe headers and footer on marketing mail, the
- * provider call with an idempotency key, and the email.sent / email.skipped audit entry.
+ * provider call with an idempotency key, and the email.sent / email.skipped / email.failed audit entry.
  */
 @Injectable()
 export class EmailService {
@@ -36,18 +51,25 @@ export class EmailService {
     private readonly audit: AuditService,
   ) {}
 
-  /** Why a user must not receive an e-mail of this kind, or null when they may. */
-  skipReason(user: User | null, kind: EmailKind, bypassConsent = false): SkipReason | null {
+  /**
+   * Why a user must not receive an e-mail of this kind, or null when they may. `bypassConsent` applies
+   * to transactional mail only; marketing mail always needs consent (the 409 rule keeps it so).
+   */
+  skipReason(user: User | null, kind: EmailKind): SkipReason | null {
     if (!user) return 'user_not_found';
     if (user.deletedAt) return 'user_deleted';
     if (kind === 'marketing') {
       if (user.emailDisposable) return 'disposable_address';
-      if (!user.marketingConsentGiven && !bypassConsent) return 'no_consent';
+      if (!user.marketingConsentGiven) return 'no_consent';
     }
     return null;
   }
 
-  async sendTemplate(job: SendEmailJob): Promise<SendOutcome> {
+  /**
+   * `finalAttempt`: the job will not be retried, so a transient provider failure is recorded as failed
+   * instead of thrown. A rejection by the provider is final at once.
+   */
+  async sendTemplate(job: SendEmailJob, options: { finalAttempt?: boolean } = {}): Promise<SendOutcome> {
     const previous = await this.repository.findByIdempotencyKey(this.prisma, job.idempotencyKey);
     if (previous && previous.status !== 'failed') return { status: 'duplicate', message: previous };
 
@@ -59,62 +81,111 @@ export class EmailService {
       return { status: 'skipped', reason: reason ?? 'user_not_found' };
     }
 
-    const message = this.compose(user, template.kind, job);
-    const { id } = await this.provider.send(message);
-    const row = await this.repository.record(this.prisma, {
-      userId: user.id,
-      toAddress: user.email,
-      templateKey: job.templateKey,
-      kind: template.kind,
-      subject: message.subject,
-      status: 'sent',
-      idempotencyKey: job.idempotencyKey,
-      providerMessageId: id,
-      // Bodies are kept only for the local console provider, where a developer reads them.
-      html: this.provider.name === 'console' ? message.html : null,
-      text: this.provider.name === 'console' ? message.text : null,
-    });
-    await this.audit.record(null, {
-      actor: systemActor('email'),
-      action: 'email.sent',
-      userId: user.identityUserId,
-      resourceType: 'email',
-      resourceId: row.id,
-      details: { template: job.templateKey, kind: template.kind },
-    });
+    const message = this.compose(user, job);
+    let providerMessageId: string | null;
+    try {
+      ({ id: providerMessageId } = await this.provider.send(message));
+    } catch (err) {
+      if (!(err instanceof EmailSendError) || (err.kind !== 'rejected' && !options.finalAttempt)) throw err;
+      const row = await this.recordOutcome(
+        user,
+        job,
+        template.kind,
+        message.subject,
+        'failed',
+        null,
+        err.message,
+      );
+      this.logger.warn({ template: job.templateKey, err: err.message }, 'e-mail failed');
+      return { status: 'failed', reason: err.message, message: row };
+    }
+    const row = await this.recordOutcome(
+      user,
+      job,
+      template.kind,
+      message.subject,
+      'sent',
+      providerMessageId,
+      null,
+      this.storedBody(message),
+    );
     return { status: 'sent', message: row };
   }
 
-  /** Renders a template for a user, with List-Unsubscribe headers and footer on marketing mail. */
+  /** Renders a template for a user, with List-Unsubscribe headers and the footer on marketing mail. */
   compose(
-    user: User,
-    kind: EmailKind,
-    job: Pick<SendEmailJob, 'templateKey' | 'idempotencyKey' | 'data'>,
-  ): OutboundEmail {
-    const rendered = this.templates.get(job.templateKey).render({
+    user: Pick<User, 'id' | 'email' | 'locale'>,
+    input: ComposeInput,
+  ): OutboundEmail & { kind: EmailKind } {
+    const { kind } = this.templates.get(input.templateKey);
+    const withUnsubscribe = kind === 'marketing' || input.unsubscribe === true;
+    const unsubscribeUrl = withUnsubscribe ? this.unsubscribe.url(user.id) : undefined;
+    const { subject, html, text } = this.templates.render(input.templateKey, {
       email: user.email,
       locale: user.locale,
       productName: this.config.project.projectSlug,
-      data: job.data ?? {},
+      data: input.data ?? {},
+      unsubscribeUrl,
     });
     const headers: Record<string, string> = {};
-    if (kind === 'marketing') {
-      const url = this.unsubscribe.url(user.id);
-      headers['List-Unsubscribe'] = `<${url}>`;
+    if (unsubscribeUrl) {
+      // RFC 8058: mail clients POST `List-Unsubscribe=One-Click` to this URL.
+      headers['List-Unsubscribe'] = `<${unsubscribeUrl}>`;
       headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
-      rendered.text += `\n\nUnsubscribe: ${url}`;
-      rendered.html = rendered.html.replace(
-        '</body>',
-        `<p style="font-size:12px;color:#666">Don't want these e-mails? <a href="${url}">Unsubscribe</a>.</p></body>`,
-      );
     }
     return {
-      ...rendered,
+      kind,
+      subject,
+      html,
+      text,
       to: user.email,
       from: this.config.email.from,
       headers,
-      idempotencyKey: job.idempotencyKey,
+      idempotencyKey: input.idempotencyKey,
+      tags: { template: input.templateKey, kind, ...input.tags },
     };
+  }
+
+  storedBody(message: Pick<OutboundEmail, 'html' | 'text'>): StoredBody {
+    // Bodies are kept only for the local console provider, where a developer reads them.
+    return this.provider.name === 'console'
+      ? { html: message.html, text: message.text }
+      : { html: null, text: null };
+  }
+
+  private async recordOutcome(
+    user: User,
+    job: SendEmailJob,
+    kind: EmailKind,
+    subject: string,
+    status: 'sent' | 'failed',
+    providerMessageId: string | null,
+    error: string | null,
+    body: StoredBody = { html: null, text: null },
+  ): Promise<EmailMessage> {
+    return this.prisma.$transaction(async (tx) => {
+      const row = await this.repository.record(tx, {
+        userId: user.id,
+        toAddress: user.email,
+        templateKey: job.templateKey,
+        kind,
+        subject,
+        status,
+        reason: error,
+        idempotencyKey: job.idempotencyKey,
+        providerMessageId,
+        ...body,
+      });
+      await this.audit.record(tx, {
+        actor: systemActor('email'),
+        action: status === 'sent' ? 'email.sent' : 'email.failed',
+        userId: user.identityUserId,
+        resourceType: 'email',
+        resourceId: row.id,
+        details: { template: job.templateKey, kind, ...(error ? { error } : {}) },
+      });
+      return row;
+    });
   }
 
   private async recordSkip(
@@ -123,25 +194,27 @@ export class EmailService {
     reason: SkipReason,
     user: User | null,
   ): Promise<void> {
-    const row = user
-      ? await this.repository.record(this.prisma, {
-          userId: user.id,
-          toAddress: user.email,
-          templateKey: job.templateKey,
-          kind,
-          subject: '',
-          status: 'skipped',
-          reason,
-          idempotencyKey: job.idempotencyKey,
-        })
-      : null;
-    await this.audit.record(null, {
-      actor: systemActor('email'),
-      action: 'email.skipped',
-      userId: user && !user.deletedAt ? user.identityUserId : (user?.identityUserId ?? null),
-      resourceType: 'email',
-      resourceId: row?.id ?? null,
-      details: { template: job.templateKey, kind, reason },
+    await this.prisma.$transaction(async (tx) => {
+      const row = user
+        ? await this.repository.record(tx, {
+            userId: user.id,
+            toAddress: user.email,
+            templateKey: job.templateKey,
+            kind,
+            subject: '',
+            status: 'skipped',
+            reason,
+            idempotencyKey: job.idempotencyKey,
+          })
+        : null;
+      await this.audit.record(tx, {
+        actor: systemActor('email'),
+        action: 'email.skipped',
+        userId: user?.identityUserId ?? null,
+        resourceType: 'email',
+        resourceId: row?.id ?? null,
+        details: { template: job.templateKey, kind, reason },
+      });
     });
     this.logger.debug({ template: job.templateKey, reason }, 'e-mail skipped');
   }

@@ -5,9 +5,10 @@ import { UsersModule } from '../users/users.module.js';
 import { EmailHooks } from './email.hooks.js';
 import { EmailModule } from './email.module.js';
 import { EmailProcessor } from './email.processor.js';
+import { EmailScheduler } from './email.scheduler.js';
 
 @Module({
   imports: [EmailModule, UsersModule, BullModule.registerQueue({ name: QUEUES.email })],
-  providers: [EmailProcessor, EmailHooks],
+  providers: [EmailProcessor, EmailHooks, EmailScheduler],
 })
 export class EmailWorkerModule {}

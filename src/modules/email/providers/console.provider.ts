@@ -2,11 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../../../config/app-config.js';
 import type { OutboundEmail } from '../email.types.js';
-import { EmailProvider } from './email-provider.js';
+import { EmailProvider, type SendResult } from './email-provider.js';
 
 /**
  * Local default: nothing leaves the machine. The message (with its body) is stored in email_messages by
- * EmailService; in development a short notice is printed so the developer knows where to look.
+ * the caller; in development a short notice is printed so the developer knows where to look.
  */
 @Injectable()
 export class ConsoleEmailProvider extends EmailProvider {
@@ -16,7 +16,7 @@ export class ConsoleEmailProvider extends EmailProvider {
     super();
   }
 
-  async send(message: OutboundEmail): Promise<{ id: string }> {
+  async send(message: OutboundEmail): Promise<SendResult> {
     const id = `console_${randomUUID()}`;
     if (this.config.env === 'development') {
       process.stdout.write(
@@ -27,5 +27,11 @@ export class ConsoleEmailProvider extends EmailProvider {
       );
     }
     return { id };
+  }
+
+  async sendBatch(messages: OutboundEmail[]): Promise<SendResult[]> {
+    const results: SendResult[] = [];
+    for (const message of messages) results.push(await this.send(message));
+    return results;
   }
 }

@@ -1,7 +1,53 @@
 import type { OutboundEmail } from '../email.types.js';
 
+/** Resend's batch endpoint takes at most 100 messages per call. */
+export const MAX_BATCH_SIZE = 100;
+
+/**
+ * Why a send failed, as far as the caller's next move is concerned:
+ * - `rejected`: the provider refused these messages (400/409/422); resending the same thing fails again.
+ * - `server_error`: the provider answered 5xx after the retries; it did not accept the request.
+ * - `unavailable`: rate limited after the retries, unreachable, or timed out; the request may or may not
+ *   have been accepted, so only a retry with the same idempotency key is safe.
+ * - `misconfigured`: our credentials or endpoint are wrong (401/403/404); nothing will get through.
+ */
+export type SendFailureKind = 'rejected' | 'server_error' | 'unavailable' | 'misconfigured';
+
+export class EmailSendError extends Error {
+  constructor(
+    readonly kind: SendFailureKind,
+    readonly httpStatus: number | null,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'EmailSendError';
+  }
+}
+
+export interface SendOptions {
+  /** Cancels the request (a worker shutting down). */
+  signal?: AbortSignal;
+}
+
+/** A provider message id, or null when the provider accepted but its answer did not match the contract. */
+export interface SendResult {
+  id: string | null;
+}
+
 /** The e-mail provider port. `console` locally, `resend` (Resend-shaped HTTP API) when deployed. */
 export abstract class EmailProvider {
   abstract readonly name: string;
-  abstract send(message: OutboundEmail): Promise<{ id: string }>;
+
+  /** One message; `message.idempotencyKey` makes a retried send deliver once. Throws EmailSendError. */
+  abstract send(message: OutboundEmail, options?: SendOptions): Promise<SendResult>;
+
+  /**
+   * Up to MAX_BATCH_SIZE messages in one request, all or nothing (Resend's strict batch mode). Results
+   * are in request order. Throws EmailSendError.
+   */
+  abstract sendBatch(
+    messages: OutboundEmail[],
+    idempotencyKey: string,
+    options?: SendOptions,
+  ): Promise<SendResult[]>;
 }

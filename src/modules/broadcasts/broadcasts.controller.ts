@@ -1,0 +1,51 @@
+import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBearerAuth,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import type { User } from '../../generated/prisma/client.js';
+import { AdminOnly } from '../auth/admin.guard.js';
+import { BroadcastsService } from './broadcasts.service.js';
+import { BroadcastListDto, BroadcastResponseDto } from './dto/broadcast-response.dto.js';
+import { CreateBroadcastDto } from './dto/create-broadcast.dto.js';
+import { ListBroadcastsQueryDto } from './dto/list-broadcasts.dto.js';
+
+@ApiTags('admin')
+@ApiBearerAuth()
+@ApiForbiddenResponse({ description: 'Not an administrator.' })
+@AdminOnly()
+@Controller('admin/broadcasts')
+export class BroadcastsController {
+  constructor(private readonly broadcasts: BroadcastsService) {}
+
+  @Post()
+  @ApiCreatedResponse({
+    type: BroadcastResponseDto,
+    description: 'The run, queued; the dispatcher is enqueued.',
+  })
+  @ApiBadRequestResponse({ description: 'Invalid body, unknown template or tier, empty date range.' })
+  @ApiConflictResponse({ description: 'A marketing template with bypass_consent true.' })
+  create(@CurrentUser() admin: User, @Body() body: CreateBroadcastDto): Promise<BroadcastResponseDto> {
+    return this.broadcasts.create(admin, body);
+  }
+
+  @Get()
+  @ApiOkResponse({ type: BroadcastListDto, description: 'Newest first.' })
+  list(@Query() query: ListBroadcastsQueryDto): Promise<BroadcastListDto> {
+    return this.broadcasts.list(query.page, query.page_size);
+  }
+
+  @Get(':id')
+  @ApiOkResponse({ type: BroadcastResponseDto })
+  @ApiNotFoundResponse()
+  get(@Param('id') id: string): Promise<BroadcastResponseDto> {
+    return this.broadcasts.get(id);
+  }
+}

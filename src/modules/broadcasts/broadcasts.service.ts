@@ -1,0 +1,118 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config.js';
+import { ConflictError, NotFoundError, ValidationError } from '../../common/errors/app-error.js';
+import { PrismaService } from '../../infra/prisma/prisma.service.js';
+import { OutboxService } from '../../infra/queue/outbox.service.js';
+import { JOBS } from '../../infra/queue/queues.js';
+import type { BroadcastRun, User } from '../../generated/prisma/client.js';
+import { AuditService, userActor } from '../audit/audit.service.js';
+import { EmailTemplates } from '../email/email.templates.js';
+import { normalizeAudience, storedAudience } from './audience.js';
+import { BroadcastsRepository } from './broadcasts.repository.js';
+import type { BroadcastListDto, BroadcastResponseDto } from './dto/broadcast-response.dto.js';
+import type { CreateBroadcastDto } from './dto/create-broadcast.dto.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const broadcastJobId = (runId: string) => `broadcast-${runId}`;
+
+export function toResponse(run: BroadcastRun): BroadcastResponseDto {
+  return {
+    id: run.id,
+    status: run.status,
+    template_key: run.templateKey,
+    kind: run.kind,
+    audience: storedAudience(run.audience),
+    bypass_consent: run.bypassConsent,
+    counts: {
+      recipients: run.recipientsTotal,
+      sent: run.sentCount,
+      failed: run.failedCount,
+      skipped: run.skippedCount,
+    },
+    created_by: run.createdBy,
+    created_at: run.createdAt.toISOString(),
+    started_at: run.startedAt?.toISOString() ?? null,
+    finished_at: run.finishedAt?.toISOString() ?? null,
+    error: run.error,
+  };
+}
+
+/** Admin broadcasts: create a run (queued + audit + dispatcher job in one transaction), list, show. */
+@Injectable()
+export class BroadcastsService {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly prisma: PrismaService,
+    private readonly repository: BroadcastsRepository,
+    private readonly templates: EmailTemplates,
+    private readonly audit: AuditService,
+    private readonly outbox: OutboxService,
+  ) {}
+
+  async create(admin: User, dto: CreateBroadcastDto): Promise<BroadcastResponseDto> {
+    if (!this.templates.has(dto.template_key)) {
+      throw new ValidationError(
+        'Unknown e-mail template.',
+        [{ field: 'template_key', message: `known templates: ${this.templates.keys().join(', ')}` }],
+        'unknown_template',
+      );
+    }
+    const { kind } = this.templates.get(dto.template_key);
+    const bypassConsent = dto.bypass_consent ?? false;
+    if (kind === 'marketing' && bypassConsent) {
+      throw new ConflictError(
+        'Marketing e-mail is sent only with consent; bypass_consent is not allowed.',
+        'consent_required',
+      );
+    }
+    const audience = normalizeAudience(dto.audience, Object.keys(this.config.project.tiers));
+    const actor = userActor(admin.identityUserId);
+
+    const { run, outboxId } = await this.prisma.$transaction(async (tx) => {
+      const created = await this.repository.create(tx, {
+        templateKey: dto.template_key,
+        kind,
+        audience: { ...audience },
+        bypassConsent,
+        createdBy: actor,
+      });
+      await this.audit.record(tx, {
+        actor,
+        action: 'broadcast.queued',
+        userId: admin.identityUserId,
+        resourceType: 'broadcast',
+        resourceId: created.id,
+        details: {
+          template: dto.template_key,
+          kind,
+          bypass_consent: bypassConsent,
+          audience_tiers: audience.tiers,
+          audience_locales: audience.locales,
+          audience_signed_up_after: audience.signed_up_after,
+          audience_signed_up_before: audience.signed_up_before,
+        },
+      });
+      const id = await this.outbox.add(
+        tx,
+        JOBS.dispatchBroadcast,
+        { runId: created.id },
+        broadcastJobId(created.id),
+      );
+      return { run: created, outboxId: id };
+    });
+    await this.outbox.dispatch([outboxId]);
+    return toResponse(run);
+  }
+
+  async list(page = 1, pageSize = 50): Promise<BroadcastListDto> {
+    const { items, total } = await this.repository.list(this.prisma, (page - 1) * pageSize, pageSize);
+    return { items: items.map(toResponse), total, page, page_size: pageSize };
+  }
+
+  async get(id: string): Promise<BroadcastResponseDto> {
+    const run = UUID.test(id) ? await this.repository.findById(this.prisma, id) : null;
+    if (!run) throw new NotFoundError('The broadcast does not exist.');
+    return toResponse(run);
+  }
+}

@@ -1,0 +1,64 @@
+import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiConsumes,
+  ApiOkResponse,
+  ApiProduces,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { Public } from '../../common/decorators/public.decorator.js';
+import { UnsubscribeService } from './unsubscribe.service.js';
+import { confirmationPage, unsubscribedPage } from './unsubscribe.pages.js';
+
+const TOKEN_QUERY = {
+  name: 't',
+  required: true,
+  description: 'HMAC-signed unsubscribe token from the e-mail',
+};
+
+/** Public: the token in `t` is the only authentication (spec: the one public route under /api/v1). */
+@ApiTags('email')
+@Public()
+@Controller('email')
+export class UnsubscribeController {
+  constructor(private readonly unsubscribe: UnsubscribeService) {}
+
+  @Get('unsubscribe')
+  @ApiQuery(TOKEN_QUERY)
+  @ApiProduces('text/html')
+  @ApiOkResponse({ description: 'A confirmation page whose button POSTs; nothing changes on GET.' })
+  @ApiBadRequestResponse({ description: 'Invalid or tampered token (problem+json).' })
+  page(@Query('t') token: unknown, @Res({ passthrough: true }) res: Response): string {
+    this.unsubscribe.check(token);
+    res.type('html').setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Robots-Tag', 'noindex');
+    return confirmationPage(token as string);
+  }
+
+  /**
+   * RFC 8058 one-click: mail clients POST `List-Unsubscribe=One-Click` form-encoded or as multipart.
+   * The body carries nothing we need (the token authenticates), so it is not required or parsed.
+   */
+  @Post('unsubscribe')
+  @HttpCode(200)
+  @ApiQuery(TOKEN_QUERY)
+  @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data')
+  @ApiOkResponse({ description: 'Unsubscribed (also when already unsubscribed). No redirect.' })
+  @ApiBadRequestResponse({ description: 'Invalid or tampered token (problem+json); nothing changes.' })
+  async oneClick(
+    @Query('t') token: unknown,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<string | { unsubscribed: true }> {
+    await this.unsubscribe.unsubscribe(token);
+    res.setHeader('Cache-Control', 'no-store');
+    // The confirmation page's form gets a page back; mail clients and API callers get JSON.
+    if (req.accepts(['json', 'html']) === 'html') {
+      res.type('html');
+      return unsubscribedPage();
+    }
+    return { unsubscribed: true };
+  }
+}

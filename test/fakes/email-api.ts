@@ -1,0 +1,233 @@
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+  type Server,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeRequest {
+  /** Date.now() when the request arrived. */
+  at: number;
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: unknown;
+  status: number | 'hung';
+}
+
+export interface Delivery {
+  id: string;
+  to: string;
+  from: string;
+  subject: string;
+  html: string;
+  text: string;
+  headers: Record<string, string>;
+  tags: { name: string; value: string }[];
+  idempotencyKey: string | null;
+  at: number;
+}
+
+interface ResendMessage {
+  from?: unknown;
+  to?: unknown;
+  subject?: unknown;
+  html?: unknown;
+  text?: unknown;
+  headers?: Record<string, string>;
+  tags?: { name: string; value: string }[];
+}
+
+/**
+ * A local e-mail provider speaking the Resend shape: `POST /emails` -> `{id}`, `POST /emails/batch`
+ * (<= 100, all or nothing) -> `{data: [{id}]}`, Bearer auth, Idempotency-Key replays (same key + same
+ * body = same answer, nothing delivered again; same key + other body = 409). It records every request
+ * with its arrival time and every delivered message, and can misbehave on demand.
+ */
+export class FakeEmailApi {
+  readonly requests: FakeRequest[] = [];
+  readonly deliveries: Delivery[] = [];
+  apiKey = 'test-email-api-key';
+  url = '';
+  /** Headers added to every answer (e.g. ratelimit-remaining / ratelimit-reset). */
+  extraHeaders: Record<string, string> = {};
+
+  private server!: Server;
+  private failures: { status: number; headers: Record<string, string> }[] = [];
+  private rejected = new Map<string, number>();
+  private hangAfterCount: number | null = null;
+  private readonly hung: ServerResponse[] = [];
+  private readonly replays = new Map<string, { bodyHash: string; status: number; answer: unknown }>();
+
+  static async start(): Promise<FakeEmailApi> {
+    const fake = new FakeEmailApi();
+    fake.server = createServer((req, res) => void fake.handle(req, res));
+    await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve));
+    fake.url = `http://127.0.0.1:${(fake.server.address() as AddressInfo).port}`;
+    return fake;
+  }
+
+  /** The next `count` requests fail with `status` (default 503, `Retry-After: 0` so tests stay fast). */
+  failNext(count: number, status = 503, headers: Record<string, string> = { 'retry-after': '0' }): void {
+    for (let i = 0; i < count; i += 1) this.failures.push({ status, headers });
+  }
+
+  /** Any request carrying this address is refused with `status` (422: Resend's validation error). */
+  rejectAddress(address: string, status = 422): void {
+    this.rejected.set(address.toLowerCase(), status);
+  }
+
+  /**
+   * After `count` more answered requests, the provider takes requests (and delivers them) but never
+   * answers: the connection hangs, as when a worker dies mid-request.
+   */
+  hangAfter(count: number): void {
+    this.hangAfterCount = count;
+  }
+
+  /** Answers normally again (requests already hanging stay so until reset or close). */
+  stopHanging(): void {
+    this.hangAfterCount = null;
+  }
+
+  get hungCount(): number {
+    return this.hung.length;
+  }
+
+  reset(): void {
+    this.requests.length = 0;
+    this.deliveries.length = 0;
+    this.failures = [];
+    this.rejected.clear();
+    this.hangAfterCount = null;
+    this.extraHeaders = {};
+    this.releaseHung();
+  }
+
+  /** Deliveries per recipient address. */
+  deliveredTo(address: string): Delivery[] {
+    return this.deliveries.filter((d) => d.to === address.toLowerCase());
+  }
+
+  async close(): Promise<void> {
+    this.releaseHung();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private releaseHung(): void {
+    for (const res of this.hung.splice(0)) res.destroy();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    let body: unknown;
+    try {
+      body = raw ? JSON.parse(raw) : null;
+    } catch {
+      body = raw;
+    }
+    const entry: FakeRequest = {
+      at: Date.now(),
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      body,
+      status: 0,
+    };
+    this.requests.push(entry);
+    const answer = (status: number, json: unknown, headers: Record<string, string> = {}) => {
+      entry.status = status;
+      res.writeHead(status, { 'content-type': 'application/json', ...this.extraHeaders, ...headers });
+      res.end(JSON.stringify(json));
+    };
+
+    if (req.method !== 'POST' || (entry.path !== '/emails' && entry.path !== '/emails/batch')) {
+      return answer(404, { statusCode: 404, name: 'not_found', message: 'Not found' });
+    }
+    if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
+      return answer(401, { statusCode: 401, name: 'missing_api_key', message: 'Missing API key' });
+    }
+    const failure = this.failures.shift();
+    if (failure)
+      return answer(
+        failure.status,
+        { statusCode: failure.status, name: 'application_error', message: 'Try again' },
+        failure.headers,
+      );
+
+    const batch = entry.path === '/emails/batch';
+    const messages = (batch ? body : [body]) as ResendMessage[];
+    if (!Array.isArray(messages) || messages.length === 0 || messages.length > 100) {
+      return answer(422, {
+        statusCode: 422,
+        name: 'validation_error',
+        message: 'A batch holds 1 to 100 e-mails',
+      });
+    }
+    for (const [index, message] of messages.entries()) {
+      const to = Array.isArray(message?.to) ? message.to : [message?.to];
+      const invalid =
+        typeof message?.from !== 'string' ||
+        typeof message?.subject !== 'string' ||
+        typeof to[0] !== 'string';
+      const rejected = to.map((t) => this.rejected.get(String(t).toLowerCase())).find((s) => s !== undefined);
+      if (invalid || rejected) {
+        const status = rejected ?? 422;
+        return answer(status, {
+          statusCode: status,
+          name: 'validation_error',
+          message: `Email ${index}: invalid recipient`,
+        });
+      }
+    }
+
+    const key = typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : null;
+    const bodyHash = createHash('sha256').update(raw).digest('hex');
+    if (key) {
+      const seen = this.replays.get(`${entry.path} ${key}`);
+      if (seen && seen.bodyHash !== bodyHash) {
+        return answer(409, {
+          statusCode: 409,
+          name: 'invalid_idempotent_request',
+          message: 'Key reused with another body',
+        });
+      }
+      if (seen) return answer(seen.status, seen.answer);
+    }
+
+    const ids = messages.map((message) => {
+      const id = randomUUID();
+      this.deliveries.push({
+        id,
+        to: String(Array.isArray(message.to) ? message.to[0] : message.to).toLowerCase(),
+        from: String(message.from),
+        subject: String(message.subject),
+        html: String(message.html ?? ''),
+        text: String(message.text ?? ''),
+        headers: message.headers ?? {},
+        tags: message.tags ?? [],
+        idempotencyKey: key,
+        at: entry.at,
+      });
+      return { id };
+    });
+    const result = batch ? { data: ids } : ids[0];
+    if (key) this.replays.set(`${entry.path} ${key}`, { bodyHash, status: 200, answer: result });
+
+    if (this.hangAfterCount !== null) {
+      if (this.hangAfterCount <= 0) {
+        entry.status = 'hung';
+        this.hung.push(res);
+        return;
+      }
+      this.hangAfterCount -= 1;
+    }
+    answer(200, result);
+  }
+}
