@@ -3,13 +3,14 @@ import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import type { AppConfig } from '../config/app-config.js';
 import { ProblemDetailsFilter } from '../common/filters/problem-details.filter.js';
 import { createValidationPipe } from '../common/validation/validation.pipe.js';
+import { AdminMetricsHttpModule } from '../modules/admin/metrics/admin-metrics.http.module.js';
 import { AuthModule } from '../modules/auth/auth.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { UsersModule } from '../modules/users/users.module.js';
 import { CoreModule, type CoreOptions } from './core.module.js';
 
 /** Feature modules that serve HTTP routes. Controllers live only here, processors only in the worker. */
-export const API_FEATURE_MODULES = [UsersModule];
+export const API_FEATURE_MODULES = [UsersModule, AdminMetricsHttpModule];
 
 @Module({})
 export class ApiModule {
