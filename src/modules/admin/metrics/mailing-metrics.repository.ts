@@ -16,11 +16,6 @@ export interface UnsubscribedRow {
   unsubscribed_30d: number;
 }
 
-export interface ConsentRow {
-  users: number;
-  consented: number;
-}
-
 export interface BroadcastRunRow {
   id: string;
   status: string;
@@ -60,15 +55,6 @@ export class MailingMetricsRepository {
              count(DISTINCT user_id)::int AS unsubscribed_30d
       FROM email_consent_events
       WHERE created_at > ${w.since30d} AND created_at <= ${w.now} AND given = false`;
-    return row;
-  }
-
-  /** Consent among the users who can be mailed at all (not soft-deleted). */
-  async consent(w: MetricWindows): Promise<ConsentRow> {
-    const [row] = await this.prisma.$queryRaw<ConsentRow[]>`
-      SELECT count(*)::int AS users, count(*) FILTER (WHERE marketing_consent_given)::int AS consented
-      FROM users
-      WHERE deleted_at IS NULL AND created_at <= ${w.now}`;
     return row;
   }
 

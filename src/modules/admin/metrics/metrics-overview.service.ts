@@ -25,28 +25,26 @@ export class MetricsOverviewService {
   async overview(): Promise<MetricsOverviewDto> {
     const w = windowsEndingAt(this.clock.now());
     const leadMagnets = Object.entries(this.config.project.leadMagnetPrefixes);
-    const [groups, money, emails, unsubscribed, consent, broadcast, activity, sources, leads] =
-      await Promise.all([
-        this.revenue.subscriptionGroups(w),
-        this.revenue.moneyLast30Days(w),
-        this.mailing.emailCounts(w),
-        this.mailing.unsubscribed(w),
-        this.mailing.consent(w),
-        this.mailing.lastBroadcast(w),
-        this.users.activity(w),
-        this.users.signupsBySource(w),
-        leadMagnets.length > 0
-          ? this.users.leadMagnets(
-              w,
-              leadMagnets.map(([, prefix]) => prefix),
-            )
-          : Promise.resolve([]),
-      ]);
+    const [groups, money, emails, unsubscribed, broadcast, live, sources, leads] = await Promise.all([
+      this.revenue.subscriptionGroups(w),
+      this.revenue.moneyLast30Days(w),
+      this.mailing.emailCounts(w),
+      this.mailing.unsubscribed(w),
+      this.mailing.lastBroadcast(w),
+      this.users.liveUsers(w),
+      this.users.signupsBySource(w),
+      leadMagnets.length > 0
+        ? this.users.leadMagnets(
+            w,
+            leadMagnets.map(([, prefix]) => prefix),
+          )
+        : Promise.resolve([]),
+    ]);
     return {
       generated_at: w.now.toISOString(),
       revenue: revenueSection(groups, money),
-      mailing: mailingSection(emails, unsubscribed, consent, broadcast),
-      activity: { ...activity, dau_mau_ratio: ratio(activity.dau, activity.mau) },
+      mailing: mailingSection(emails, unsubscribed, live, broadcast),
+      activity: { dau: live.dau, wau: live.wau, mau: live.mau, dau_mau_ratio: ratio(live.dau, live.mau) },
       acquisition: {
         last_7_days: acquisitionWindow(sources, '7d'),
         last_30_days: acquisitionWindow(sources, '30d'),

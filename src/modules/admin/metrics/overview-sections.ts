@@ -5,16 +5,11 @@ import type {
   MrrCurrencyDto,
   RevenueSectionDto,
 } from './dto/metrics-overview.dto.js';
-import type {
-  BroadcastRunRow,
-  ConsentRow,
-  EmailCountsRow,
-  UnsubscribedRow,
-} from './mailing-metrics.repository.js';
+import type { BroadcastRunRow, EmailCountsRow, UnsubscribedRow } from './mailing-metrics.repository.js';
 import { ratio, topWithOther } from './metric-windows.js';
 import { monthlyAmount } from './mrr.js';
 import type { MoneyRow, SubscriptionGroupRow } from './revenue-metrics.repository.js';
-import type { LeadMagnetRow, SignupSourceRow } from './user-metrics.repository.js';
+import type { LeadMagnetRow, LiveUsersRow, SignupSourceRow } from './user-metrics.repository.js';
 
 /** Statuses that bring money every month. TRIALING has paid nothing yet; PAUSED and CANCELED bill nothing. */
 const MRR_STATUSES = new Set(['ACTIVE', 'PAST_DUE']);
@@ -96,7 +91,7 @@ export function revenueSection(groups: SubscriptionGroupRow[], money: MoneyRow[]
 export function mailingSection(
   emails: EmailCountsRow,
   unsubscribed: UnsubscribedRow,
-  consent: ConsentRow,
+  consent: Pick<LiveUsersRow, 'users' | 'consented'>,
   broadcast: BroadcastRunRow | null,
 ): MailingSectionDto {
   return {

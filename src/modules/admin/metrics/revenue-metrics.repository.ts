@@ -27,7 +27,10 @@ export interface MoneyRow {
   amount: number;
 }
 
-/** Payment statuses that mean the money was collected (one row per provider transaction). */
+/**
+ * Payment statuses that mean the money was collected (one row per provider transaction). The partial index
+ * payments_collected_user_id_idx repeats this list: change both together.
+ */
 export const COLLECTED_PAYMENT_STATUSES = ['completed', 'paid'];
 
 @Injectable()

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { DAY_MS, ratio, topWithOther, windowsEndingAt } from './metric-windows.js';
 import { monthlyAmount } from './mrr.js';
+import { coveringPrefixes, likePrefix } from './user-metrics.repository.js';
 
 describe('windowsEndingAt', () => {
   it('derives every bound from the one instant given, in whole 24 h days', () => {
@@ -60,5 +61,17 @@ describe('monthlyAmount', () => {
     expect(monthlyAmount(1000, 'month', 0)).toBe(1000);
     expect(monthlyAmount(1000, 'fortnight', 1)).toBeNull();
     expect(monthlyAmount(1000, null, 1)).toBeNull();
+  });
+});
+
+describe('lead-magnet prefixes', () => {
+  it('escapes LIKE wildcards so a prefix matches literally', () => {
+    expect(likePrefix('lm_')).toBe('lm\\_%');
+    expect(likePrefix('50%_off\\x')).toBe('50\\%\\_off\\\\x%');
+  });
+
+  it('keeps only the prefixes no shorter prefix already covers', () => {
+    expect(coveringPrefixes(['lm_ebook_', 'lm_', 'pod_', 'lm_webinar', 'pod_'])).toEqual(['lm_', 'pod_']);
+    expect(coveringPrefixes(['a', 'b'])).toEqual(['a', 'b']);
   });
 });
