@@ -51,6 +51,7 @@ async function explainAll(client) {
   const { MailingMetricsRepository } = await dist('modules/admin/metrics/mailing-metrics.repository.js');
   const { UserMetricsRepository } = await dist('modules/admin/metrics/user-metrics.repository.js');
   const { AdminStatsRepository } = await dist('modules/admin/metrics/admin-stats.repository.js');
+  let lastPlan;
   const explaining = {
     $queryRaw: async (strings, ...values) => {
       const sql = Prisma.sql(strings, ...values);
@@ -59,8 +60,9 @@ async function explainAll(client) {
         `EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) ${sql.text}`,
         sql.values,
       );
-      // Shaped like a result set: repositories read rows[0] or the whole list.
-      return [rows[0]['QUERY PLAN'][0]];
+      lastPlan = rows[0]['QUERY PLAN'][0];
+      // Shaped like a one-row result set; the repositories' mapping of it is ignored.
+      return [lastPlan];
     },
   };
   const revenue = new RevenueMetricsRepository(explaining);
@@ -87,7 +89,8 @@ async function explainAll(client) {
   console.log('\nquery plans (EXPLAIN ANALYZE, warm cache):');
   for (const [name, run] of Object.entries(queries)) {
     await run(); // warm the cache first, as the API's repeated requests do
-    const [plan] = [await run()].flat();
+    await run();
+    const plan = lastPlan;
     const nodes = planNodes(plan.Plan);
     const scans = nodes
       .filter((n) => n['Relation Name'])
