@@ -204,6 +204,29 @@ describe('GET /admin/metrics/overview', () => {
     expect(refused.headers['cache-control']).not.toBe('private, max-age=60');
   });
 
+  it('documents both responses in the OpenAPI document', async () => {
+    const res = await api.http.get('/docs/openapi.json');
+    expect(res.status).toBe(200);
+    const { paths, components } = res.body;
+    expect(
+      paths['/api/v1/admin/metrics/overview'].get.responses['200'].content['application/json'].schema,
+    ).toEqual({
+      $ref: '#/components/schemas/MetricsOverviewDto',
+    });
+    expect(paths['/api/v1/admin/stats'].get.responses['200']).toBeDefined();
+    expect(Object.keys(components.schemas.MetricsOverviewDto.properties).sort()).toEqual([
+      'acquisition',
+      'activity',
+      'generated_at',
+      'lead_magnet',
+      'mailing',
+      'revenue',
+    ]);
+    expect(components.schemas.RevenueSectionDto.properties.mrr.additionalProperties).toEqual({
+      $ref: '#/components/schemas/MrrCurrencyDto',
+    });
+  });
+
   describe('access', () => {
     it('answers 401 without a token', async () => {
       expect((await api.http.get(OVERVIEW)).status).toBe(401);
