@@ -12,23 +12,24 @@ const HOUR = 3_600_000;
 describe('GET /admin/stats', () => {
   let env: TestEnv;
   let api: ApiApp;
-  let admin: string;
+
+  // A fresh token per request: tokens live 60 s and a slow run must not outlive them.
+  const asAdmin = () => api.bearer('user_admin', 'admin@example.com');
 
   beforeAll(async () => {
     env = await TestEnv.create();
     api = await env.startApi();
-    admin = await api.bearer('user_admin', 'admin@example.com');
   });
   afterAll(() => env.close());
 
   const stats = async (app: ApiApp = api) => {
-    const res = await app.http.get(STATS).set('Authorization', admin);
+    const res = await app.http.get(STATS).set('Authorization', await asAdmin());
     expect(res.status).toBe(200);
     return res;
   };
 
   it('counts small tables exactly and big ones from the planner statistics', async () => {
-    await api.http.get(STATS).set('Authorization', admin); // the admin's own row exists from here on
+    await api.http.get(STATS).set('Authorization', await asAdmin()); // the admin's own row exists from here on
     await api.prisma.user.createMany({
       data: [1, 2].map((i) => ({ identityUserId: `seed_${i}`, email: `s${i}@example.com` })),
     });

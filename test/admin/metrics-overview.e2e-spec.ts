@@ -25,7 +25,9 @@ describe('GET /admin/metrics/overview', () => {
   let withLeadMagnets: ApiApp;
   let clock: FixedClock;
   let ids: Record<string, string>;
-  let admin: string;
+
+  // A fresh token per request: tokens live 60 s and a slow run must not outlive them.
+  const asAdmin = () => api.bearer('user_admin', 'admin@example.com');
 
   beforeAll(async () => {
     env = await TestEnv.create();
@@ -37,12 +39,11 @@ describe('GET /admin/metrics/overview', () => {
       config: env.configWith({ LEAD_MAGNET_PREFIXES: 'lead_magnet:lm_,ebook:lm_ebook_,podcast:pod_' }),
     });
     ids = await seedOverviewDataset(api.prisma);
-    admin = await api.bearer('user_admin', 'admin@example.com');
   });
   afterAll(() => env.close());
 
   const overview = async (app: ApiApp = api) => {
-    const res = await app.http.get(OVERVIEW).set('Authorization', admin);
+    const res = await app.http.get(OVERVIEW).set('Authorization', await asAdmin());
     expect(res.status).toBe(200);
     return res.body;
   };
@@ -173,7 +174,7 @@ describe('GET /admin/metrics/overview', () => {
   it('moves every window with the clock: 1 ms later the boundary rows change sides', async () => {
     const later = new FixedClock(new Date(NOW.getTime() + 1));
     const app = await env.startApi({ override: (b) => b.overrideProvider(Clock).useValue(later) });
-    const res = await app.http.get(OVERVIEW).set('Authorization', admin);
+    const res = await app.http.get(OVERVIEW).set('Authorization', await asAdmin());
     expect(res.status).toBe(200);
     const body = res.body;
     // Rows stamped NOW + 1 ms come in; rows 1 ms inside a window at NOW sit exactly on its edge and drop out.
@@ -194,7 +195,7 @@ describe('GET /admin/metrics/overview', () => {
   });
 
   it('sends Cache-Control: private, max-age=60 (and Vary: Authorization) on the overview only', async () => {
-    const res = await api.http.get(OVERVIEW).set('Authorization', admin);
+    const res = await api.http.get(OVERVIEW).set('Authorization', await asAdmin());
     expect(res.headers['cache-control']).toBe('private, max-age=60');
     expect(res.headers.vary).toMatch(/Authorization/);
     const refused = await api.http
