@@ -5,6 +5,3 @@
 -- included columns make the scan index-only.
 CREATE INDEX "users_provenance_prefix_idx" ON "users"("provenance" text_pattern_ops) INCLUDE ("created_at", "id") WHERE "provenance" IS NOT NULL;
 
--- Lead-magnet paid conversions: the users with a collected payment, read index-only in user order (no
--- hash of every payment). The predicate mirrors COLLECTED_PAYMENT_STATUSES in revenue-metrics.repository.ts.
-CREATE INDEX "payments_collected_user_id_idx" ON "payments"("user_id") INCLUDE ("occurred_at") WHERE "status" IN ('completed', 'paid');

@@ -27,10 +27,7 @@ export interface MoneyRow {
   amount: number;
 }
 
-/**
- * Payment statuses that mean the money was collected (one row per provider transaction). The partial index
- * payments_collected_user_id_idx repeats this list: change both together.
- */
+/** Payment statuses that mean the money was collected (one row per provider transaction). */
 export const COLLECTED_PAYMENT_STATUSES = ['completed', 'paid'];
 
 @Injectable()
