@@ -4,6 +4,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { ProblemDetailsFilter } from '../common/filters/problem-details.filter.js';
 import { createValidationPipe } from '../common/validation/validation.pipe.js';
 import { MetricsServer } from '../infra/metrics/metrics.server.js';
+import { AdminMetricsHttpModule } from '../modules/admin/metrics/admin-metrics.http.module.js';
 import { AdminDirectoryModule } from '../modules/admin/directory/admin-directory.module.js';
 import { AiHttpModule } from '../modules/ai/ai.http.module.js';
 import { ApiKeysHttpModule } from '../modules/api-keys/api-keys.http.module.js';
@@ -32,6 +33,7 @@ export const API_FEATURE_MODULES = [
   AiHttpModule,
   EmailHttpModule,
   BroadcastsHttpModule,
+  AdminMetricsHttpModule,
 ];
 
 @Module({})

@@ -1,0 +1,97 @@
+import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
+
+export class TableCountDto {
+  count!: number;
+  /** false: the planner's estimate (pg_class / pg_stat), used for big tables instead of a full count. */
+  exact!: boolean;
+}
+
+export class QueueCountsDto {
+  waiting!: number;
+  active!: number;
+  delayed!: number;
+  prioritized!: number;
+  waiting_children!: number;
+  /** The queue itself is paused (no job is picked up). */
+  paused!: boolean;
+  /** Failed jobs kept (retention 7 days). */
+  failed!: number;
+  /** Completed jobs kept (retention 24 h). */
+  completed!: number;
+  /** Jobs that failed for good (retries exhausted) in the last 24 h. */
+  failed_last_24h!: number;
+}
+
+export class QueuesDto {
+  /** false when Redis did not answer: the rest of the report is still served. */
+  available!: boolean;
+  @ApiProperty({ type: String, nullable: true })
+  error!: string | null;
+  @ApiProperty({ type: Number, nullable: true })
+  failed_last_24h!: number | null;
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    additionalProperties: { $ref: getSchemaPath(QueueCountsDto) },
+    description: 'Per queue name; null when unavailable',
+  })
+  by_name!: Record<string, QueueCountsDto> | null;
+}
+
+export class JobRunDto {
+  name!: string;
+  /** running | ok | failed */
+  @ApiProperty({ type: String, nullable: true })
+  last_status!: string | null;
+  @ApiProperty({ type: String, nullable: true })
+  last_started_at!: string | null;
+  @ApiProperty({ type: String, nullable: true })
+  last_finished_at!: string | null;
+  @ApiProperty({ type: Number, nullable: true })
+  last_duration_ms!: number | null;
+  @ApiProperty({ type: String, nullable: true })
+  last_error!: string | null;
+  runs!: number;
+}
+
+export class WebhookStatusCountsDto {
+  received!: number;
+  processed!: number;
+  failed!: number;
+  skipped!: number;
+  total!: number;
+}
+
+export class WebhooksDto {
+  by_status!: WebhookStatusCountsDto;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { $ref: getSchemaPath(WebhookStatusCountsDto) },
+    description: 'Per provider (billing, identity)',
+  })
+  by_provider!: Record<string, WebhookStatusCountsDto>;
+  /** Archived events whose processing failed, received in the last 24 h. */
+  failed_last_24h!: number;
+}
+
+export class OutboxDto {
+  /** Jobs written but not yet pushed to the queue (the relay retries them). */
+  pending!: number;
+  @ApiProperty({ type: String, nullable: true })
+  oldest_pending_at!: string | null;
+}
+
+export class AdminStatsDto {
+  generated_at!: string;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { $ref: getSchemaPath(TableCountDto) },
+    description: 'Row count per table',
+  })
+  tables!: Record<string, TableCountDto>;
+  queues!: QueuesDto;
+  @ApiProperty({ type: () => [JobRunDto] })
+  scheduled_jobs!: JobRunDto[];
+  webhooks!: WebhooksDto;
+  outbox!: OutboxDto;
+}
