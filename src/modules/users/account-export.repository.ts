@@ -46,6 +46,28 @@ export const EXPORT_SECTIONS: ExportSection[] = [
       db.creditTransaction.findMany({ where: { userId: owner.id, ...after(cursor) }, orderBy: ORDER, take }),
   },
   {
+    name: 'credit_holds',
+    // Metered calls in flight (keyed by job id, no id column): the credits reserved for them.
+    page: async (db, owner, cursor, take) => {
+      const rows = await db.creditHold.findMany({
+        where: {
+          userId: owner.id,
+          ...(cursor
+            ? {
+                OR: [
+                  { createdAt: { gt: cursor.createdAt } },
+                  { createdAt: cursor.createdAt, jobId: { gt: cursor.id } },
+                ],
+              }
+            : {}),
+        },
+        orderBy: [{ createdAt: 'asc' }, { jobId: 'asc' }],
+        take,
+      });
+      return rows.map((row) => ({ id: row.jobId, ...row }));
+    },
+  },
+  {
     name: 'saved_searches',
     page: (db, owner, cursor, take) =>
       db.savedSearch.findMany({ where: { userId: owner.id, ...after(cursor) }, orderBy: ORDER, take }),
