@@ -9,6 +9,7 @@ import {
 } from '../../src/modules/email/disposable/disposable-domains.service.js';
 import { EmailScheduler } from '../../src/modules/email/email.scheduler.js';
 import { FakeBlocklistServer } from '../fakes/blocklist-server.js';
+import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { ProbeModule } from '../support/probe.module.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
@@ -147,5 +148,23 @@ describe('disposable-address blocklist: shipped list, daily refresh from a fixed
     expect(outcome).toMatchObject({ status: 'not_configured', count: before });
     expect(lists.requests).toBe(requests);
     expect(await count()).toBe(before);
+  });
+
+  it('judges a changed address afresh when the identity provider reports a new e-mail', async () => {
+    const post = async (email: string) => {
+      const delivery = signIdentityEvent(identityUserEvent('user.updated', 'user_switcher', email));
+      const res = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+      expect(res.status).toBe(200);
+    };
+    const flag = async () =>
+      (await api.prisma.user.findUnique({ where: { identityUserId: 'user_switcher' } }))?.emailDisposable;
+    await post('first@example.com');
+    await waitFor(async () => (await flag()) === false);
+    // Whatever list the earlier refreshes left active.
+    const { domain } = await api.prisma.disposableDomain.findFirstOrThrow();
+    await post(`later@${domain}`);
+    await waitFor(async () => (await flag()) === true);
+    await post('real@example.org');
+    await waitFor(async () => (await flag()) === false);
   });
 });

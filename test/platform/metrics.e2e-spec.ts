@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
+import { CreditsService } from '../../src/modules/credits/credits.service.js';
+import { EmailService } from '../../src/modules/email/email.service.js';
+import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { freePort } from '../support/processes.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
@@ -43,6 +46,36 @@ describe('Prometheus metrics', () => {
     expect(res.status).toBe(200);
     expect(res.text).toMatch(
       /queue_jobs\{queue="email",state="waiting",service="subscription-service"\} \d+/,
+    );
+  });
+
+  it('counts webhooks, credits and e-mails', async () => {
+    const delivery = signIdentityEvent(
+      identityUserEvent('user.created', 'user_metered', 'metered@example.com'),
+    );
+    expect((await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body)).status).toBe(
+      200,
+    );
+    await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+    const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_metered' } });
+    await api.prisma.$transaction((tx) =>
+      api.app.get(CreditsService).grant(tx, { userId: user.id, amount: 7, jobId: 'metrics-grant' }),
+    );
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(text).toMatch(
+      /webhook_events_total\{provider="identity",outcome="processed",service="subscription-service"\} 1/,
+    );
+    expect(text).toMatch(
+      /webhook_events_total\{provider="identity",outcome="duplicate",service="subscription-service"\} 1/,
+    );
+    expect(text).toMatch(/credits_total\{kind="grant",service="subscription-service"\} 7/);
+
+    await worker
+      .get(EmailService)
+      .sendTemplate({ userId: user.id, templateKey: 'welcome', idempotencyKey: 'metrics-mail' });
+    const workerText = (await request(worker.getHttpServer()).get('/metrics')).text;
+    expect(workerText).toMatch(
+      /emails_total\{kind="transactional",status="sent",service="subscription-service"\} [1-9]/,
     );
   });
 });

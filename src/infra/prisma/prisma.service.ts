@@ -18,6 +18,8 @@ export function createPool(config: AppConfig, applicationName: string): pg.Pool 
     keepAlive: true,
     statement_timeout: config.database.statementTimeoutMs || undefined,
     application_name: applicationName,
+    // Short OLTP queries: JIT compilation costs more than it saves (seen: ~90 ms on a metrics query).
+    options: '-c jit=off',
   });
 }
 

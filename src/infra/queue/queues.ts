@@ -26,6 +26,8 @@ export const JOBS = {
   accountDeletionRequested: { queue: QUEUES.users, name: 'account-deletion-requested' },
   /** Daily 04:00 UTC: hard-deletes accounts soft-deleted for the grace period or longer. */
   hardDeleteAccounts: { queue: QUEUES.users, name: 'hard-delete-accounts' },
+  /** The identity provider changed a user's e-mail: runs the `email_changed` user hooks. */
+  emailChanged: { queue: QUEUES.users, name: 'email-changed' },
   /** Re-push outbox entries whose after-commit push failed (Redis was down). */
   relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
   /** Hourly: downgrade lapsed subscriptions (canceled past period end, past_due/paused beyond grace). */

@@ -1,3 +1,4 @@
+import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { BroadcastRun } from '../../generated/prisma/client.js';
@@ -33,6 +34,7 @@ export class BroadcastDispatcher {
     private readonly sender: BroadcastSender,
     private readonly templates: EmailTemplates,
     private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
   ) {}
 
   /** Throws when dispatch cannot go on now (the job is retried and resumes). */
@@ -95,8 +97,8 @@ export class BroadcastDispatcher {
     counts: RecipientCounts,
     error: string | null,
   ): Promise<void> {
-    await this.prisma.$transaction(async (tx) => {
-      if (!(await this.repository.finish(tx, runId, status, counts, error))) return;
+    const ended = await this.prisma.$transaction(async (tx) => {
+      if (!(await this.repository.finish(tx, runId, status, counts, error))) return false;
       await this.audit.record(tx, {
         actor: systemActor('broadcast'),
         action: 'broadcast.finished',
@@ -111,6 +113,14 @@ export class BroadcastDispatcher {
           ...(error ? { error } : {}),
         },
       });
+      return true;
     });
+    // Counted once, when the run ends (a resumed run does not count its first part twice).
+    if (ended) {
+      for (const outcome of ['sent', 'failed', 'skipped'] as const) {
+        if (counts[outcome] > 0)
+          this.metrics.emails.inc({ kind: 'broadcast', status: outcome }, counts[outcome]);
+      }
+    }
   }
 }

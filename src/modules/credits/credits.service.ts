@@ -1,3 +1,4 @@
+import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { Injectable } from '@nestjs/common';
 import { ConflictError, InsufficientCreditsError, NotFoundError } from '../../common/errors/app-error.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
@@ -52,6 +53,7 @@ export class CreditsService {
   constructor(
     private readonly prisma: PrismaService,
     private readonly ledger: CreditsRepository,
+    private readonly metrics: MetricsService,
   ) {}
 
   balance(userId: string): Promise<number> {
@@ -102,6 +104,8 @@ export class CreditsService {
     const outcome = await this.ledger.insertUnlessRecorded(tx, row, covered);
 
     if (outcome.row && outcome.inserted) {
+      // Counted before commit: a rolled-back caller over-counts, which a rate metric tolerates.
+      this.metrics.credits.inc({ kind }, input.amount);
       return { transaction: outcome.row, applied: true, balance: outcome.balance ?? balance + delta };
     }
     // Not inserted while covered: the same (job_id, kind) was being written for another user (their lock,

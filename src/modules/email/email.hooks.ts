@@ -19,6 +19,11 @@ export class EmailHooks implements OnModuleInit {
         await this.blocklist.flagUser(user.id);
       }
     });
+    // A new address is judged afresh, in both directions.
+    this.hooks.on('email_changed', 'disposable-check', async (user) => {
+      const disposable = await this.blocklist.isDisposable(user.email);
+      if (disposable !== user.emailDisposable) await this.blocklist.flagUser(user.id, disposable);
+    });
     this.hooks.on('signup', 'welcome-email', async (user) => {
       await this.email.sendTemplate({
         userId: user.id,

@@ -1,3 +1,4 @@
+import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
@@ -49,6 +50,7 @@ export class EmailService {
     private readonly provider: EmailProvider,
     private readonly unsubscribe: UnsubscribeTokens,
     private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
   ) {}
 
   /**
@@ -163,6 +165,7 @@ export class EmailService {
     error: string | null,
     body: StoredBody = { html: null, text: null },
   ): Promise<EmailMessage> {
+    this.metrics.emails.inc({ kind, status });
     return this.prisma.$transaction(async (tx) => {
       const row = await this.repository.record(tx, {
         userId: user.id,
@@ -194,6 +197,7 @@ export class EmailService {
     reason: SkipReason,
     user: User | null,
   ): Promise<void> {
+    this.metrics.emails.inc({ kind, status: 'skipped' });
     await this.prisma.$transaction(async (tx) => {
       const row = user
         ? await this.repository.record(tx, {

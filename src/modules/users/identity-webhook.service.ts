@@ -6,6 +6,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { DependencyError, UnauthenticatedError, ValidationError } from '../../common/errors/app-error.js';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
+import { JOBS } from '../../infra/queue/queues.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { type HandlerOutcome, WebhookInboxService } from '../webhooks/webhook-inbox.service.js';
@@ -158,6 +159,8 @@ export class IdentityWebhookService {
       resourceId: user.id,
       details: { fields_changed: ['email'], via: 'identity_webhook' },
     });
+    // Reactions to the new address (e.g. the disposable-domain flag) run in the worker after commit.
+    outboxIds.push(await this.outbox.add(tx, JOBS.emailChanged, { userId: user.id }));
     return { status: 'processed' };
   }
 

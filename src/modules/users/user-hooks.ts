@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { User } from '../../generated/prisma/client.js';
 
 /** Moments in a user's life other modules react to. */
-export type UserEvent = 'signup' | 'deletion_requested';
+export type UserEvent = 'signup' | 'deletion_requested' | 'email_changed';
 
 export type UserHook = (user: User) => Promise<void>;
 

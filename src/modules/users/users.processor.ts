@@ -33,6 +33,12 @@ export class UsersProcessor extends JobProcessor {
       await hooks.run('deletion_requested', user);
       return { hooks: hooks.names('deletion_requested') };
     });
+    this.handle(JOBS.emailChanged, async (job: Job<{ userId: string }>) => {
+      const user = await prisma.user.findUnique({ where: { id: job.data.userId } });
+      if (!user || user.deletedAt) return { skipped: true };
+      await hooks.run('email_changed', user);
+      return { hooks: hooks.names('email_changed') };
+    });
     this.handle(JOBS.hardDeleteAccounts, () => deletion.hardDeleteDue(), { recordRun: true });
   }
 }

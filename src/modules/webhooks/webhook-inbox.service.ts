@@ -1,3 +1,4 @@
+import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import type { Prisma } from '../../generated/prisma/client.js';
@@ -38,11 +39,12 @@ export class WebhookInboxService {
   constructor(
     private readonly prisma: PrismaService,
     private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
   ) {}
 
   async process(provider: WebhookProvider, event: InboundEvent, handler: EventHandler): Promise<InboxResult> {
     try {
-      return await this.prisma.$transaction(async (tx) => {
+      const result = await this.prisma.$transaction(async (tx) => {
         // Concurrent deliveries of one id wait here on the primary key until the first commits or rolls back.
         const claimed = await tx.$queryRaw<{ event_id: string }[]>`
           INSERT INTO processed_webhook_events (provider, event_id, event_type)
@@ -59,7 +61,11 @@ export class WebhookInboxService {
         });
         return { duplicate: false, outcome, outboxIds };
       });
+      const outcome = result.duplicate ? 'duplicate' : (result.outcome?.status ?? 'processed');
+      this.metrics.webhookEvents.inc({ provider, outcome });
+      return result;
     } catch (err) {
+      this.metrics.webhookEvents.inc({ provider, outcome: 'failed' });
       await this.recordFailure(provider, event, err);
       throw err;
     }

@@ -21,10 +21,10 @@ export class DisposableDomainsRepository {
     return row !== null;
   }
 
-  async flagUser(db: Db, userId: string): Promise<void> {
+  async flagUser(db: Db, userId: string, disposable = true): Promise<void> {
     await db.user.updateMany({
-      where: { id: userId, emailDisposable: false },
-      data: { emailDisposable: true },
+      where: { id: userId, emailDisposable: !disposable },
+      data: { emailDisposable: disposable },
     });
   }
 

@@ -52,8 +52,8 @@ export class DisposableDomainsService {
   }
 
   /** Marks a user's address as disposable: no marketing mail, and counted apart in acquisition numbers. */
-  flagUser(userId: string): Promise<void> {
-    return this.repository.flagUser(this.prisma, userId);
+  flagUser(userId: string, disposable = true): Promise<void> {
+    return this.repository.flagUser(this.prisma, userId, disposable);
   }
 
   /** Seeds an empty table from the shipped list (first start of a fresh database). */
