@@ -26,9 +26,13 @@ export abstract class AppConfig {
     audience: string | null;
     authorizedParties: string[];
     webhookSecret: string | null;
+    /** Still accepted during a rotation (never used to sign). */
+    previousWebhookSecret: string | null;
   };
   declare billing: {
     webhookSecret: string | null;
+    /** Still accepted during a rotation (webhooks and checkout tokens; never used to sign). */
+    previousWebhookSecret: string | null;
     apiUrl: string;
     apiKey: string | null;
     checkoutTokenTtlSeconds: number;
@@ -41,6 +45,8 @@ export abstract class AppConfig {
     apiKey: string | null;
     from: string;
     unsubscribeSecret: string | null;
+    /** Tokens in mail sent before a rotation keep working with it; never used to sign. */
+    previousUnsubscribeSecret: string | null;
     publicBaseUrl: string;
     /** Client-side ceiling on provider requests per second, shared by all workers through Redis. */
     maxRequestsPerSecond: number;

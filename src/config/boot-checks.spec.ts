@@ -64,6 +64,13 @@ describe('boot refusals', () => {
     expect(refusal?.reason).toMatch(reason);
   });
 
+  it('refuses a short rotation-overlap key', async () => {
+    expect((await check({ ...GOOD, BILLING_WEBHOOK_SECRET_PREVIOUS: 'x'.repeat(31) }))?.reason).toMatch(
+      /BILLING_WEBHOOK_SECRET_PREVIOUS/,
+    );
+    expect(await check({ ...GOOD, BILLING_WEBHOOK_SECRET_PREVIOUS: 'x'.repeat(32) })).toBeNull();
+  });
+
   it('applies the secrets rule to staging too', async () => {
     expect((await check({ ...GOOD, APP_ENV: 'staging', TESTING: '1' }))?.check).toBe('secrets');
   });

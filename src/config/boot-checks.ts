@@ -38,6 +38,16 @@ function secretsProblem(config: AppConfig): string | null {
       return `${name} is the public development default`;
     }
   }
+  // Rotation overlap keys are optional, but an accepted key is a key: same rules.
+  const previous: [string, string | null][] = [
+    ['IDENTITY_WEBHOOK_SECRET_PREVIOUS', config.identity.previousWebhookSecret],
+    ['BILLING_WEBHOOK_SECRET_PREVIOUS', config.billing.previousWebhookSecret],
+    ['EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS', config.email.previousUnsubscribeSecret],
+  ];
+  for (const [name, value] of previous) {
+    if (value !== null && hmacKeyBytes(value) < MIN_KEY_BYTES)
+      return `${name} is shorter than ${MIN_KEY_BYTES} bytes`;
+  }
   if (config.testing && config.deployed) return 'TESTING=1 is set in a deployed environment';
   return null;
 }

@@ -73,7 +73,9 @@ const schema = z.object({
   IDENTITY_AUDIENCE: optional,
   IDENTITY_AUTHORIZED_PARTIES: optional,
   IDENTITY_WEBHOOK_SECRET: optional,
+  IDENTITY_WEBHOOK_SECRET_PREVIOUS: optional,
   BILLING_WEBHOOK_SECRET: optional,
+  BILLING_WEBHOOK_SECRET_PREVIOUS: optional,
   BILLING_API_URL: url,
   BILLING_API_KEY: optional,
   BILLING_PRICE_TIERS: optional,
@@ -84,6 +86,7 @@ const schema = z.object({
   EMAIL_API_KEY: optional,
   EMAIL_FROM: optional,
   EMAIL_UNSUBSCRIBE_SECRET: optional,
+  EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS: optional,
   EMAIL_MAX_REQUESTS_PER_SECOND: positive,
   DISPOSABLE_DOMAINS_URL: url,
   PUBLIC_BASE_URL: url,
@@ -180,9 +183,11 @@ export function loadConfig(
       // Development-only defaults keep `npm start` working without secrets; deployed boots refuse them
       // (boot-checks.ts) because they are public.
       webhookSecret: e.IDENTITY_WEBHOOK_SECRET ?? (local ? DEV_IDENTITY_WEBHOOK_SECRET : null),
+      previousWebhookSecret: e.IDENTITY_WEBHOOK_SECRET_PREVIOUS ?? null,
     },
     billing: {
       webhookSecret: e.BILLING_WEBHOOK_SECRET ?? (local ? DEV_BILLING_WEBHOOK_SECRET : null),
+      previousWebhookSecret: e.BILLING_WEBHOOK_SECRET_PREVIOUS ?? null,
       apiUrl: e.BILLING_API_URL ?? 'https://sandbox-api.paddle.com',
       apiKey: e.BILLING_API_KEY ?? null,
       checkoutTokenTtlSeconds: e.BILLING_CHECKOUT_TOKEN_TTL_SECONDS,
@@ -194,6 +199,7 @@ export function loadConfig(
       apiKey: e.EMAIL_API_KEY ?? null,
       from: e.EMAIL_FROM ?? 'Subscription Service <no-reply@example.com>',
       unsubscribeSecret: e.EMAIL_UNSUBSCRIBE_SECRET ?? (local ? DEV_UNSUBSCRIBE_SECRET : null),
+      previousUnsubscribeSecret: e.EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS ?? null,
       publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
       maxRequestsPerSecond: e.EMAIL_MAX_REQUESTS_PER_SECOND ?? 8.3,
       disposableListUrl: e.DISPOSABLE_DOMAINS_URL ?? null,

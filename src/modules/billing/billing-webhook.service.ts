@@ -46,7 +46,10 @@ export class BillingWebhookService {
     const secret = this.config.billing.webhookSecret;
     if (!secret) throw new DependencyError('Billing webhooks are not configured.', 'billing_not_configured');
     const body = rawBody ?? Buffer.alloc(0);
-    const check = verifyPaddleSignature(signature, body, secret);
+    let check = verifyPaddleSignature(signature, body, secret);
+    const previous = this.config.billing.previousWebhookSecret;
+    // During a secret rotation deliveries signed with the previous secret are still genuine.
+    if (!check.ok && previous) check = verifyPaddleSignature(signature, body, previous);
     if (!check.ok) {
       this.logger.warn({ reason: check.reason }, 'billing webhook refused: bad signature');
       throw new InvalidSignatureError();

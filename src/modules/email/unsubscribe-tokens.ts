@@ -21,9 +21,15 @@ export class UnsubscribeTokens {
   verify(token: string, purpose: UnsubscribePurpose = 'marketing'): string | null {
     const [payload, mac, extra] = token.split('.');
     if (!payload || !mac || extra !== undefined || payload.length > 512) return null;
-    const expected = Buffer.from(this.mac(payload));
     const given = Buffer.from(mac);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
+    // Links in mail sent before a key rotation keep working with the previous key.
+    const secrets = [this.config.email.unsubscribeSecret, this.config.email.previousUnsubscribeSecret];
+    const authentic = secrets.some((secret) => {
+      if (!secret) return false;
+      const expected = Buffer.from(this.mac(payload, secret));
+      return expected.length === given.length && timingSafeEqual(expected, given);
+    });
+    if (!authentic) return null;
     try {
       const body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
         u?: unknown;
@@ -39,8 +45,7 @@ export class UnsubscribeTokens {
     return `${this.config.email.publicBaseUrl}/api/v1/email/unsubscribe?t=${this.sign(userId)}`;
   }
 
-  private mac(payload: string): string {
-    const secret = this.config.email.unsubscribeSecret;
+  private mac(payload: string, secret = this.config.email.unsubscribeSecret): string {
     if (!secret) throw new Error('EMAIL_UNSUBSCRIBE_SECRET is not configured');
     return createHmac('sha256', secret).update(payload).digest('base64url');
   }

@@ -31,7 +31,8 @@ export interface WebhookReceipt {
  */
 @Injectable()
 export class IdentityWebhookService {
-  private readonly verifier: Webhook | null;
+  /** The current secret first, then the previous one during a rotation. */
+  private readonly verifiers: Webhook[];
 
   constructor(
     config: AppConfig,
@@ -42,7 +43,9 @@ export class IdentityWebhookService {
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
   ) {
-    this.verifier = config.identity.webhookSecret ? verifierFor(config.identity.webhookSecret) : null;
+    this.verifiers = [config.identity.webhookSecret, config.identity.previousWebhookSecret]
+      .filter((secret): secret is string => !!secret)
+      .map(verifierFor);
   }
 
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<WebhookReceipt> {
@@ -77,7 +80,7 @@ export class IdentityWebhookService {
     rawBody: Buffer | undefined,
     headers: IncomingHttpHeaders,
   ): { id: string; timestamp: Date; payload: unknown } {
-    if (!this.verifier) {
+    if (this.verifiers.length === 0) {
       throw new DependencyError('Identity webhooks are not configured.', 'webhook_not_configured');
     }
     const standard: Record<string, string> = {};
@@ -89,7 +92,7 @@ export class IdentityWebhookService {
     const id = standard['webhook-id'];
     try {
       if (!id || id.length > 255) throw new WebhookVerificationError('Missing or invalid message id');
-      this.verifier.verify(rawBody ?? Buffer.alloc(0), standard, { jsonParse: false });
+      verifyWithAny(this.verifiers, rawBody ?? Buffer.alloc(0), standard);
     } catch (err) {
       if (!(err instanceof WebhookVerificationError)) throw err;
       throw new UnauthenticatedError('The webhook signature is invalid or expired.', 'invalid_signature');
@@ -179,6 +182,19 @@ export class IdentityWebhookService {
 }
 
 /** A secret the library cannot decode stops the boot with a message naming the variable. */
+function verifyWithAny(verifiers: Webhook[], body: Buffer, headers: Record<string, string>): void {
+  let last: unknown;
+  for (const verifier of verifiers) {
+    try {
+      verifier.verify(body, headers, { jsonParse: false });
+      return;
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw last;
+}
+
 function verifierFor(secret: string): Webhook {
   try {
     return new Webhook(secret);
