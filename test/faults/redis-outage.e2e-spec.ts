@@ -126,7 +126,7 @@ describe('fault injection: Redis goes away and comes back', () => {
         occurredAt: new Date(Date.now() - 60_000),
       });
       const { value: res, ms } = await timed(() => deliver(api, event));
-      expect(ms).toBeLessThan(6000);
+      expect(ms).toBeLessThan(3000);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ received: true, status: 'processed' });
 
@@ -137,9 +137,12 @@ describe('fault injection: Redis goes away and comes back', () => {
       expect(await api.prisma.creditTransaction.count({ where: { userId: payer.id, kind: 'grant' } })).toBe(
         1,
       );
-      const welcome = await outboxEntry(`subscription-welcome-${sub.id}`);
+      // The webhook answered without waiting for Redis; its push attempt fails on its own and is recorded.
+      const welcome = await waitFor(async () => {
+        const entry = await outboxEntry(`subscription-welcome-${sub.id}`);
+        return entry.attempts >= 1 ? entry : null;
+      }, 10_000);
       expect(welcome.dispatchedAt).toBeNull();
-      expect(welcome.attempts).toBeGreaterThanOrEqual(1);
       expect(welcome.lastError).toBeTruthy();
     });
 
@@ -163,7 +166,7 @@ describe('fault injection: Redis goes away and comes back', () => {
           .set('Authorization', admin)
           .send({ template_key: 'newsletter', audience: { tiers: ['TEAM'] } }),
       );
-      expect(ms).toBeLessThan(6000);
+      expect(ms).toBeLessThan(3000);
       expect(res.status).toBe(201);
       broadcastId = res.body.id;
       expect(res.body.status).toBe('queued');
@@ -194,7 +197,18 @@ describe('fault injection: Redis goes away and comes back', () => {
           api.http.post('/api/v1/ai/completions').set('Authorization', customer.auth).send(COMPLETION),
         );
         expect(res.status).toBe(503);
-        expect(ms).toBeLessThan(6000);
+        expect(ms).toBeLessThan(4000);
+        // A webhook still commits and answers well inside the provider's timeout (Paddle waits 5 s).
+        const event = subscriptionEvent({
+          type: 'subscription.created',
+          subId: newSubId(),
+          priceId: PRICE.PRO,
+          token: checkoutToken(api, customer.user, 'PRO'),
+          occurredAt: new Date(Date.now() - 60_000),
+        });
+        const webhook = await timed(() => deliver(api, event));
+        expect(webhook.value.body).toEqual({ received: true, status: 'processed' });
+        expect(webhook.ms).toBeLessThan(3000);
       } finally {
         proxy.cut('reset');
       }
