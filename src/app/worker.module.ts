@@ -4,6 +4,8 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { AppConfig } from '../config/app-config.js';
 import { WorkerMetricsController } from '../infra/metrics/metrics.controller.js';
 import { QueueInfraModule } from '../infra/queue/queue-infra.module.js';
+import { configureWorkers } from '../infra/queue/worker-options.js';
+import { reconnectDelay } from '../infra/redis/redis.service.js';
 import { BillingWorkerModule } from '../modules/billing/billing.worker.module.js';
 import { CreditsWorkerModule } from '../modules/credits/credits.worker.module.js';
 import { EmailWorkerModule } from '../modules/email/email.worker.module.js';
@@ -29,13 +31,14 @@ export interface WorkerOptions extends CoreOptions {
 @Module({})
 export class WorkerModule {
   static forRoot(config: AppConfig, options: WorkerOptions = {}): DynamicModule {
+    configureWorkers(config);
     return {
       module: WorkerModule,
       imports: [
         CoreModule.forRoot(config, options),
         BullModule.forRoot({
           // BullMQ hands the URL to ioredis: rediss:// gets TLS with certificate verification.
-          connection: { url: config.redis.url, maxRetriesPerRequest: null },
+          connection: { url: config.redis.url, maxRetriesPerRequest: null, retryStrategy: reconnectDelay },
           prefix: config.redis.keyPrefix,
         }),
         ...(options.schedule === false ? [] : [ScheduleModule.forRoot()]),

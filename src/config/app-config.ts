@@ -63,5 +63,10 @@ export abstract class AppConfig {
     processedWebhookDays: number;
     accountDeletionGraceDays: number;
   };
+  /**
+   * BullMQ worker timing: a job whose worker died (no lock renewal for lockDurationMs) is taken back by
+   * another worker's stalled-job check, which runs every stalledIntervalMs.
+   */
+  declare queue: { lockDurationMs: number; stalledIntervalMs: number };
   declare testing: boolean;
 }

@@ -103,6 +103,8 @@ const schema = z.object({
   WEBHOOK_ARCHIVE_RETENTION_DAYS: int(90, 1),
   PROCESSED_WEBHOOK_RETENTION_DAYS: int(400, 1),
   ACCOUNT_DELETION_GRACE_DAYS: int(30, 0),
+  QUEUE_LOCK_DURATION_MS: int(30000, 1000, 3_600_000),
+  QUEUE_STALLED_INTERVAL_MS: int(30000, 500, 3_600_000),
   LEAD_MAGNET_PREFIXES: optional,
   TESTING: optional,
 });
@@ -223,6 +225,7 @@ export function loadConfig(
       processedWebhookDays: Math.max(e.PROCESSED_WEBHOOK_RETENTION_DAYS, e.WEBHOOK_ARCHIVE_RETENTION_DAYS),
       accountDeletionGraceDays: e.ACCOUNT_DELETION_GRACE_DAYS,
     },
+    queue: { lockDurationMs: e.QUEUE_LOCK_DURATION_MS, stalledIntervalMs: e.QUEUE_STALLED_INTERVAL_MS },
     testing: e.TESTING === '1',
   };
 }

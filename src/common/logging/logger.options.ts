@@ -23,12 +23,12 @@ export function loggerOptions(config: AppConfig, stream?: DestinationStream): Pa
             path: (req.url ?? '').split('?')[0],
           }),
           res: (res: { statusCode?: number }) => ({ status: res.statusCode }),
-          err: (err: Error & { code?: unknown }) => ({
-            type: err.name,
-            message: err.message,
-            code: err.code,
-            stack: err.stack,
-          }),
+          // Many call sites log `{ err: error.message }`: a string is kept as it is, not serialized to {}.
+          err: (err: unknown) => {
+            if (typeof err !== 'object' || err === null) return err;
+            const e = err as Error & { code?: unknown };
+            return { type: e.name, message: e.message, code: e.code, stack: e.stack };
+          },
         },
         redact: {
           paths: [

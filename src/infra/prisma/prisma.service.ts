@@ -35,13 +35,15 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
   constructor(config: AppConfig) {
     const pool = createPool(config, config.project.projectSlug);
     super({
-      adapter: new PrismaPg(pool, {
-        onPoolError: (err) => this.logger.warn({ err: err.message }, 'idle database connection failed'),
-      }),
+      adapter: new PrismaPg(pool),
       // Row locks make some transactions wait for others (credit deducts on one hot user).
       transactionOptions: { maxWait: 10_000, timeout: 20_000 },
     });
     this.pool = pool;
+    // Our own listener for the pool's whole life: the adapter removes its listener on $disconnect, before
+    // pool.end() has closed the sockets, and an idle connection failing then (the server terminating it)
+    // would be an 'error' event without a listener: an uncaught exception that crashes the process.
+    pool.on('error', (err) => this.logger.warn({ err: err.message }, 'idle database connection failed'));
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -1,9 +1,11 @@
 import { WorkerHost } from '@nestjs/bullmq';
-import { Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import type { JobDef } from './queues.js';
 import type { JobRegistry } from './job-registry.js';
 import type { JobRunRecorder } from './job-run.recorder.js';
+import { logQueueErrors } from './queue-errors.js';
+import { WORKER_OPTIONS } from './worker-options.js';
 
 /** True when BullMQ will not retry this job after a failure (its last attempt). */
 export const isFinalAttempt = (job: Job): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
@@ -16,7 +18,7 @@ export type JobHandler = (job: Job, token?: string) => Promise<unknown>;
  * JobRegistry so the worker knows every job has a home. Handlers call service methods only.
  * Subclasses call handle() in their constructor.
  */
-export abstract class JobProcessor extends WorkerHost implements OnModuleDestroy {
+export abstract class JobProcessor extends WorkerHost implements OnApplicationBootstrap, OnModuleDestroy {
   protected readonly logger = new Logger(this.constructor.name);
   private readonly handlers = new Map<string, JobHandler>();
 
@@ -37,19 +39,31 @@ export abstract class JobProcessor extends WorkerHost implements OnModuleDestroy
     this.registry.register(job.queue, [job.name]);
   }
 
+  onApplicationBootstrap(): void {
+    const worker = this.startedWorker();
+    if (!worker) return;
+    // A processor without WORKER_OPTIONS would keep BullMQ's 30 s lock whatever the configuration says.
+    if (worker.opts.lockDuration !== WORKER_OPTIONS.lockDuration) {
+      throw new Error(`${this.constructor.name}: pass WORKER_OPTIONS to @Processor (worker-options.ts)`);
+    }
+    logQueueErrors(worker, this.logger, `worker:${worker.name}`);
+  }
+
   /**
    * Stops taking jobs and waits for the active ones while the database and Redis are still open. Nest
    * would otherwise close the BullMQ workers only at application shutdown, after every module's
    * onModuleDestroy, so an active job would lose its database pool half-way (a SIGTERM'd deploy).
    */
   async onModuleDestroy(): Promise<void> {
-    let worker;
+    await this.startedWorker()?.close();
+  }
+
+  private startedWorker() {
     try {
-      worker = this.worker;
+      return this.worker;
     } catch {
-      return; // never started (no worker for this processor)
+      return null; // never started (no worker for this processor)
     }
-    await worker.close();
   }
 
   async process(job: Job, token?: string): Promise<unknown> {

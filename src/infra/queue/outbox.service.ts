@@ -4,6 +4,9 @@ import { PrismaService, type Tx } from '../prisma/prisma.service.js';
 import { QueueService } from './queue.service.js';
 import type { JobDef } from './queues.js';
 
+/** Longest a request waits for its after-commit push before answering (the push goes on meanwhile). */
+export const DISPATCH_WAIT_MS = 1000;
+
 interface OutboxRow {
   id: string;
   queue: string;
@@ -37,9 +40,22 @@ export class OutboxService {
     return entry.id;
   }
 
-  /** After commit: push now. Never throws; what fails stays for the relay. */
+  /**
+   * After commit: push now. Never throws; what fails stays for the relay. The caller (often a webhook
+   * the provider times out after a few seconds) waits at most DISPATCH_WAIT_MS: with Redis unreachable a
+   * push can take the full command timeout, and the committed work is safe in the outbox either way.
+   */
   async dispatch(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, DISPATCH_WAIT_MS);
+    });
+    await Promise.race([this.pushNow(ids), waited]);
+    clearTimeout(timer);
+  }
+
+  private async pushNow(ids: string[]): Promise<void> {
     try {
       const rows = await this.prisma.outboxEntry.findMany({ where: { id: { in: ids }, dispatchedAt: null } });
       for (const row of rows) {

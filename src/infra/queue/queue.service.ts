@@ -11,7 +11,7 @@ import { DEFAULT_JOB_OPTIONS, type JobDef, QUEUES, type QueueName } from './queu
  */
 @Injectable()
 export class QueueService implements OnModuleDestroy {
-  private readonly queues = new Map<QueueName, Queue>();
+  private readonly queues = new Map<QueueName, { queue: Queue; broken: boolean }>();
   private connection: Redis | null = null;
 
   constructor(private readonly config: AppConfig) {}
@@ -21,19 +21,27 @@ export class QueueService implements OnModuleDestroy {
   }
 
   queue(name: QueueName): Queue {
-    let queue = this.queues.get(name);
-    if (!queue) {
-      this.connection ??= createRedis(this.config, { commandTimeout: 5000 });
+    const current = this.queues.get(name);
+    if (current && !current.broken) return current.queue;
+    // Closing never touches the shared connection (BullMQ leaves a passed-in client alone).
+    if (current) void current.queue.close().catch(() => undefined);
+    if (!this.connection) {
+      this.connection = createRedis(this.config, { commandTimeout: 5000 });
       this.connection.on('error', () => undefined);
-      queue = new Queue(name, {
-        connection: this.connection,
-        prefix: this.prefix,
-        defaultJobOptions: DEFAULT_JOB_OPTIONS,
-        skipWaitingForReady: true,
-      });
-      queue.on('error', () => undefined);
-      this.queues.set(name, queue);
     }
+    const queue = new Queue(name, {
+      connection: this.connection,
+      prefix: this.prefix,
+      defaultJobOptions: DEFAULT_JOB_OPTIONS,
+      skipWaitingForReady: true,
+    });
+    queue.on('error', () => undefined);
+    const entry = { queue, broken: false };
+    // BullMQ asks Redis for its version once, when a queue is created, and a queue created while Redis
+    // is down fails every later call, even after Redis is back. Queues are created on first use, so such
+    // a queue is replaced on its next use instead of breaking its jobs until a restart.
+    queue.waitUntilReady().catch(() => (entry.broken = true));
+    this.queues.set(name, entry);
     return queue;
   }
 
@@ -47,7 +55,7 @@ export class QueueService implements OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
-    await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
+    await Promise.allSettled([...this.queues.values()].map(({ queue }) => queue.close()));
     this.connection?.disconnect();
   }
 }

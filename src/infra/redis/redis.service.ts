@@ -3,6 +3,12 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { AppConfig } from '../../config/app-config.js';
 
 /**
+ * Reconnect delay after the n-th failed attempt: at most 2 s, so work resumes within seconds of Redis
+ * returning (BullMQ's own default backs off exponentially to 20 s).
+ */
+export const reconnectDelay = (times: number): number => Math.min(times * 200, 2000);
+
+/**
  * Options for every Redis connection we open. TLS (`rediss://`) verifies certificates by default in
  * ioredis; we never turn that off.
  */
@@ -14,7 +20,7 @@ export function redisOptions(config: AppConfig, overrides: RedisOptions = {}): R
     // BullMQ sends commands before the connection is ready.
     maxRetriesPerRequest: 1,
     commandTimeout: 2000,
-    retryStrategy: (times) => Math.min(times * 200, 2000),
+    retryStrategy: reconnectDelay,
     ...overrides,
   };
 }

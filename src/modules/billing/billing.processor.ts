@@ -3,10 +3,11 @@ import { JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
+import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
 import { WebhookRetentionService } from './webhook-retention.service.js';
 
-@Processor(QUEUES.billing)
+@Processor(QUEUES.billing, WORKER_OPTIONS)
 export class BillingProcessor extends JobProcessor {
   constructor(
     registry: JobRegistry,

@@ -3,6 +3,7 @@ import { type Job, WaitingError } from 'bullmq';
 import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
+import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { BroadcastDispatcher } from './broadcast-dispatcher.js';
 
 interface DispatchJob {
@@ -12,7 +13,7 @@ interface DispatchJob {
 /** How long a shutting-down worker waits for a run to reach a safe point. */
 const STOP_GRACE_MS = 10_000;
 
-@Processor(QUEUES.broadcasts)
+@Processor(QUEUES.broadcasts, WORKER_OPTIONS)
 export class BroadcastsProcessor extends JobProcessor {
   private readonly inflight = new Map<string, { controller: AbortController; settled: Promise<unknown> }>();
 

@@ -3,9 +3,10 @@ import { JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
+import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { CreditsReconciler } from './credits.reconciler.js';
 
-@Processor(QUEUES.credits)
+@Processor(QUEUES.credits, WORKER_OPTIONS)
 export class CreditsProcessor extends JobProcessor {
   constructor(registry: JobRegistry, recorder: JobRunRecorder, reconciler: CreditsReconciler) {
     super(registry, recorder);

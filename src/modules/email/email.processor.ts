@@ -4,11 +4,12 @@ import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
+import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { DisposableDomainsService } from './disposable/disposable-domains.service.js';
 import { EmailService } from './email.service.js';
 import type { SendEmailJob } from './email.types.js';
 
-@Processor(QUEUES.email)
+@Processor(QUEUES.email, WORKER_OPTIONS)
 export class EmailProcessor extends JobProcessor {
   constructor(
     registry: JobRegistry,

@@ -4,11 +4,12 @@ import { JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
+import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import { AccountDeletionService, type DeletionJob } from './account-deletion.service.js';
 import { UserHooks } from './user-hooks.js';
 
-@Processor(QUEUES.users)
+@Processor(QUEUES.users, WORKER_OPTIONS)
 export class UsersProcessor extends JobProcessor {
   constructor(
     registry: JobRegistry,
