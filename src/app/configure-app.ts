@@ -63,6 +63,12 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
     res.setHeader('Permissions-Policy', PERMISSIONS_POLICY);
     next();
   });
+  // API answers carry personal data, tokens and keys: no cache keeps them unless a route opts in with
+  // its own @Header('Cache-Control', ...), which is set when the handler answers and so wins.
+  app.use(`/${API_PREFIX}`, (_req: Request, res: Response, next: NextFunction) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   // Deny by default: only the listed origins get CORS headers.
   const origins = new Set(config.corsOrigins);
   app.enableCors({
