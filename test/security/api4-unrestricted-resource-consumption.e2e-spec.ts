@@ -116,13 +116,14 @@ describe('API4 unrestricted resource consumption', () => {
       'get /api/v1/workspaces',
     ]);
     for (const route of lists) {
-      for (const query of [
+      const queries: Record<string, string | string[]>[] = [
         { page_size: '1000000' },
         { page_size: '201' },
         { page_size: '99999999999999999999999' },
         { page: '1000000000000', page_size: '200' },
         { page_size: ['1', '100000'] },
-      ]) {
+      ];
+      for (const query of queries) {
         const res = await call(world.api, route, { auth: await authFor(route), query });
         const ok =
           res.status === 400 ||

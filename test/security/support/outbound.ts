@@ -86,3 +86,44 @@ export function recordOutbound(): { targets: OutboundTarget[]; restore: () => vo
   } as typeof original;
   return { targets, restore: () => void (net.Socket.prototype.connect = original) };
 }
+
+export interface HostileAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  /** A string is sent as is; anything else as JSON. */
+  body?: unknown;
+}
+
+/**
+ * A provider gone bad: answers every request with whatever the test sets (off-contract JSON, HTML,
+ * redirects, huge bodies) and records the requests it got.
+ */
+export class HostileServer {
+  readonly requests: { method: string; path: string }[] = [];
+  answer: HostileAnswer = { status: 200, body: {} };
+  private server!: import('node:http').Server;
+  url = '';
+
+  static async start(): Promise<HostileServer> {
+    const { createServer } = await import('node:http');
+    const hostile = new HostileServer();
+    hostile.server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        hostile.requests.push({ method: req.method ?? '', path: req.url ?? '' });
+        const { status, headers = {}, body } = hostile.answer;
+        const text = typeof body === 'string' ? body : JSON.stringify(body ?? null);
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(text);
+      });
+    });
+    await new Promise<void>((resolve) => hostile.server.listen(0, '127.0.0.1', resolve));
+    hostile.url = `http://127.0.0.1:${(hostile.server.address() as net.AddressInfo).port}`;
+    return hostile;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}

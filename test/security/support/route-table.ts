@@ -114,7 +114,7 @@ export const inCallOrder = <T extends RouteCase>(routes: T[]): T[] =>
 
 export interface CallOptions {
   auth?: string;
-  params?: Record<string, string>;
+  params?: Record<string, string | undefined>;
   body?: unknown;
   query?: Record<string, string | string[]>;
   headers?: Record<string, string>;

@@ -145,10 +145,10 @@ export function dtoProperties(dto: Type): string[] {
 }
 
 /** Fills `:id`-style parameters. */
-export const pathWith = (path: string, params: Record<string, string>) =>
+export const pathWith = (path: string, params: Record<string, string | undefined>) =>
   path.replace(/:(\w+)/g, (_m, name: string) => {
     if (params[name] === undefined) throw new Error(`no value for :${name} in ${path}`);
-    return encodeURIComponent(params[name]);
+    return encodeURIComponent(params[name]!);
   });
 
 /**
