@@ -116,7 +116,7 @@ export interface CallOptions {
   auth?: string;
   params?: Record<string, string | undefined>;
   body?: unknown;
-  query?: Record<string, string | string[]>;
+  query?: Record<string, string | string[] | undefined>;
   headers?: Record<string, string>;
 }
 

@@ -1,6 +1,8 @@
 import { Transform, Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 
+export const MAX_ADMIN_PAGE = 1_000_000_000;
+
 const toBoolean = ({ value }: { value: unknown }) =>
   value === 'true' ? true : value === 'false' ? false : value;
 
@@ -9,11 +11,12 @@ const toBoolean = ({ value }: { value: unknown }) =>
  * rejected by validation (spec Errors: "out-of-range page_size on admin list endpoints").
  */
 class AdminPageQueryDto {
-  /** 1-based page number. */
+  /** 1-based page number, at most 1,000,000,000 (beyond, the offset would leave the safe integers: a 500). */
   @IsOptional()
   @Type(() => Number)
   @IsInt()
   @Min(1)
+  @Max(MAX_ADMIN_PAGE)
   page?: number;
 }
 
