@@ -9,7 +9,9 @@ const nested = (depth: number): unknown => {
 
 describe('unstorablePayload (what jsonb cannot hold)', () => {
   it('accepts provider events, unicode and emoji included', () => {
-    expect(unstorablePayload({ event_id: 'evt_1', data: { name: 'Zoë 😀', items: [{ a: null }] } })).toBeNull();
+    expect(
+      unstorablePayload({ event_id: 'evt_1', data: { name: 'Zoë 😀', items: [{ a: null }] } }),
+    ).toBeNull();
     expect(unstorablePayload(nested(MAX_PAYLOAD_DEPTH - 1))).toBeNull();
     expect(unstorablePayload('plain')).toBeNull();
   });

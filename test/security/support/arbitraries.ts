@@ -57,6 +57,17 @@ export const hostileString: Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
   { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
   { weight: 4, arbitrary: fc.constantFrom(...SPECIAL_STRINGS) },
+  // What PostgreSQL refuses or JavaScript cannot parse, mixed into ordinary text: the 500s found so far.
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(
+        fc.string({ maxLength: 8 }),
+        fc.constantFrom('\u0000', '\ud800', '\udfff'),
+        fc.string({ maxLength: 8 }),
+      )
+      .map((parts) => parts.join('')),
+  },
   { weight: 1, arbitrary: fc.integer({ min: 0, max: 120_000 }).map((n) => 'x'.repeat(n)) },
   { weight: 1, arbitrary: fc.integer().map(String) },
   { weight: 1, arbitrary: fc.double().map(String) },
