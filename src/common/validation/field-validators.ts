@@ -5,6 +5,7 @@ import { Matches, type ValidationOptions } from 'class-validator';
  * statement (a 500). Other control characters (newlines in a message) stay allowed.
  */
 export const HasNoNul = (options: ValidationOptions = {}): PropertyDecorator =>
+  // eslint-disable-next-line no-control-regex -- matching NUL is the point
   Matches(/^[^\u0000]*$/, {
     message: ({ property }) => `${property} must not contain NUL characters`,
     ...options,
