@@ -26,6 +26,7 @@ import {
   hostileValue,
   queryFor,
 } from './support/arbitraries.js';
+import { inBatches } from './support/db.js';
 import { call, expectRouteTableMatches, type IdKind, type TableRoute } from './support/route-table.js';
 import { dtoProperties } from './support/routes.js';
 import { SecurityWorld } from './support/world.js';
@@ -36,6 +37,8 @@ const PROBLEM = /^application\/problem\+json/;
 /** Generous per test: a property makes RUNS requests per route, and FUZZ_RUNS may be raised. */
 const FUZZ_TIMEOUT = 30_000 + RUNS * 3_000;
 
+/** Properties of different routes run side by side: the requests wait on I/O, not on CPU. */
+const PARALLEL = 3;
 const settings = (runs = RUNS) => ({ seed: SEED, numRuns: runs, endOnFailure: false });
 
 /** Throws (so fast-check records the input) on a 5xx or an error that is not problem+json. */
@@ -114,22 +117,30 @@ describe('fuzzing every request input through HTTP: never a 5xx, the service sta
   it(
     'fuzzes every body DTO',
     async () => {
-      const bodyRoutes = routes.filter((r) => r.bodyDto);
-      for (const route of bodyRoutes) {
-        fuzzed.add(`${route.key} body`);
-        await fc.assert(
-          fc.asyncProperty(bodyFor(route.bodyDto!), idArb(route), fc.boolean(), async (body, id, viaKey) => {
-            const res = await call(world.api, route, {
-              auth: await authFor(route, viaKey),
-              params: { id },
-              headers: { 'Content-Type': 'application/json' },
-              body: JSON.stringify(body) ?? 'null',
-            });
-            expectSane(`${route.key} ${JSON.stringify(body)?.slice(0, 200)}`, res);
-          }),
-          settings(),
-        );
-      }
+      await inBatches(
+        routes.filter((r) => r.bodyDto),
+        PARALLEL,
+        async (route) => {
+          fuzzed.add(`${route.key} body`);
+          await fc.assert(
+            fc.asyncProperty(
+              bodyFor(route.bodyDto!),
+              idArb(route),
+              fc.boolean(),
+              async (body, id, viaKey) => {
+                const res = await call(world.api, route, {
+                  auth: await authFor(route, viaKey),
+                  params: { id },
+                  headers: { 'Content-Type': 'application/json' },
+                  body: JSON.stringify(body) ?? 'null',
+                });
+                expectSane(`${route.key} ${JSON.stringify(body)?.slice(0, 200)}`, res);
+              },
+            ),
+            settings(),
+          );
+        },
+      );
     },
     FUZZ_TIMEOUT,
   );
@@ -137,17 +148,21 @@ describe('fuzzing every request input through HTTP: never a 5xx, the service sta
   it(
     'fuzzes every query DTO and named query parameter',
     async () => {
-      for (const route of routes.filter((r) => r.queryDto || r.queryParams.length)) {
-        fuzzed.add(`${route.key} query`);
-        const names = [...(route.queryDto ? dtoProperties(route.queryDto) : []), ...route.queryParams];
-        await fc.assert(
-          fc.asyncProperty(queryFor(names), async (query) => {
-            const res = await call(world.api, route, { auth: await authFor(route, false), query });
-            expectSane(`${route.key} ?${JSON.stringify(query).slice(0, 200)}`, res);
-          }),
-          settings(),
-        );
-      }
+      await inBatches(
+        routes.filter((r) => r.queryDto || r.queryParams.length),
+        PARALLEL,
+        async (route) => {
+          fuzzed.add(`${route.key} query`);
+          const names = [...(route.queryDto ? dtoProperties(route.queryDto) : []), ...route.queryParams];
+          await fc.assert(
+            fc.asyncProperty(queryFor(names), async (query) => {
+              const res = await call(world.api, route, { auth: await authFor(route, false), query });
+              expectSane(`${route.key} ?${JSON.stringify(query).slice(0, 200)}`, res);
+            }),
+            settings(),
+          );
+        },
+      );
     },
     FUZZ_TIMEOUT,
   );
@@ -155,20 +170,24 @@ describe('fuzzing every request input through HTTP: never a 5xx, the service sta
   it(
     'fuzzes every path id',
     async () => {
-      for (const route of routes.filter((r) => r.params.length)) {
-        fuzzed.add(`${route.key} params`);
-        await fc.assert(
-          fc.asyncProperty(idArb(route), async (id) => {
-            const res = await call(world.api, route, {
-              auth: await authFor(route, false),
-              params: { id },
-              body: route.body,
-            });
-            expectSane(`${route.key} id=${JSON.stringify(id).slice(0, 100)}`, res);
-          }),
-          settings(Math.ceil(RUNS / 2)),
-        );
-      }
+      await inBatches(
+        routes.filter((r) => r.params.length),
+        PARALLEL,
+        async (route) => {
+          fuzzed.add(`${route.key} params`);
+          await fc.assert(
+            fc.asyncProperty(idArb(route), async (id) => {
+              const res = await call(world.api, route, {
+                auth: await authFor(route, false),
+                params: { id },
+                body: route.body,
+              });
+              expectSane(`${route.key} id=${JSON.stringify(id).slice(0, 100)}`, res);
+            }),
+            settings(Math.ceil(RUNS / 2)),
+          );
+        },
+      );
     },
     FUZZ_TIMEOUT,
   );
