@@ -23,8 +23,10 @@ describe('field validators', () => {
   it('refuses date-times with signed or expanded years', () => {
     expect(errors({ at: '1000-01-01T00:00:00Z' })).toEqual([]);
     expect(errors({ at: '9999-12-31T23:59:59.999Z' })).toEqual([]);
-    expect(errors({ at: '-4714-01-01T00:00:00Z' })).toContain(
+    expect(errors({ at: '-4714-01-01T00:00:00Z' })).toEqual([
       'at must be a date-time with a four-digit year',
-    );
+    ]);
+    // Not a date at all: IsISO8601's single error, not a second one from this check.
+    expect(errors({ at: 'next week' })).toEqual(['at must be a valid ISO 8601 date string']);
   });
 });

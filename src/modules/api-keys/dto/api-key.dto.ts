@@ -1,5 +1,4 @@
 import { IsISO8601, IsOptional, IsString, Length, Matches } from 'class-validator';
-import { HasFourDigitYear } from '../../../common/validation/field-validators.js';
 import { HasNoNulCharacters } from '../../owned/owned-validators.js';
 
 export const API_KEY_NAME_MAX = 200;
@@ -16,7 +15,6 @@ export class CreateApiKeyDto {
   /** ISO 8601 date-time in the future; omitted or null: the key does not expire. */
   @IsOptional()
   @IsISO8601({ strict: true, strictSeparator: true })
-  @HasFourDigitYear()
   expires_at?: string | null;
 }
 
