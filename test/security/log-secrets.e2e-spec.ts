@@ -8,6 +8,7 @@
  * (succeeding and failing at the provider), billing actions against a failing provider, welcome and
  * broadcast e-mails, a 500 from an unexpected error. Then every log line written by both processes is
  * scanned for every one of those values, the configured secrets and the e-mail bodies that were sent.
+ * (Every other security file also fails when its own logs hold a credential-shaped value: SecurityWorld.)
  *
  * Routes covered: GET /api/v1/me, PATCH /api/v1/me, POST/GET/DELETE /api/v1/api_keys,
  * POST /api/v1/feedback, POST /api/v1/saved_searches, POST /api/v1/billing/checkout-token,

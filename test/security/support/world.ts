@@ -7,7 +7,7 @@ import { FakeBillingApi } from '../../fakes/billing-api.js';
 import { FakeEmailApi } from '../../fakes/email-api.js';
 import { FakeLlmServer } from '../../fakes/llm-server.js';
 import { FakeVectorStore } from '../../fakes/vector-store.js';
-import { type ApiApp, TestEnv } from '../../support/test-env.js';
+import { type ApiApp, TEST_SECRETS, TestEnv } from '../../support/test-env.js';
 
 export const ADMIN_EMAIL = 'admin@example.com';
 export const BILLING_API_KEY = 'billing-api-key-for-tests-0123456789';
@@ -122,7 +122,35 @@ export class SecurityWorld {
     return { auth: `Bearer ${res.body.secret}`, id: res.body.id, secret: res.body.secret };
   }
 
-  close(): Promise<void> {
-    return this.env.close();
+  /**
+   * Credentials found in the logs this world's processes wrote: the configured secrets, and anything
+   * shaped like a bearer token, JWT or signed token, API key or webhook signature.
+   */
+  leakedSecrets(): string[] {
+    const logs = this.env.logs.lines.join('\n');
+    const configured = [...Object.values(TEST_SECRETS), BILLING_API_KEY, LLM_API_KEY, this.email.apiKey];
+    const shapes = [
+      /Bearer\s+[A-Za-z0-9._~+/-]{16,}/,
+      /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/,
+      /sk_live_[0-9a-f]{12}_[A-Za-z0-9_-]{16,}/,
+      /h1=[0-9a-f]{64}/,
+      /v1,[A-Za-z0-9+/=]{20,}/,
+    ];
+    return [
+      ...configured
+        .filter((secret) => logs.includes(secret))
+        .map((secret) => `configured secret ${secret.slice(0, 8)}…`),
+      ...shapes.flatMap((shape) => {
+        const found = shape.exec(logs);
+        return found ? [`${shape}: ${found[0].slice(0, 40)}`] : [];
+      }),
+    ];
+  }
+
+  /** Closes everything, then fails the file if its logs held a credential (every security file scans). */
+  async close(): Promise<void> {
+    const leaked = this.leakedSecrets();
+    await this.env.close();
+    if (leaked.length > 0) throw new Error(`credentials in the service logs: ${leaked.join('; ')}`);
   }
 }
