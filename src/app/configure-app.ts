@@ -1,3 +1,5 @@
+import { type Server, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { RequestMethod } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
@@ -5,7 +7,7 @@ import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import type { AppConfig } from '../config/app-config.js';
-import { sendProblem, toProblem } from '../common/filters/problem-details.filter.js';
+import { buildProblem, sendProblem, toProblem } from '../common/filters/problem-details.filter.js';
 import { requestIdMiddleware } from '../common/http/request-id.middleware.js';
 import { httpMetricsMiddleware } from '../infra/metrics/http-metrics.middleware.js';
 import { MetricsService } from '../infra/metrics/metrics.service.js';
@@ -63,6 +65,12 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
     res.setHeader('Permissions-Policy', PERMISSIONS_POLICY);
     next();
   });
+  // API answers carry personal data, tokens and keys: no cache keeps them unless a route opts in with
+  // its own @Header('Cache-Control', ...), which is set when the handler answers and so wins.
+  app.use(`/${API_PREFIX}`, (_req: Request, res: Response, next: NextFunction) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   // Deny by default: only the listed origins get CORS headers.
   const origins = new Set(config.corsOrigins);
   app.enableCors({
@@ -83,6 +91,7 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
   app.useBodyParser('json', { limit: JSON_BODY_LIMIT });
   app.useBodyParser('urlencoded', { limit: '64kb', extended: false });
   app.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED });
+  installClientErrorHandler(app.getHttpServer() as Server);
 
   if (config.env !== 'production') {
     await SwaggerModule.loadPluginMetadata(metadata);
@@ -97,6 +106,35 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
     );
     SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   }
+}
+
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request header fields too large', 'The request headers or URL are too large.'],
+  HPE_URI_TOO_LONG: [414, 'URI too long', 'The request URL is too long.'],
+};
+
+/**
+ * Requests Node's HTTP parser refuses (headers or URL over its limit, malformed HTTP) never reach
+ * Express. Node would answer them with an empty body; answer problem+json like every other error.
+ */
+function installClientErrorHandler(server: Server): void {
+  server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const [status, title, detail] = CLIENT_ERRORS[err.code ?? ''] ?? [
+      400,
+      'Invalid request',
+      'The request is malformed.',
+    ];
+    const body = JSON.stringify(buildProblem(status, detail, undefined, { title }));
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +
+        `X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
 }
 
 /** Express-level errors (body parser: bad JSON, 413) never reach Nest's filters: answer them here too. */

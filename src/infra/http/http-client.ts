@@ -22,7 +22,12 @@ export interface HttpRequest<S extends z.ZodType | undefined = undefined> {
   beforeAttempt?: () => Promise<void>;
   /** Sees every response, including the ones that will be retried (e.g. provider rate-limit headers). */
   onResponse?: (response: { status: number; headers: Headers }) => void | Promise<void>;
+  /** Largest response body accepted (default DEFAULT_MAX_RESPONSE_BYTES); more is a 502, never buffered. */
+  maxResponseBytes?: number;
 }
+
+/** A provider answer is a few kB; 10 MiB leaves room for any legitimate one and bounds a hostile one. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 
 export interface HttpResponse<T> {
   status: number;
@@ -101,7 +106,7 @@ export class HttpClient {
         if (attempt < maxAttempts) await sleep(this.backoff(attempt), req.signal);
         continue;
       }
-      const body = await this.readBody(response);
+      const body = await this.readBody(response, req);
       if (req.onResponse) await req.onResponse({ status: response.status, headers: response.headers });
       if (response.ok) {
         if (!req.schema)
@@ -142,8 +147,37 @@ export class HttpClient {
     return base + Math.floor(Math.random() * base * 0.2);
   }
 
-  private async readBody(response: Response): Promise<unknown> {
-    const text = await response.text();
+  /**
+   * Reads at most `maxResponseBytes`: a compromised or broken provider must not make us buffer an
+   * unbounded body (OWASP API10). Too large is an invalid answer (502), not retried.
+   */
+  private async readBody(response: Response, req: HttpRequest<z.ZodType | undefined>): Promise<unknown> {
+    const limit = req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const tooLarge = () =>
+      new BadGatewayError(
+        `${req.provider} sent a response larger than ${limit} bytes.`,
+        'upstream_response_too_large',
+      );
+    if (Number(response.headers.get('content-length') ?? 0) > limit) {
+      await response.body?.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    if (response.body) {
+      const reader = response.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.byteLength;
+        if (size > limit) {
+          await reader.cancel().catch(() => undefined);
+          throw tooLarge();
+        }
+        chunks.push(value);
+      }
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
     if (!text) return null;
     try {
       return JSON.parse(text);

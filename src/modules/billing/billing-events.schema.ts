@@ -3,9 +3,17 @@ import { z } from 'zod';
 // Paddle Billing-shaped webhook bodies (DESIGN.md section 4). Objects are loose: the provider adds
 // fields over time and we archive the raw payload anyway; only what we use is required and typed.
 
+// JavaScript parses dates PostgreSQL cannot store (before 4713 BC, extended years): such a date would fail
+// the insert (a 500 retried forever). Provider timestamps are modern, so years outside 1900..9999 are refused.
+const EARLIEST = Date.UTC(1900, 0, 1);
+const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 const timestamp = z
   .string()
-  .refine((value) => !Number.isNaN(Date.parse(value)), 'expected an ISO 8601 date-time')
+  .refine((value) => {
+    const ms = Date.parse(value);
+    return ms >= EARLIEST && ms <= LATEST;
+  }, 'expected an ISO 8601 date-time between the years 1900 and 9999')
   .transform((value) => new Date(value));
 
 const INT4_MAX = 2_147_483_647;

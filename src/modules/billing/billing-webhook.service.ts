@@ -5,6 +5,7 @@ import { isDependencyFailure } from '../../common/errors/dependency-failure.js';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import type { Prisma } from '../../generated/prisma/client.js';
+import { unstorablePayload } from '../webhooks/storable-payload.js';
 import { type HandlerOutcome, WebhookInboxService } from '../webhooks/webhook-inbox.service.js';
 import {
   InvalidSignatureError,
@@ -101,7 +102,7 @@ export class BillingWebhookService {
     }
   }
 
-  /** Without an event id and type the body cannot even be archived: 400, nothing stored. */
+  /** Without an event id and type, or with content jsonb refuses, the body cannot be archived: 400, nothing stored. */
   private parseEnvelope(body: Buffer) {
     let json: unknown;
     try {
@@ -109,6 +110,8 @@ export class BillingWebhookService {
     } catch {
       throw new InvalidWebhookPayloadError('The webhook body is not valid JSON.');
     }
+    const unstorable = unstorablePayload(json);
+    if (unstorable) throw new InvalidWebhookPayloadError(`The webhook body cannot be stored: ${unstorable}.`);
     return parsePayload(envelopeSchema, json, 'The webhook envelope');
   }
 

@@ -28,6 +28,9 @@ describe('jsonObjectProblem (free-form JSON object fields)', () => {
     expect(jsonObjectProblem(nested(JSON_FIELD_MAX_DEPTH + 1))).toMatch(/nested deeper/);
     expect(jsonObjectProblem({ a: ['ok', 'bad\u0000'] })).toMatch(/NUL/);
     expect(jsonObjectProblem({ 'bad\u0000key': 1 })).toMatch(/NUL/);
+    expect(jsonObjectProblem({ a: ['\ud800'] })).toMatch(/surrogates/);
+    expect(jsonObjectProblem({ '\udfffkey': 1 })).toMatch(/surrogates/);
+    expect(jsonObjectProblem({ a: '😀 paired is fine' })).toBeNull();
     expect(jsonObjectProblem({ a: 'x'.repeat(JSON_FIELD_MAX_BYTES) })).toMatch(/bytes/);
     // Multi-byte characters count as the bytes they take.
     expect(jsonObjectProblem({ a: 'é'.repeat(JSON_FIELD_MAX_BYTES / 2) })).toMatch(/bytes/);

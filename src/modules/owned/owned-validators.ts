@@ -4,6 +4,7 @@ import {
   type ValidationArguments,
   type ValidationOptions,
 } from 'class-validator';
+import { hasLoneSurrogate } from '../../common/validation/unicode.js';
 
 /** Limits of a free-form JSON object field (e.g. saved-search filters): bounded rows, no surprises. */
 export const JSON_FIELD_MAX_BYTES = 32_768;
@@ -13,7 +14,8 @@ const NUL = '\u0000';
 
 /**
  * Why a value is not storable as a JSON object column, or null when it is. PostgreSQL refuses NUL
- * characters in text and jsonb (that would be a 500), so they are refused here with a 400.
+ * characters in text and jsonb, and jsonb refuses unpaired surrogate escapes (`"\ud800"`): either would be
+ * a 500, so they are refused here with a 400.
  */
 export function jsonObjectProblem(value: unknown): string | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'must be a JSON object';
@@ -22,12 +24,14 @@ export function jsonObjectProblem(value: unknown): string | null {
     const { node, depth } = stack.pop()!;
     if (typeof node === 'string') {
       if (node.includes(NUL)) return 'must not contain NUL characters';
+      if (hasLoneSurrogate(node)) return 'must not contain unpaired UTF-16 surrogates';
       continue;
     }
     if (typeof node !== 'object' || node === null) continue;
     if (depth > JSON_FIELD_MAX_DEPTH) return `must not be nested deeper than ${JSON_FIELD_MAX_DEPTH} levels`;
     for (const [key, child] of Object.entries(node)) {
       if (key.includes(NUL)) return 'must not contain NUL characters';
+      if (hasLoneSurrogate(key)) return 'must not contain unpaired UTF-16 surrogates';
       stack.push({ node: child, depth: depth + 1 });
     }
   }

@@ -4,12 +4,14 @@ import { z } from 'zod';
  * Clerk-shaped identity events (DESIGN.md section 4), validated after the signature (spec rule 5). Only
  * what we use is required; unknown members pass through untouched (they are archived raw anyway).
  */
+const MAX_TIMESTAMP_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 export const identityEnvelope = z.object({
   type: z.string().min(1).max(200),
   data: z.record(z.string(), z.unknown()),
   object: z.string().optional(),
-  /** Milliseconds since the epoch, when the provider sends it. */
-  timestamp: z.number().int().positive().optional(),
+  /** Milliseconds since the epoch, when the provider sends it (up to 9999-12-31: a storable date). */
+  timestamp: z.number().int().positive().max(MAX_TIMESTAMP_MS).optional(),
 });
 
 const identityUserId = z.string().min(1).max(200);

@@ -9,6 +9,7 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
+import { unstorablePayload } from '../webhooks/storable-payload.js';
 import { type HandlerOutcome, WebhookInboxService } from '../webhooks/webhook-inbox.service.js';
 import { AccountDeletionService } from './account-deletion.service.js';
 import { identityDeletedData, identityEnvelope, identityUserData, primaryEmail } from './identity-events.js';
@@ -102,6 +103,15 @@ export class IdentityWebhookService {
       payload = JSON.parse((rawBody ?? Buffer.alloc(0)).toString('utf8'));
     } catch {
       payload = { unparsable: true };
+    }
+    const unstorable = unstorablePayload(payload);
+    if (unstorable) {
+      // Verified, but no archive row could hold it: the sender's bug, answered like a malformed event.
+      throw new ValidationError(
+        `The identity event cannot be stored: ${unstorable}.`,
+        [{ field: '(body)', message: unstorable }],
+        'invalid_webhook_payload',
+      );
     }
     return { id: id!, timestamp: new Date(Number(standard['webhook-timestamp']) * 1000), payload };
   }

@@ -46,9 +46,10 @@ export class AdminMetricsController {
 
   @Get('metrics/overview')
   // A dashboard refresh storm hits the browser cache, never a shared one; Vary keeps one admin's cached
-  // answer from being replayed under another Authorization header.
+  // answer from being replayed under another Authorization header, and keeps the CORS middleware's
+  // Origin (this header replaces the whole Vary value).
   @Header('Cache-Control', 'private, max-age=60')
-  @Header('Vary', 'Authorization')
+  @Header('Vary', 'Origin, Authorization')
   @ApiOperation({ summary: 'Every dashboard number, computed against one instant (generated_at)' })
   @ApiOkResponse({ type: MetricsOverviewDto })
   overview(): Promise<MetricsOverviewDto> {

@@ -13,6 +13,7 @@ import {
   Matches,
   ValidateNested,
 } from 'class-validator';
+import { HasFourDigitYear } from '../../../common/validation/field-validators.js';
 
 /** A small, validated filter; every given criterion must match (AND). `{}` means every active user. */
 export class AudienceDto {
@@ -43,11 +44,13 @@ export class AudienceDto {
   @ApiPropertyOptional({ description: 'Signed up at or after this instant (ISO 8601).' })
   @IsOptional()
   @IsISO8601({ strict: true })
+  @HasFourDigitYear()
   signed_up_after?: string;
 
   @ApiPropertyOptional({ description: 'Signed up before this instant (ISO 8601, exclusive).' })
   @IsOptional()
   @IsISO8601({ strict: true })
+  @HasFourDigitYear()
   signed_up_before?: string;
 }
 

@@ -90,6 +90,8 @@ export class DisposableDomainsService {
         url,
         provider: 'blocklist',
         headers: { accept: 'text/plain, application/json;q=0.9' },
+        // Up to 1,000,000 domains with comments: far above the default answer size, still bounded.
+        maxResponseBytes: 64 * 1024 * 1024,
       });
       domains = parseBlocklist(response.body);
     } catch (err) {

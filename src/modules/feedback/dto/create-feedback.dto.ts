@@ -1,5 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { HasNoNul } from '../../../common/validation/field-validators.js';
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 
@@ -10,6 +11,7 @@ export class CreateFeedbackDto {
   @IsString()
   @IsNotEmpty()
   @MaxLength(5000)
+  @HasNoNul()
   message!: string;
 
   @IsOptional()
@@ -23,6 +25,7 @@ export class CreateFeedbackDto {
   @Transform(trim)
   @IsString()
   @MaxLength(500)
+  @HasNoNul()
   page?: string;
 }
 

@@ -1,4 +1,7 @@
-import { IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsBoolean, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
+
+/** Optional, but never null: none of these columns is nullable (a null reached the database as a 500). */
+const IsOptionalNotNull = () => ValidateIf((_object, value) => value !== undefined);
 
 /** BCP 47 language tag, simplified: `en`, `de-CH`, `zh-Hant-TW`. */
 const LOCALE = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
@@ -8,18 +11,18 @@ const SOURCE = /^[A-Za-z0-9_.:-]+$/;
 /** The only fields of the profile a user may change (spec rule 4). */
 export class UpdateMeDto {
   /** BCP 47 language tag, e.g. `en` or `de-CH`. */
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsString()
   @MaxLength(35)
   @Matches(LOCALE, { message: 'locale must be a BCP 47 language tag such as en or de-CH' })
   locale?: string;
 
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsBoolean()
   marketing_consent_given?: boolean;
 
   /** Where the change happened (default `account_settings`); only with marketing_consent_given. */
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsString()
   @MaxLength(100)
   @Matches(SOURCE, { message: 'marketing_consent_source may hold letters, digits and _ . : - only' })

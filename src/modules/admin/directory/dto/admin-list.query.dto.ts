@@ -1,5 +1,8 @@
 import { Transform, Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { HasFourDigitYear, HasNoNul } from '../../../../common/validation/field-validators.js';
+
+export const MAX_ADMIN_PAGE = 1_000_000_000;
 
 const toBoolean = ({ value }: { value: unknown }) =>
   value === 'true' ? true : value === 'false' ? false : value;
@@ -9,11 +12,12 @@ const toBoolean = ({ value }: { value: unknown }) =>
  * rejected by validation (spec Errors: "out-of-range page_size on admin list endpoints").
  */
 class AdminPageQueryDto {
-  /** 1-based page number. */
+  /** 1-based page number, at most 1,000,000,000 (beyond, the offset would leave the safe integers: a 500). */
   @IsOptional()
   @Type(() => Number)
   @IsInt()
   @Min(1)
+  @Max(MAX_ADMIN_PAGE)
   page?: number;
 }
 
@@ -30,12 +34,14 @@ export class ListAdminUsersQueryDto extends AdminPageQueryDto {
   @IsOptional()
   @IsString()
   @MaxLength(320)
+  @HasNoNul()
   search?: string;
 
   /** Current tier, e.g. FREE or PRO. */
   @IsOptional()
   @IsString()
   @MaxLength(50)
+  @HasNoNul()
   tier?: string;
 
   /** true: only accounts scheduled for deletion; false: only active accounts; absent: both. */
@@ -58,32 +64,38 @@ export class ListAuditQueryDto extends AdminPageQueryDto {
   @IsOptional()
   @IsString()
   @MaxLength(100)
+  @HasNoNul()
   action?: string;
 
   /** Exact actor, e.g. user:<identity_user_id> or system:account-deletion. */
   @IsOptional()
   @IsString()
   @MaxLength(300)
+  @HasNoNul()
   actor?: string;
 
   /** Identity user id the entry is about. */
   @IsOptional()
   @IsString()
   @MaxLength(200)
+  @HasNoNul()
   user_id?: string;
 
   @IsOptional()
   @IsString()
   @MaxLength(100)
+  @HasNoNul()
   resource_type?: string;
 
   /** Entries at or after this ISO 8601 time. */
   @IsOptional()
   @IsISO8601({ strict: true })
+  @HasFourDigitYear()
   from?: string;
 
   /** Entries at or before this ISO 8601 time. */
   @IsOptional()
   @IsISO8601({ strict: true })
+  @HasFourDigitYear()
   to?: string;
 }

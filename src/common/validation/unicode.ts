@@ -1,0 +1,8 @@
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * True when the string holds a UTF-16 surrogate without its pair. JSON can carry one (`"\ud800"`), but
+ * PostgreSQL's jsonb refuses it, so values bound for jsonb are checked (String#isWellFormed, without
+ * raising the compile target to ES2024).
+ */
+export const hasLoneSurrogate = (value: string): boolean => LONE_SURROGATE.test(value);

@@ -1,0 +1,356 @@
+/**
+ * OWASP API2:2023 Broken Authentication.
+ *
+ * Routes covered (derived from the application, checked against ROUTE_TABLE):
+ * - every `user` and `admin` route (everything under /api/v1 except the unsubscribe link): no credential,
+ *   other schemes, malformed, expired, not-yet-valid, wrong issuer, wrong audience, wrong authorized
+ *   party, alg none, HS256 keyed with the public key, a key outside the JWKS, an unknown kid, a tampered
+ *   payload, a token without subject, an unknown user without e-mail, the TESTING bypass while TESTING
+ *   is off, tokens in the query string or a cookie, unknown / revoked / expired API keys: always 401
+ *   problem+json with `WWW-Authenticate: Bearer`, and nothing written;
+ * - the same routes with the credentials of a soft-deleted account: 403 `account_deleted` except on the
+ *   `@AllowDeleted()` routes;
+ * - POST /webhooks/identity and POST /webhooks/billing: missing, malformed, wrong-secret, stale, future and
+ *   body-altered signatures: 401 and nothing stored;
+ * - GET/POST /api/v1/email/unsubscribe: missing, forged, truncated, wrong-purpose tokens: 400, no change;
+ * - the JWKS endpoint is not re-fetched for every unknown kid (the key-set refresh is rate limited).
+ */
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Response } from 'supertest';
+import { generateApiKey } from '../../src/modules/auth/api-key.util.js';
+import { paddleSignature } from '../../src/modules/billing/paddle-signature.js';
+import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
+import { newSubId, subscriptionEvent } from '../support/billing.js';
+import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { TEST_SECRETS } from '../support/test-env.js';
+import { inBatches, tableCounts } from './support/db.js';
+import { call, expectRouteTableMatches, type TableRoute } from './support/route-table.js';
+import { SecurityWorld } from './support/world.js';
+
+const AUDIENCE = 'https://api.example.test';
+const PARTY = 'https://app.example.test';
+
+describe('API2 broken authentication: only a valid credential of a live account gets in', () => {
+  let world: SecurityWorld;
+  let routes: TableRoute[];
+  let protectedRoutes: TableRoute[];
+
+  beforeAll(async () => {
+    world = await SecurityWorld.start({
+      env: { IDENTITY_AUDIENCE: AUDIENCE, IDENTITY_AUTHORIZED_PARTIES: PARTY },
+      claims: { audience: AUDIENCE, azp: PARTY },
+    });
+    routes = expectRouteTableMatches(world.api.app);
+    protectedRoutes = routes.filter((r) => r.access === 'user' || r.access === 'admin');
+  });
+  afterAll(() => world.close());
+
+  const token = (
+    sub: string,
+    email: string | undefined,
+    options: Parameters<SecurityWorld['env']['idp']['token']>[1] = {},
+    azp = PARTY,
+  ) => world.env.idp.token({ sub, email, azp }, { audience: AUDIENCE, ...options });
+
+  /** Sample path parameters: a route must refuse the credential before it looks anything up. */
+  const sampleParams = (route: TableRoute) => (route.params.length ? { id: randomUUID() } : {});
+
+  it('lists every protected route', () => {
+    expect(protectedRoutes.length).toBeGreaterThanOrEqual(36);
+    expect(
+      routes
+        .filter((r) => !protectedRoutes.includes(r))
+        .map((r) => r.access)
+        .sort(),
+    ).toEqual(['public', 'public', 'public', 'unsubscribe', 'unsubscribe', 'webhook', 'webhook']);
+  });
+
+  it('accepts a valid token on every protected route (positive control)', async () => {
+    const sub = `user_valid_${randomUUID().slice(0, 6)}`;
+    const auth = `bearer ${await token(sub, `${sub}@example.com`)}`;
+    const statuses = await inBatches(
+      protectedRoutes.filter((r) => !r.last),
+      6,
+      async (route) => ({
+        route: route.key,
+        status: (await call(world.api, route, { auth, params: sampleParams(route), body: route.body }))
+          .status,
+      }),
+    );
+    for (const { route, status } of statuses) {
+      expect({ route, unauthenticated: status === 401 }).toEqual({ route, unauthenticated: false });
+      expect(status).toBeLessThan(500);
+      if (ROUTE_IS_ADMIN(route)) expect({ route, status }).toEqual({ route, status: 403 });
+    }
+  });
+
+  const ROUTE_IS_ADMIN = (key: string) => routes.find((r) => r.key === key)?.access === 'admin';
+
+  it('answers 401 problem+json to every bad credential on every protected route and writes nothing', async () => {
+    const { api, env } = world;
+    const known = await world.user('known');
+    const valid = await token(known.sub, undefined);
+    const [header, , signature] = valid.split('.');
+    const forgedPayload = Buffer.from(
+      JSON.stringify({
+        sub: known.sub,
+        iss: env.idp.issuer,
+        aud: AUDIENCE,
+        azp: PARTY,
+        exp: 9_999_999_999,
+        email: 'admin@example.com',
+      }),
+    ).toString('base64url');
+    const revoked = await world.apiKey(known.auth, 'revoked');
+    expect(
+      (await api.http.delete(`/api/v1/api_keys/${revoked.id}`).set('Authorization', known.auth)).status,
+    ).toBe(204);
+    const expired = await world.apiKey(known.auth, 'expired');
+    await api.prisma.apiKey.update({
+      where: { id: expired.id },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
+    const live = await world.apiKey(known.auth, 'live');
+
+    const variants: [
+      string,
+      { auth?: string; query?: Record<string, string>; headers?: Record<string, string> },
+    ][] = [
+      ['no credential', {}],
+      ['basic scheme', { auth: 'Basic dXNlcjpwYXNz' }],
+      ['empty bearer', { auth: 'Bearer ' }],
+      ['bearer twice', { auth: `Bearer Bearer ${valid}` }],
+      ['not a jwt', { auth: 'Bearer not-a-jwt' }],
+      ['expired', { auth: `Bearer ${await token(known.sub, undefined, { expiresIn: -30 })}` }],
+      ['not yet valid', { auth: `Bearer ${await token(known.sub, undefined, { notBefore: 120 })}` }],
+      [
+        'wrong issuer',
+        { auth: `Bearer ${await token(known.sub, undefined, { issuer: 'https://evil.example.com' })}` },
+      ],
+      ['no audience', { auth: `Bearer ${await env.idp.token({ sub: known.sub, azp: PARTY })}` }],
+      [
+        'wrong audience',
+        { auth: `Bearer ${await token(known.sub, undefined, { audience: 'https://other.example' })}` },
+      ],
+      [
+        'wrong authorized party',
+        { auth: `Bearer ${await token(known.sub, undefined, {}, 'https://evil.example')}` },
+      ],
+      ['alg none', { auth: `Bearer ${env.idp.unsignedToken({ sub: known.sub })}` }],
+      ['hs256 with the public key', { auth: `Bearer ${env.idp.hs256WithPublicKey({ sub: known.sub })}` }],
+      ['key outside the jwks', { auth: `Bearer ${await token(known.sub, undefined, { foreignKey: true })}` }],
+      ['unknown kid', { auth: `Bearer ${await token(known.sub, undefined, { kid: 'kid_unknown' })}` }],
+      ['tampered payload', { auth: `Bearer ${header}.${forgedPayload}.${signature}` }],
+      ['stripped signature', { auth: `Bearer ${header}.${valid.split('.')[1]}.` }],
+      ['no subject', { auth: `Bearer ${await token('', 'nobody@example.com')}` }],
+      [
+        'unknown user without e-mail',
+        { auth: `Bearer ${await token(`user_ghost_${randomUUID()}`, undefined)}` },
+      ],
+      ['testing bypass while TESTING is off', { auth: `Bearer test:${known.sub}:admin@example.com` }],
+      ['token in the query string', { query: { access_token: valid, token: valid } }],
+      ['token in a cookie', { headers: { Cookie: `token=${valid}; session=${valid}` } }],
+      ['unknown api key', { auth: `Bearer ${generateApiKey().key}` }],
+      [
+        'api key with a flipped character',
+        { auth: `${live.auth.slice(0, -1)}${live.auth.endsWith('A') ? 'B' : 'A'}` },
+      ],
+      ['revoked api key', { auth: revoked.auth }],
+      ['expired api key', { auth: expired.auth }],
+    ];
+
+    const before = await tableCounts(api.prisma);
+    const failures: string[] = [];
+    for (const [name, variant] of variants) {
+      const results = await inBatches(protectedRoutes, 8, async (route) => ({
+        route,
+        res: await call(api, route, { ...variant, params: sampleParams(route), body: route.body }),
+      }));
+      for (const { route, res } of results) {
+        const ok =
+          res.status === 401 &&
+          /^application\/problem\+json/.test(res.headers['content-type'] ?? '') &&
+          res.headers['www-authenticate'] === 'Bearer' &&
+          res.body.status === 401;
+        if (!ok) failures.push(`${name}: ${route.key} -> ${res.status} ${res.text.slice(0, 120)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(await tableCounts(api.prisma)).toEqual(before);
+  });
+
+  it('refuses a soft-deleted account everywhere except the @AllowDeleted routes (JWT and API key)', async () => {
+    const { api } = world;
+    const gone = await world.user('gone');
+    const key = await world.apiKey(gone.auth, 'gone key');
+    await api.prisma.user.update({ where: { id: gone.user.id }, data: { deletedAt: new Date() } });
+    const jwt = `Bearer ${await token(gone.sub, undefined)}`;
+    const restore = protectedRoutes.find((r) => r.key === 'post /api/v1/account/me/restore')!;
+    const others = protectedRoutes.filter((r) => r !== restore);
+    for (const auth of [jwt, key.auth]) {
+      for (const route of others) {
+        const res = await call(api, route, { auth, params: sampleParams(route), body: route.body });
+        if (route.allowDeleted) {
+          expect({ route: route.key, status: res.status }).toEqual({ route: route.key, status: 200 });
+        } else {
+          expect({ route: route.key, status: res.status, code: res.body.code }).toEqual({
+            route: route.key,
+            status: 403,
+            code: 'account_deleted',
+          });
+        }
+      }
+    }
+    expect(restore.allowDeleted).toBe(true);
+    expect((await call(api, restore, { auth: jwt })).status).toBe(200);
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: gone.user.id } })).deletedAt).toBeNull();
+  });
+
+  it('refuses webhooks without a valid signature and stores nothing', async () => {
+    const { api } = world;
+    const identity = signIdentityEvent(
+      identityUserEvent('user.created', 'user_wh_attacker', 'attacker@example.com'),
+    );
+    const sixMinutes = 6 * 60_000;
+    const stale = signIdentityEvent(identityUserEvent('user.created', 'user_wh_stale', 'stale@example.com'), {
+      timestamp: new Date(Date.now() - sixMinutes),
+    });
+    const future = signIdentityEvent(
+      identityUserEvent('user.created', 'user_wh_future', 'future@example.com'),
+      {
+        timestamp: new Date(Date.now() + sixMinutes),
+      },
+    );
+    const otherSecret = signIdentityEvent(
+      identityUserEvent('user.created', 'user_wh_other', 'other@example.com'),
+      {
+        secret: `whsec_${randomBytes(32).toString('base64')}`,
+      },
+    );
+    const identityCases: [string, Record<string, string>, string][] = [
+      ['no headers', { 'content-type': 'application/json' }, identity.body],
+      ['altered body', identity.headers, identity.body.replace('attacker@', 'admin@')],
+      ['stale timestamp', stale.headers, stale.body],
+      ['future timestamp', future.headers, future.body],
+      ['other secret', otherSecret.headers, otherSecret.body],
+      ['garbage signature', { ...identity.headers, 'webhook-signature': 'v1,AAAA' }, identity.body],
+      ['oversized id', { ...identity.headers, 'webhook-id': 'x'.repeat(300) }, identity.body],
+      [
+        'svix headers, bad signature',
+        {
+          'content-type': 'application/json',
+          'svix-id': identity.id,
+          'svix-timestamp': identity.headers['webhook-timestamp'],
+          'svix-signature': `v1,${createHmac('sha256', 'nope').update('x').digest('base64')}`,
+        },
+        identity.body,
+      ],
+    ];
+
+    const raw = JSON.stringify(subscriptionEvent({ type: 'subscription.created', subId: newSubId() }));
+    const ts = Math.floor(Date.now() / 1000);
+    const good = paddleSignature(TEST_SECRETS.BILLING_WEBHOOK_SECRET, ts, raw);
+    const billingCases: [string, string | undefined, string][] = [
+      ['no header', undefined, raw],
+      ['malformed header', 'garbage', raw],
+      [
+        'wrong secret',
+        `ts=${ts};h1=${paddleSignature('another-secret-of-enough-length-0123456789', ts, raw)}`,
+        raw,
+      ],
+      [
+        'stale',
+        `ts=${ts - 360};h1=${paddleSignature(TEST_SECRETS.BILLING_WEBHOOK_SECRET, ts - 360, raw)}`,
+        raw,
+      ],
+      [
+        'future',
+        `ts=${ts + 360};h1=${paddleSignature(TEST_SECRETS.BILLING_WEBHOOK_SECRET, ts + 360, raw)}`,
+        raw,
+      ],
+      ['altered body', `ts=${ts};h1=${good}`, raw.replace('"active"', '"canceled"')],
+      ['h1 not hex', `ts=${ts};h1=${'z'.repeat(64)}`, raw],
+      [
+        'too many h1',
+        `ts=${ts};${Array.from({ length: 9 }, () => `h1=${'0'.repeat(64)}`).join(';')};h1=${good}`,
+        raw,
+      ],
+    ];
+
+    const before = await tableCounts(api.prisma);
+    const failures: string[] = [];
+    const check = (name: string, res: Response) => {
+      if (res.status !== 401 || res.body.code !== 'invalid_signature')
+        failures.push(`${name} -> ${res.status} ${res.text.slice(0, 100)}`);
+    };
+    for (const [name, headers, body] of identityCases) {
+      check(`identity ${name}`, await api.http.post('/webhooks/identity').set(headers).send(body));
+    }
+    for (const [name, signature, body] of billingCases) {
+      let req = api.http.post('/webhooks/billing').set('Content-Type', 'application/json');
+      if (signature) req = req.set('Paddle-Signature', signature);
+      check(`billing ${name}`, await req.send(body));
+    }
+    expect(failures).toEqual([]);
+    expect(await tableCounts(api.prisma)).toEqual(before);
+  });
+
+  it('refuses forged, truncated and wrong-purpose unsubscribe tokens and changes nothing', async () => {
+    const { api } = world;
+    const victim = await world.user('unsub-victim');
+    await api.prisma.user.update({ where: { id: victim.user.id }, data: { marketingConsentGiven: true } });
+    const real = api.app.get(UnsubscribeTokens).sign(victim.user.id);
+    const [payload, mac] = real.split('.');
+    const macWith = (secret: string, body: string) =>
+      createHmac('sha256', secret).update(body).digest('base64url');
+    const otherPurpose = Buffer.from(JSON.stringify({ u: victim.user.id, p: 'transactional' })).toString(
+      'base64url',
+    );
+    const tokens: (string | undefined)[] = [
+      undefined,
+      '',
+      'garbage',
+      payload,
+      `${payload}.`,
+      `${payload}.${mac.slice(0, -2)}`,
+      `${payload}.${mac}.extra`,
+      `${payload}.${macWith('a-different-secret-that-is-long-enough-123', payload)}`,
+      `${otherPurpose}.${macWith(TEST_SECRETS.EMAIL_UNSUBSCRIBE_SECRET, otherPurpose)}`,
+      `${payload.toUpperCase()}.${mac}`,
+    ];
+    const before = await tableCounts(api.prisma);
+    for (const t of tokens) {
+      for (const method of ['get', 'post'] as const) {
+        const res = await api.http[method]('/api/v1/email/unsubscribe').query(t === undefined ? {} : { t });
+        expect({ t, method, status: res.status, code: res.body.code }).toEqual({
+          t,
+          method,
+          status: 400,
+          code: 'invalid_unsubscribe_token',
+        });
+      }
+    }
+    expect(await tableCounts(api.prisma)).toEqual(before);
+    expect(
+      (await api.prisma.user.findUniqueOrThrow({ where: { id: victim.user.id } })).marketingConsentGiven,
+    ).toBe(true);
+  });
+
+  it('does not re-fetch the key set for every unknown kid', async () => {
+    const sub = `user_kid_${randomUUID().slice(0, 6)}`;
+    const before = world.env.idp.jwksRequests;
+    const results = await inBatches(
+      Array.from({ length: 30 }, (_, i) => i),
+      10,
+      async (i) =>
+        (
+          await world.api.http
+            .get('/api/v1/me')
+            .set('Authorization', `Bearer ${await token(sub, undefined, { kid: `kid_flood_${i}` })}`)
+        ).status,
+    );
+    expect(new Set(results)).toEqual(new Set([401]));
+    expect(world.env.idp.jwksRequests - before).toBeLessThanOrEqual(10);
+  });
+});

@@ -1,0 +1,293 @@
+/**
+ * OWASP API8:2023 Security Misconfiguration.
+ *
+ * Routes covered (derived from the application's router, checked against ROUTE_TABLE):
+ * - every route, on success and on its error answers (401, 400 bad JSON, 404, 413): HSTS, a static CSP,
+ *   X-Frame-Options DENY, Referrer-Policy no-referrer, Permissions-Policy, nosniff, no X-Powered-By;
+ * - every route: CORS headers only for the exact configured origin (look-alike, scheme-changed, `null`
+ *   and suffix origins get none, preflights included), never a wildcard and never credentials;
+ * - every authenticated route: its answers are not cacheable by shared caches (`no-store`, or `private`
+ *   where a route opts in), so tokens, keys and personal data never sit in a proxy;
+ * - only the unsubscribe pages (and the docs) answer HTML; every error of every route is problem+json
+ *   without stack traces, file paths, SQL or driver messages, in production as in test, including a 500
+ *   and a database outage (503);
+ * - GET /docs, /docs/openapi.json, /docs-yaml and every other Swagger route: served outside production
+ *   only (derived from the router of a non-production app);
+ * - TRACE and other unrouted verbs are 404, never an echo;
+ * - a deployed boot refuses TESTING=1, the public development secrets and localhost CORS origins.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Response } from 'supertest';
+import { runBootChecks } from '../../src/config/boot-checks.js';
+import { loadConfig } from '../../src/config/env.js';
+import { ProbeModule } from '../support/probe.module.js';
+import { TEST_SECRETS } from '../support/test-env.js';
+import { inBatches } from './support/db.js';
+import { call, expectRouteTableMatches, type TableRoute } from './support/route-table.js';
+import { isDocsRoute, servedRoutes } from './support/routes.js';
+import { SecurityWorld } from './support/world.js';
+
+const ORIGIN = 'https://app.example.com';
+const PROBLEM = /^application\/problem\+json/;
+const INTERNALS =
+  /\bat [\w.<>]+ \(|\.(ts|js|mjs):\d+|node_modules|\/src\/|\/dist\/|Prisma|prisma|SELECT |INSERT |ECONNREFUSED|stack|TypeError|ReferenceError/;
+
+describe('API8 security misconfiguration', () => {
+  let world: SecurityWorld;
+  let routes: TableRoute[];
+  let auth: string;
+
+  beforeAll(async () => {
+    world = await SecurityWorld.start({ env: { CORS_ORIGINS: ORIGIN } });
+    routes = expectRouteTableMatches(world.api.app);
+    auth = (await world.user('misconfig')).auth;
+  });
+  afterAll(() => world.close());
+
+  const authFor = async (route: TableRoute) =>
+    route.access === 'admin' ? world.admin() : route.access === 'user' ? auth : undefined;
+  const params = (route: TableRoute) => (route.params.length ? { id: randomUUID() } : {});
+
+  const expectSecurityHeaders = (label: string, res: Response) => {
+    const h = res.headers;
+    expect({
+      label,
+      hsts: h['strict-transport-security'],
+      csp:
+        h['content-security-policy']?.includes("default-src 'self'") &&
+        h['content-security-policy']?.includes("frame-ancestors 'none'"),
+      frame: h['x-frame-options'],
+      referrer: h['referrer-policy'],
+      permissions: h['permissions-policy']?.includes('camera=()'),
+      nosniff: h['x-content-type-options'],
+      poweredBy: h['x-powered-by'],
+    }).toEqual({
+      label,
+      hsts: 'max-age=31536000; includeSubDomains',
+      csp: true,
+      frame: 'DENY',
+      referrer: 'no-referrer',
+      permissions: true,
+      nosniff: 'nosniff',
+      poweredBy: undefined,
+    });
+  };
+
+  it('sets the security headers on every route, on success and on errors', async () => {
+    for (const route of routes.filter((r) => !r.last)) {
+      const ok = await call(world.api, route, {
+        auth: await authFor(route),
+        params: params(route),
+        body: route.body,
+      });
+      expectSecurityHeaders(`${route.key} ${ok.status}`, ok);
+      const anonymous = await call(world.api, route, { params: params(route) });
+      expectSecurityHeaders(`${route.key} anonymous ${anonymous.status}`, anonymous);
+      if (route.method !== 'get') {
+        const badJson = await call(world.api, route, {
+          params: params(route),
+          headers: { 'Content-Type': 'application/json' },
+          body: '{"broken": ',
+        });
+        expect({ route: route.key, status: badJson.status }).toEqual({ route: route.key, status: 400 });
+        expectSecurityHeaders(`${route.key} bad json`, badJson);
+      }
+    }
+    expectSecurityHeaders('unknown route', await world.api.http.get(`/api/v1/${randomUUID()}`));
+  });
+
+  it('sends CORS headers only to the exact configured origin, on every route', async () => {
+    const impostors = [
+      'https://evil.example.com',
+      'http://app.example.com',
+      'https://app.example.com.evil.com',
+      'https://evilapp.example.com',
+      'https://app.example.com:8443',
+      'null',
+      `${ORIGIN}/`,
+    ];
+    const failures: string[] = [];
+    await inBatches(
+      routes.filter((r) => !r.last),
+      4,
+      async (route) => {
+        for (const origin of impostors) {
+          const res = await call(world.api, route, {
+            auth: await authFor(route),
+            params: params(route),
+            headers: { Origin: origin },
+          });
+          const preflight = await world.api.http
+            .options(route.path.replace(':id', randomUUID()))
+            .set('Origin', origin)
+            .set('Access-Control-Request-Method', route.method.toUpperCase())
+            .set('Access-Control-Request-Headers', 'authorization,content-type');
+          for (const r of [res, preflight]) {
+            if (
+              r.headers['access-control-allow-origin'] !== undefined ||
+              r.headers['access-control-allow-credentials'] !== undefined
+            )
+              failures.push(`${route.key} ${origin}`);
+          }
+        }
+        const allowed = await call(world.api, route, {
+          auth: await authFor(route),
+          params: params(route),
+          headers: { Origin: ORIGIN },
+        });
+        if (allowed.headers['access-control-allow-origin'] !== ORIGIN)
+          failures.push(`${route.key} allowed origin not echoed`);
+        if (allowed.headers['access-control-allow-credentials'] !== undefined)
+          failures.push(`${route.key} credentials`);
+        if (!/Origin/i.test(allowed.headers.vary ?? '')) failures.push(`${route.key} no Vary: Origin`);
+      },
+    );
+    expect(failures).toEqual([]);
+  });
+
+  it('keeps every authenticated answer out of shared caches', async () => {
+    const failures: string[] = [];
+    for (const route of routes.filter((r) => (r.access === 'user' || r.access === 'admin') && !r.last)) {
+      const res = await call(world.api, route, {
+        auth: await authFor(route),
+        params: params(route),
+        body: route.body,
+      });
+      const cache = res.headers['cache-control'] ?? '';
+      if (!/no-store|private/.test(cache))
+        failures.push(`${route.key} ${res.status} cache-control="${cache}"`);
+      const denied = await call(world.api, route, { params: params(route) });
+      if (!/no-store/.test(denied.headers['cache-control'] ?? ''))
+        failures.push(`${route.key} 401 cache-control`);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('answers HTML only on the unsubscribe pages, and every error as problem+json without internals', async () => {
+    const failures: string[] = [];
+    const check = (label: string, res: Response) => {
+      const type = res.headers['content-type'] ?? '';
+      if (
+        /html/.test(type) &&
+        !/^get \/api\/v1\/email\/unsubscribe|^post \/api\/v1\/email\/unsubscribe/.test(label)
+      )
+        failures.push(`${label}: html`);
+      if (res.status >= 400) {
+        if (!PROBLEM.test(type)) failures.push(`${label}: ${res.status} as ${type}`);
+        if (INTERNALS.test(res.text ?? '')) failures.push(`${label}: internals in ${res.text.slice(0, 200)}`);
+        const extra = Object.keys(res.body ?? {}).filter(
+          (k) =>
+            ![
+              'type',
+              'title',
+              'status',
+              'detail',
+              'code',
+              'request_id',
+              'errors',
+              'balance',
+              'required',
+            ].includes(k),
+        );
+        if (extra.length) failures.push(`${label}: unexpected keys ${extra.join(',')}`);
+      }
+    };
+    for (const route of routes.filter((r) => !r.last)) {
+      const a = await authFor(route);
+      const attempts: [string, Promise<Response>][] = [
+        ['sample', call(world.api, route, { auth: a, params: params(route), body: route.body })],
+        ['anonymous', call(world.api, route, { params: params(route) })],
+        [
+          'malformed id',
+          call(world.api, route, { auth: a, params: route.params.length ? { id: "1' OR 1=1 --" } : {} }),
+        ],
+        [
+          'wrong types',
+          call(world.api, route, {
+            auth: a,
+            params: params(route),
+            body: [{ $gt: '' }],
+            query: { page: { a: 1 } as never },
+          }),
+        ],
+      ];
+      for (const [what, pending] of attempts) check(`${route.key} ${what}`, await pending);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('hides internals of a 500 and of a database outage, also in production', async () => {
+    const prod = await world.env.startApi({
+      config: world.env.configWith({ APP_ENV: 'production', CORS_ORIGINS: ORIGIN }),
+      modules: [ProbeModule],
+    });
+    const boom = await prod.http.get('/api/v1/probe/boom');
+    expect(boom.status).toBe(500);
+    expect(boom.headers['content-type']).toMatch(PROBLEM);
+    expect(boom.text).not.toMatch(INTERNALS);
+    expect(boom.text).not.toContain('hunter2');
+
+    const down = await world.env.startApi({
+      config: world.env.configWith({
+        DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/nowhere',
+        APP_ENV: 'production',
+        CORS_ORIGINS: ORIGIN,
+      }),
+    });
+    const res = await down.http
+      .get('/api/v1/me')
+      .set('Authorization', await world.bearer(`user_down_${randomUUID()}`));
+    expect(res.status).toBe(503);
+    expect(res.headers['content-type']).toMatch(PROBLEM);
+    expect(res.text).not.toMatch(INTERNALS);
+    expect(res.text).not.toContain('127.0.0.1:1');
+    expect(res.text).not.toContain('nowhere');
+  });
+
+  it('serves the docs outside production only', async () => {
+    const docs = servedRoutes(world.api.app).filter(isDocsRoute);
+    expect(docs.length).toBeGreaterThanOrEqual(4);
+    const prod = await world.env.startApi({
+      config: world.env.configWith({ APP_ENV: 'production', CORS_ORIGINS: ORIGIN }),
+    });
+    expect(servedRoutes(prod.app).filter(isDocsRoute)).toEqual([]);
+    for (const key of [...docs, 'get /docs-json', 'get /api-docs', 'get /swagger']) {
+      const path = key.split(' ')[1];
+      expect({ path, status: (await prod.http.get(path)).status }).toEqual({ path, status: 404 });
+    }
+    expect((await world.api.http.get('/docs/openapi.json')).status).toBe(200);
+  });
+
+  it('routes no TRACE and echoes nothing back', async () => {
+    for (const route of routes) {
+      const res = await world.api.http
+        .trace(route.path.replace(':id', randomUUID()))
+        .set('Authorization', 'Bearer secret-trace-token')
+        .set('Cookie', 'session=secret-trace-cookie');
+      expect({ route: route.key, status: res.status }).toEqual({ route: route.key, status: 404 });
+      expect(res.text).not.toContain('secret-trace');
+    }
+  });
+
+  it('refuses to boot deployed with TESTING=1, development secrets or localhost CORS origins', async () => {
+    const probes = { database: async () => undefined, redis: async () => undefined };
+    const deployed = {
+      APP_ENV: 'production',
+      COMPANY_LEGAL_NAME: 'Example GmbH',
+      CORS_ORIGINS: ORIGIN,
+      ...TEST_SECRETS,
+    };
+    expect(await runBootChecks(loadConfig(deployed), probes)).toBeNull();
+    const refusals = [
+      { TESTING: '1' },
+      { IDENTITY_WEBHOOK_SECRET: '', BILLING_WEBHOOK_SECRET: '', EMAIL_UNSUBSCRIBE_SECRET: '' },
+      { EMAIL_UNSUBSCRIBE_SECRET: 'short' },
+      { CORS_ORIGINS: `${ORIGIN},http://localhost:3000` },
+    ];
+    for (const override of refusals) {
+      const refusal = await runBootChecks(loadConfig({ ...deployed, ...override }), probes);
+      expect({ override, refused: refusal !== null }).toEqual({ override, refused: true });
+    }
+  });
+});
