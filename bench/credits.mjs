@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { deploy } from '../scripts/migrate.mjs';
 
@@ -118,7 +118,38 @@ function plainDeduct(pool, lockSql) {
   };
 }
 
-async function main() {
+/** Builds CreditsService the way the application does: the core module (Prisma, metrics) + the credits module. */
+async function creditsServiceOn(url) {
+  const dist = (path) => import(pathToFileURL(join(ROOT, 'dist', path)).href);
+  const [{ NestFactory }, { loadConfig }, { CoreModule }, { CreditsModule }, { CreditsService }, { PrismaService }] =
+    await Promise.all([
+      import('@nestjs/core'),
+      dist('config/env.js'),
+      dist('app/core.module.js'),
+      dist('modules/credits/credits.module.js'),
+      dist('modules/credits/credits.service.js'),
+      dist('infra/prisma/prisma.service.js'),
+    ]);
+  const config = loadConfig({
+    APP_ENV: 'test',
+    DATABASE_URL: url,
+    DATABASE_POOL_SIZE: String(POOL),
+    LOG_LEVEL: 'silent',
+    REDIS_KEY_PREFIX: `benchcr${randomBytes(3).toString('hex')}`,
+  });
+  class BenchCreditsModule {}
+  const app = await NestFactory.createApplicationContext(
+    { module: BenchCreditsModule, imports: [CoreModule.forRoot(config), CreditsModule] },
+    { logger: false },
+  );
+  return { app, credits: app.get(CreditsService), prisma: app.get(PrismaService) };
+}
+
+/**
+ * Deducts per second through CreditsService and through plain pg (same SQL), alternating per round.
+ * Returns the rows for bench/run.mjs and the consistency check (cached balance = SUM(delta) for every user).
+ */
+export async function benchCredits({ ops = OPS, rounds = ROUNDS } = {}) {
   if (!existsSync(join(ROOT, 'dist/modules/credits/credits.service.js'))) {
     throw new Error('dist/ is missing: run `npm run build` first');
   }
@@ -127,20 +158,11 @@ async function main() {
   await deploy({ databaseUrl: url, log: () => {} });
   const admin = new pg.Pool({ connectionString: url, max: 2 });
   const plain = new pg.Pool({ connectionString: url, max: POOL });
-  let prisma;
+  let app;
   try {
-    const { loadConfig } = await import('../dist/config/env.js');
-    const { PrismaService } = await import('../dist/infra/prisma/prisma.service.js');
-    const { CreditsRepository } = await import('../dist/modules/credits/credits.repository.js');
-    const { CreditsService } = await import('../dist/modules/credits/credits.service.js');
-    const config = loadConfig({
-      APP_ENV: 'test',
-      DATABASE_URL: url,
-      DATABASE_POOL_SIZE: String(POOL),
-      LOG_LEVEL: 'silent',
-    });
-    prisma = new PrismaService(config);
-    const credits = new CreditsService(prisma, new CreditsRepository());
+    const service = await creditsServiceOn(url);
+    app = service.app;
+    const { credits, prisma } = service;
 
     log(`seeding ${database} ...`);
     const { hot, spread } = await seed(admin, { hotHistory: [1_000, 100_000] });
@@ -162,20 +184,20 @@ async function main() {
     const literalScenarios = [1_000, 100_000].map((history) => ({
       name: `spec-literal SUM(delta), hot user, ${history / 1000}k history`,
       // SUM over 100k rows under the lock is slow: fewer deducts keep the run short.
-      ops: history === 100_000 ? Math.min(OPS, 300) : OPS,
+      ops: history === 100_000 ? Math.min(ops, 300) : ops,
       run: (r, i) => viaSum(hot[`sum:${history}`], `sum-${history}-${r}-${i}`),
     }));
     const rows = scenarios.map(([name]) => ({ name, service: 0, pg: 0 }));
     const literal = literalScenarios.map(({ name }) => ({ name, rate: 0 }));
     // Every round measures every scenario and both paths one after the other, so load drift on a shared
     // machine hits all columns alike; each cell keeps its best round.
-    for (let round = 0; round < ROUNDS; round += 1) {
+    for (let round = 0; round < rounds; round += 1) {
       for (const [index, [name, target]] of scenarios.entries()) {
-        for (const [path, run] of [
+        for (const [path, runOne] of [
           ['service', viaService],
           ['pg', viaPlain],
         ]) {
-          const rate = await measure(OPS, (i) => run(...target(path, round, i)));
+          const rate = await measure(ops, (i) => runOne(...target(path, round, i)));
           rows[index][path] = Math.max(rows[index][path], rate);
           log(`round ${round + 1}, ${name}, ${path}: ${rate.toFixed(0)}/s`);
         }
@@ -189,29 +211,10 @@ async function main() {
 
     const { rows: drift } = await admin.query(`SELECT count(*)::int AS n FROM users u
       WHERE credit_balance <> (SELECT COALESCE(SUM(delta), 0) FROM credit_transactions t WHERE t.user_id = u.id)`);
-    const table = [
-      `Credit deducts per second (${new Date().toISOString()}, Node ${process.version}, ${OPS} deducts per`,
-      `measurement, ${CONCURRENCY} in flight, pool ${POOL}, best of ${ROUNDS} alternating rounds;`,
-      `${cpus().length} cores, load average ${loadavg()[0].toFixed(1)} at the end: a shared machine inflates both columns)`,
-      '',
-      '| scenario | service layer (Prisma) /s | plain pg, same SQL /s | service / pg |',
-      '|---|---:|---:|---:|',
-      ...rows.map(
-        (r) =>
-          `| ${r.name} | ${r.service.toFixed(0)} | ${r.pg.toFixed(0)} | ${(r.service / r.pg).toFixed(2)} |`,
-      ),
-      ...literal.map((r) => `| ${r.name} | - | ${r.rate.toFixed(0)} | - |`),
-      '',
-      `Hot user, 100k vs 1k history: service ${(rows[2].service / rows[0].service).toFixed(2)}x, plain pg ${(rows[2].pg / rows[0].pg).toFixed(2)}x` +
-        `; spec-literal SUM ${(literal[1].rate / literal[0].rate).toFixed(2)}x.`,
-      `Cached balance = SUM(delta) for every user afterwards: ${drift[0].n === 0 ? 'yes' : `NO (${drift[0].n} users differ)`}.`,
-    ].join('\n');
-    process.stdout.write(`\n${table}\n`);
-    if (process.argv.includes('--write'))
-      await writeFile(join(ROOT, 'bench/credits.results.md'), `${table}\n`);
+    return { rows, literal, drifted: drift[0].n, ops, rounds };
   } finally {
-    await prisma?.$disconnect().catch(() => {});
-    await Promise.allSettled([plain.end(), admin.end(), prisma?.pool.end()]);
+    await app?.close().catch(() => {});
+    await Promise.allSettled([plain.end(), admin.end()]);
     const client = new pg.Client({ connectionString: `${SERVER}/postgres` });
     await client.connect();
     await client.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
@@ -219,7 +222,51 @@ async function main() {
   }
 }
 
-main().then(
+/** The figures of bench/run.mjs: service / plain pg per scenario, plus the history-growth check. */
+export function creditRows({ rows, literal, drifted }) {
+  const growth = rows[2].service / rows[0].service;
+  return [
+    ...rows.map((r) => ({
+      figure: `credit deducts, ${r.name} (${CONCURRENCY} in flight)`,
+      value: `${r.service.toFixed(0)} deducts/s through CreditsService`,
+      baseline: `plain pg, same SQL ${r.pg.toFixed(0)}/s`,
+      ratio: r.service / r.pg,
+      goal: '>= 0.8x',
+      met: r.service / r.pg >= 0.8 && drifted === 0,
+    })),
+    {
+      figure: 'credit deducts, hot user 100k vs 1k history',
+      value: `${growth.toFixed(2)}x (cached balance = SUM(delta) for every user: ${drifted === 0 ? 'yes' : `NO, ${drifted} differ`})`,
+      baseline: `spec-literal SUM(delta) under the lock: ${literal[0].rate.toFixed(0)}/s -> ${literal[1].rate.toFixed(0)}/s`,
+      ratio: growth,
+      goal: 'does not fall (>= 0.9x)',
+      met: growth >= 0.9 && drifted === 0,
+    },
+  ];
+}
+
+async function main() {
+  const result = await benchCredits();
+  const { rows, literal, drifted } = result;
+  const table = [
+    `Credit deducts per second (${new Date().toISOString()}, Node ${process.version}, ${OPS} deducts per`,
+    `measurement, ${CONCURRENCY} in flight, pool ${POOL}, best of ${ROUNDS} alternating rounds;`,
+    `${cpus().length} cores, load average ${loadavg()[0].toFixed(1)} at the end)`,
+    '',
+    '| scenario | service layer (Prisma) /s | plain pg, same SQL /s | service / pg |',
+    '|---|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.name} | ${r.service.toFixed(0)} | ${r.pg.toFixed(0)} | ${(r.service / r.pg).toFixed(2)} |`),
+    ...literal.map((r) => `| ${r.name} | - | ${r.rate.toFixed(0)} | - |`),
+    '',
+    `Hot user, 100k vs 1k history: service ${(rows[2].service / rows[0].service).toFixed(2)}x, plain pg ${(rows[2].pg / rows[0].pg).toFixed(2)}x` +
+      `; spec-literal SUM ${(literal[1].rate / literal[0].rate).toFixed(2)}x.`,
+    `Cached balance = SUM(delta) for every user afterwards: ${drifted === 0 ? 'yes' : `NO (${drifted} users differ)`}.`,
+  ].join('\n');
+  process.stdout.write(`\n${table}\n`);
+  if (process.argv.includes('--write')) await writeFile(join(ROOT, 'bench/credits.results.md'), `${table}\n`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main().then(
   () => process.exit(0),
   (err) => {
     console.error(`bench/credits.mjs failed: ${err.stack ?? err.message}`);

@@ -1,17 +1,29 @@
 // Shared helpers of the benchmarks: scratch databases, compiled processes, load generation, reporting.
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pg from 'pg';
 import { deploy } from '../scripts/migrate.mjs';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const PG_SERVER = process.env.BENCH_PG_SERVER_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * The Node flags of `npm run start:api` / `start:worker` (heap sizing): the bench starts the compiled
+ * processes exactly as production does.
+ */
+export function productionNodeArgs(script = 'start:api') {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  const words = pkg.scripts[script].split(/\s+/);
+  return words.slice(1).filter((word) => word.startsWith('--'));
+}
 
 export const SECRETS = {
   IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.from('identity-webhook-secret-for-bench-0123456789').toString('base64')}`,
@@ -31,10 +43,11 @@ export async function freePort() {
 }
 
 /** A migrated scratch database; call drop() at the end. */
-export async function scratchDatabase(label) {
+export async function scratchDatabase(label, { migrate = true } = {}) {
   const name = `bench_${label}_${randomBytes(3).toString('hex')}`;
   const url = `${PG_SERVER}/${name}`;
-  await deploy({ databaseUrl: url });
+  if (migrate) await deploy({ databaseUrl: url, log: () => {} });
+  else await withClient(`${PG_SERVER}/postgres`, (client) => client.query(`CREATE DATABASE "${name}"`));
   return {
     name,
     url,
@@ -48,10 +61,12 @@ export async function scratchDatabase(label) {
 }
 
 /** Starts a Node script as a child process; resolves when `readyUrl` answers. */
-export async function startProcess(file, env, { readyUrl, args = [], timeoutMs = 30_000 } = {}) {
+export async function startProcess(file, env, { readyUrl, args = productionNodeArgs(), timeoutMs = 30_000 } = {}) {
   if (!existsSync(file)) throw new Error(`${file} is missing (run npm run build)`);
+  // BENCH_CPU_PROF=<dir>: profile our own processes (not the baselines) for `node bench/prof-top.mjs`.
+  const profile = process.env.BENCH_CPU_PROF && file.includes(`${ROOT}/dist/`) ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const started = performance.now();
-  const child = spawn(process.execPath, [...args, file], {
+  const child = spawn(process.execPath, [...args, ...profile, file], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -110,3 +125,100 @@ export async function load({ url, connections, duration = 5, method = 'GET', hea
 
 export const ratio = (value, baseline) => (baseline > 0 ? value / baseline : NaN);
 export const fmt = (n, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+
+/** Runs `fn` with one pg client on `url`. */
+export async function withClient(url, fn) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A local identity provider: a JWKS over HTTP and RS256 tokens signed with its key (real auth path). */
+export async function identityProvider() {
+  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+  const kid = `bench_${randomBytes(4).toString('hex')}`;
+  const jwks = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' }] });
+  const server = createHttpServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(jwks);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${server.address().port}`;
+  return {
+    issuer,
+    jwksUrl: `${issuer}/.well-known/jwks.json`,
+    /** A token for `sub` (with `email`, so the API creates the user just in time), valid for `ttl` seconds. */
+    token(sub, email, ttl = 3600) {
+      const now = Math.floor(Date.now() / 1000);
+      return new SignJWT({ email })
+        .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
+        .setIssuer(issuer)
+        .setSubject(sub)
+        .setIssuedAt(now)
+        .setExpirationTime(now + ttl)
+        .sign(privateKey);
+    },
+    close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))),
+  };
+}
+
+/** A Resend-shaped e-mail API: `POST /emails` and `POST /emails/batch` -> ids. Counts requests and deliveries per address. */
+export async function fakeEmailApi(apiKey) {
+  const stats = { requests: 0, delivered: 0, addresses: new Map(), requestTimes: [] };
+  const server = createHttpServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      stats.requests += 1;
+      stats.requestTimes.push(performance.now());
+      if (req.headers.authorization !== `Bearer ${apiKey}`) return void res.writeHead(401).end();
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const messages = Array.isArray(body) ? body : [body];
+      for (const m of messages) {
+        const to = Array.isArray(m.to) ? m.to[0] : m.to;
+        stats.addresses.set(to, (stats.addresses.get(to) ?? 0) + 1);
+      }
+      stats.delivered += messages.length;
+      const ids = messages.map(() => ({ id: randomUUID() }));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(Array.isArray(body) ? { data: ids } : ids[0]));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    stats,
+    reset() {
+      stats.requests = 0;
+      stats.delivered = 0;
+      stats.addresses.clear();
+      stats.requestTimes = [];
+    },
+    close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))),
+  };
+}
+
+/** `Paddle-Signature` for a raw body (DESIGN section 4). */
+export function paddleSignature(secret, rawBody, ts = Math.floor(Date.now() / 1000)) {
+  const h1 = createHmac('sha256', secret).update(`${ts}:${rawBody}`).digest('hex');
+  return `ts=${ts};h1=${h1}`;
+}
+
+export const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+
+/** A Chroma-shaped heartbeat (`GET /api/v2/heartbeat`): the vector store is only probed by the health checks. */
+export async function fakeVectorStore() {
+  const server = createHttpServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ 'nanosecond heartbeat': Date.now() * 1e6 }));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))),
+  };
+}

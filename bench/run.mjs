@@ -1,11 +1,19 @@
-// npm run bench: every figure next to its baseline in the same run, one table, appended to RESULTS.md.
-// Usage: npm run bench [-- --only health,memory] [--duration 5]
+// npm run bench: every figure next to its baseline in the same run, one table, appended to bench/RESULTS.md.
+// Usage: npm run bench [-- --only health,saved_searches,webhooks,broadcast,credits,metrics,memory] [--duration 5]
+// Needs a build (npm run build), PostgreSQL and Redis on 127.0.0.1, and pgbench (Debian: postgresql-client).
+// The load comes from this process (autocannon); the API, the worker and the baselines are child processes.
 import { appendFile, readFile } from 'node:fs/promises';
-import { cpus, totalmem, hostname, release } from 'node:os';
+import { cpus, hostname, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { benchBroadcast } from './broadcast.mjs';
+import { benchCredits, creditRows } from './credits.mjs';
 import { benchHealth } from './health.mjs';
-import { fmt, freePort, REDIS_URL, ROOT, scratchDatabase, SECRETS, startProcess } from './lib.mjs';
+import { fakeEmailApi, fakeVectorStore, fmt, freePort, identityProvider, REDIS_URL, ROOT, scratchDatabase, SECRETS, startProcess, withClient } from './lib.mjs';
+import { benchMetricsOverview } from './metrics-overview.mjs';
+import { benchSavedSearches } from './saved-searches.mjs';
+import { seedBig } from './seed-big.mjs';
+import { benchWebhooks } from './webhooks.mjs';
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => {
@@ -15,65 +23,138 @@ const option = (name, fallback) => {
 const only = option('only', '')?.split(',').filter(Boolean) ?? [];
 const duration = Number(option('duration', '5'));
 const wanted = (name) => only.length === 0 || only.includes(name);
-
-const FIGURES = [['health', benchHealth]];
+const log = (line) => process.stderr.write(`bench: ${line}\n`);
+const EMAIL_API_KEY = 'bench-email-api-key';
+const ADMIN_EMAIL = 'bench-admin@example.com';
 
 async function main() {
-  const db = await scratchDatabase('run');
+  const rows = [];
+  const memory = { api: [], worker: [] };
+  const prefix = `bench${Date.now().toString(36)}`;
+  const idp = await identityProvider();
+  const email = await fakeEmailApi(EMAIL_API_KEY);
+  const vectorStore = await fakeVectorStore();
   const apiPort = await freePort();
   const workerPort = await freePort();
-  const prefix = `bench${Date.now().toString(36)}`;
+  // Deployed configuration (boot refusals active), defaults everywhere else: pool size 10, 8.3 e-mails/s.
   const env = {
     APP_ENV: 'production',
     LOG_LEVEL: 'info',
     COMPANY_LEGAL_NAME: 'Bench GmbH',
     CORS_ORIGINS: 'https://app.example.com',
-    DATABASE_URL: db.url,
-    DATABASE_POOL_SIZE: '20',
+    PUBLIC_BASE_URL: 'https://app.example.com',
     REDIS_URL,
     REDIS_KEY_PREFIX: prefix,
     PORT: String(apiPort),
     WORKER_PORT: String(workerPort),
+    VECTOR_STORE_URL: vectorStore.url,
+    IDENTITY_JWKS_URL: idp.jwksUrl,
+    IDENTITY_ISSUER: idp.issuer,
+    ADMIN_EMAILS: ADMIN_EMAIL,
+    EMAIL_PROVIDER: 'resend',
+    EMAIL_API_URL: email.url,
+    EMAIL_API_KEY,
+    EMAIL_FROM: 'Bench <news@example.com>',
     ...SECRETS,
   };
-  const api = await startProcess(join(ROOT, 'dist', 'main.js'), env, { readyUrl: `http://127.0.0.1:${apiPort}/health` });
-  const worker = await startProcess(join(ROOT, 'dist', 'worker.js'), env, {
-    readyUrl: `http://127.0.0.1:${workerPort}/health`,
-  });
-  const ctx = { apiUrl: `http://127.0.0.1:${apiPort}`, workerUrl: `http://127.0.0.1:${workerPort}`, env, db, duration };
-  const rows = [];
+  const db = await scratchDatabase('run');
+  const ctx = {
+    apiUrl: `http://127.0.0.1:${apiPort}`,
+    workerUrl: `http://127.0.0.1:${workerPort}`,
+    env: { ...env, DATABASE_URL: db.url },
+    db,
+    idp,
+    email,
+    duration,
+    adminEmail: ADMIN_EMAIL,
+  };
+  const figure = async (name, fn) => {
+    if (!wanted(name)) return;
+    log(`${name}...`);
+    const started = performance.now();
+    await fn();
+    log(`${name} took ${fmt((performance.now() - started) / 1000, 0)} s`);
+  };
+  let api;
   try {
-    for (const [name, figure] of FIGURES) {
-      if (!wanted(name)) continue;
-      process.stderr.write(`bench: ${name}...\n`);
-      rows.push(...(await figure(ctx)));
-    }
-    if (wanted('memory')) {
-      const apiRss = await api.rssMb();
-      const workerRss = await worker.rssMb();
-      rows.push(
-        { figure: 'API RSS after load', value: `${fmt(apiRss)} MB`, baseline: '-', ratio: NaN, goal: '< 200 MB', met: apiRss < 200 },
-        { figure: 'worker RSS after load', value: `${fmt(workerRss)} MB`, baseline: '-', ratio: NaN, goal: '< 200 MB', met: workerRss < 200 },
-      );
-      rows.push(await coldStart(env));
-    }
+    api = await startProcess(join(ROOT, 'dist', 'main.js'), ctx.env, { readyUrl: `${ctx.apiUrl}/health/ready` });
+    await figure('health', async () => rows.push(...(await benchHealth(ctx))));
+    await figure('saved_searches', async () => rows.push(...(await benchSavedSearches(ctx))));
+    await figure('webhooks', async () => {
+      // The worker sends the welcome e-mails that the created events enqueue (outbox -> BullMQ).
+      const worker = await startProcess(join(ROOT, 'dist', 'worker.js'), ctx.env, { readyUrl: `${ctx.workerUrl}/health` });
+      try {
+        rows.push(...(await benchWebhooks(ctx)));
+      } finally {
+        memory.worker.push(['worker after webhook ingest', await worker.rssMb()]);
+        await worker.stop();
+      }
+    });
+    await figure('broadcast', async () => {
+      const result = await benchBroadcast(ctx);
+      rows.push(...result.rows);
+      memory.worker.push(['worker after the broadcasts', result.workerRssMb]);
+    });
+    memory.api.push(['API after the load above', await api.rssMb()]);
   } finally {
-    await api.stop();
-    await worker.stop();
+    await api?.stop();
+  }
+  try {
+    await figure('credits', async () => rows.push(...creditRows(await benchCredits())));
+    await figure('metrics', async () => {
+      const big = await scratchDatabase('metrics');
+      try {
+        log('seeding 100k users, 1M audit rows, ... (about 90 s)');
+        await seedBig(big.url, (line) => log(line.trim()));
+        const result = await benchMetricsOverview({ url: big.url, idp, env: ctx.env, log });
+        rows.push(...result.rows);
+        memory.api.push(['API after the metrics requests', result.apiRssMb]);
+      } finally {
+        await big.drop();
+      }
+    });
+    await figure('memory', async () => {
+      for (const [kind, samples] of Object.entries(memory)) {
+        if (samples.length === 0) continue;
+        const peak = Math.max(...samples.map(([, mb]) => mb));
+        rows.push({
+          figure: `${kind === 'api' ? 'API' : 'worker'} RSS after load`,
+          value: samples.map(([what, mb]) => `${what}: ${fmt(mb)} MB`).join('; '),
+          baseline: '-',
+          ratio: NaN,
+          goal: '< 200 MB',
+          met: peak < 200,
+        });
+      }
+      rows.push(await coldStart(ctx.env));
+    });
+  } finally {
     await db.drop();
-    await cleanupRedis(prefix);
+    await Promise.allSettled([idp.close(), email.close(), vectorStore.close(), cleanupRedis(prefix)]);
   }
   await report(rows);
 }
 
-/** API cold start: process spawn to /health/ready 200 (database and Redis answering). */
+/** API cold start: process spawn to /health/ready 200 (database and Redis answering), best of 3. */
 async function coldStart(baseEnv) {
-  const port = await freePort();
-  const env = { ...baseEnv, PORT: String(port), APP_ENV: 'development', LOG_LEVEL: 'warn' };
-  const started = await startProcess(join(ROOT, 'dist', 'main.js'), env, { readyUrl: `http://127.0.0.1:${port}/health/ready` });
-  await started.stop();
-  const ms = started.readyMs;
-  return { figure: 'API cold start to ready', value: `${fmt(ms, 0)} ms`, baseline: '-', ratio: NaN, goal: '< 3000 ms', met: ms < 3000 };
+  const samples = [];
+  for (let i = 0; i < 3; i += 1) {
+    const port = await freePort();
+    const started = await startProcess(join(ROOT, 'dist', 'main.js'), { ...baseEnv, PORT: String(port), LOG_LEVEL: 'warn' }, {
+      readyUrl: `http://127.0.0.1:${port}/health/ready`,
+    });
+    await started.stop();
+    samples.push(started.readyMs);
+  }
+  const ms = Math.min(...samples);
+  return {
+    figure: 'API cold start to ready (spawn to /health/ready 200)',
+    value: `${fmt(ms, 0)} ms (best of 3: ${samples.map((s) => fmt(s, 0)).join(', ')} ms)`,
+    baseline: '-',
+    ratio: NaN,
+    goal: '< 3000 ms',
+    met: ms < 3000,
+  };
 }
 
 async function cleanupRedis(prefix) {
@@ -90,12 +171,17 @@ async function cleanupRedis(prefix) {
 async function report(rows) {
   const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8'));
   const cpu = cpus();
+  const pgVersion = await withClient('postgresql://postgres@127.0.0.1:5432/postgres', async (c) => (await c.query('SHOW server_version')).rows[0].server_version).catch(() => '?');
+  const redis = new Redis(REDIS_URL);
+  const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? '?';
+  redis.disconnect();
   const header = [
     `## ${new Date().toISOString()}`,
     '',
     `Machine: ${hostname()}, ${cpu.length} x ${cpu[0]?.model ?? 'cpu'}, ${fmt(totalmem() / 2 ** 30, 0)} GiB, Linux ${release()}; ` +
       `Node ${process.version}; NestJS ${pkg.dependencies['@nestjs/core']}, Prisma ${pkg.dependencies['@prisma/client']}, ` +
-      `PostgreSQL/Redis local; load from a separate process (autocannon), ${duration} s per run.`,
+      `PostgreSQL ${pgVersion} and Redis ${redisVersion} on the same machine; load from a separate process (autocannon), ` +
+      `${duration} s per run; load average at the end ${loadavg().map((n) => n.toFixed(1)).join(' ')}.`,
     '',
     '| figure | ours | baseline (same run) | ratio | goal | met |',
     '|---|---|---|---|---|---|',
@@ -108,7 +194,10 @@ async function report(rows) {
   await appendFile(join(ROOT, 'bench', 'RESULTS.md'), `\n${text}`);
 }
 
-main().catch((err) => {
-  process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
+    process.exit(1);
+  },
+);
