@@ -8,6 +8,7 @@ import { AccountDeletionService } from '../../src/modules/users/account-deletion
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import { UsersScheduler } from '../../src/modules/users/users.scheduler.js';
 import { type SeededUser, seedUserWithEverything } from '../factories/user-data.factory.js';
+import { identityDeletedEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -132,6 +133,80 @@ describe('account deletion: soft delete, restore, hard delete', () => {
       expect(res.body).toMatchObject({ code: 'restore_window_closed' });
       const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_too_late' } });
       expect(user.deletedAt).not.toBeNull();
+    });
+  });
+
+  describe('API keys cannot delete, restore or export the account', () => {
+    const ROUTES = [
+      ['DELETE /account/me', (a: string) => api.http.delete('/api/v1/account/me').set('Authorization', a)],
+      [
+        'POST /account/me/restore',
+        (a: string) => api.http.post('/api/v1/account/me/restore').set('Authorization', a),
+      ],
+      [
+        'GET /account/me/export',
+        (a: string) => api.http.get('/api/v1/account/me/export').set('Authorization', a),
+      ],
+    ] as const;
+
+    /** The account's state and everything these routes would write, to show the refusals change nothing. */
+    const state = async (sub: string) => ({
+      deletedAt: (await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } })).deletedAt,
+      // What these routes audit (other entries, e.g. the welcome e-mail's, arrive from the worker).
+      audit: await api.prisma.auditLog.count({
+        where: { userId: sub, action: { in: ['user.deletion_requested', 'user.restored', 'user.exported'] } },
+      }),
+      outbox: await api.prisma.outboxEntry.count({ where: { jobName: JOBS.accountDeletionRequested.name } }),
+    });
+
+    const expectKeyRefused = async (sub: string, key: string) => {
+      const before = await state(sub);
+      for (const [route, send] of ROUTES) {
+        const res = await send(key);
+        expect({ route, status: res.status, type: res.headers['content-type'], code: res.body.code }).toEqual(
+          {
+            route,
+            status: 403,
+            type: expect.stringMatching(/^application\/problem\+json/),
+            code: 'api_key_not_allowed',
+          },
+        );
+      }
+      expect(await state(sub)).toEqual(before);
+    };
+
+    const keyFor = async (sub: string) => {
+      const res = await api.http
+        .post('/api/v1/api_keys')
+        .set('Authorization', await auth(sub))
+        .send({ name: 'integration' });
+      expect(res.status).toBe(201);
+      return `Bearer ${res.body.secret as string}`;
+    };
+
+    it('refuses a key of a live account with 403 api_key_not_allowed and changes nothing', async () => {
+      const key = await keyFor('user_key_live');
+      // The key itself works: the refusal is about these routes.
+      expect((await api.http.get('/api/v1/me').set('Authorization', key)).status).toBe(200);
+      await expectKeyRefused('user_key_live', key);
+      expect((await state('user_key_live')).deletedAt).toBeNull();
+    });
+
+    it('refuses a key after the identity provider deleted the user, so the key cannot undo it', async () => {
+      const key = await keyFor('user_key_erased');
+      const delivery = signIdentityEvent(identityDeletedEvent('user_key_erased'));
+      const webhook = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+      expect(webhook.body.status).toBe('processed');
+      const deleted = await state('user_key_erased');
+      expect(deleted.deletedAt).not.toBeNull();
+      // Still a valid credential where soft-deleted users may go (GET /me), yet no restore and no export.
+      expect((await api.http.get('/api/v1/me').set('Authorization', key)).status).toBe(200);
+      await expectKeyRefused('user_key_erased', key);
+      expect((await state('user_key_erased')).deletedAt).toEqual(deleted.deletedAt);
+      // An interactive sign-in still can.
+      const jwt = await auth('user_key_erased');
+      expect((await api.http.get('/api/v1/account/me/export').set('Authorization', jwt)).status).toBe(200);
+      expect((await api.http.post('/api/v1/account/me/restore').set('Authorization', jwt)).status).toBe(200);
     });
   });
 
