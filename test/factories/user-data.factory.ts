@@ -9,7 +9,10 @@ export interface SeededUser {
   apiKeySecretHash: string;
 }
 
-/** A user with one row in every table linked to users (owned and kept-with-null-link alike). */
+/**
+ * A user with one row in every table linked to users (owned and kept-with-null-link alike); `ids` is keyed
+ * by table name and holds each row's primary key. The deletion test checks this against the catalog.
+ */
 export async function seedUserWithEverything(
   prisma: PrismaClient,
   identityUserId: string,
@@ -30,6 +33,10 @@ export async function seedUserWithEverything(
   });
   const credit = await prisma.creditTransaction.create({
     data: { userId: user.id, delta: 100, kind: 'grant', jobId: `grant-${tag}` },
+  });
+  // A metered call in flight: its reservation (a spend of 5 would sit in the ledger beside it).
+  const hold = await prisma.creditHold.create({
+    data: { userId: user.id, jobId: `completion-${tag}`, amount: 5 },
   });
   await prisma.user.update({ where: { id: user.id }, data: { creditBalance: 100 } });
   const savedSearch = await prisma.savedSearch.create({
@@ -93,6 +100,7 @@ export async function seedUserWithEverything(
     ids: {
       subscriptions: subscription.id,
       credit_transactions: credit.id,
+      credit_holds: hold.jobId,
       saved_searches: savedSearch.id,
       workspaces: workspace.id,
       api_keys: apiKey.id,

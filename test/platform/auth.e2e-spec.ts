@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateApiKey } from '../../src/modules/auth/api-key.util.js';
 import { ProbeModule } from '../support/probe.module.js';
+import { captureSql } from '../support/sql-capture.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -132,19 +133,41 @@ describe('authentication (real RS256 tokens against a local JWKS)', () => {
     await expectUnauthenticated('Bearer test:user_bypass:bypass@example.com', 'invalid_token');
   });
 
-  it('marks activity at most once an hour', async () => {
+  it('marks activity at most once an hour: no UPDATE within the hour, one again after it', async () => {
     const authorization = await api.bearer('user_active', 'active@example.com');
-    await whoami(authorization);
-    // The touch is fire-and-forget: poll for it.
-    const first = await waitFor(
-      async () =>
-        (await api.prisma.user.findUnique({ where: { identityUserId: 'user_active' } }))?.lastActiveAt,
-    );
-    await whoami(authorization);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const second = (await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_active' } }))
-      .lastActiveAt;
-    expect(second?.getTime()).toBe(first.getTime());
+    const lastActive = async () =>
+      (await api.prisma.user.findUnique({ where: { identityUserId: 'user_active' } }))?.lastActiveAt;
+    const sql = captureSql(api.prisma.pool);
+    const touches = () => sql.matching(/^\s*UPDATE users SET last_active_at/);
+    try {
+      await whoami(authorization);
+      // The touch is fire-and-forget: poll for it.
+      const first = await waitFor(lastActive);
+      expect(touches()).toHaveLength(1);
+
+      // Within the hour the guard sends nothing (the UPDATE's own WHERE would also leave the row alone,
+      // so the row alone cannot tell whether the guard skipped the write).
+      await whoami(authorization);
+      expect(touches()).toHaveLength(1);
+      expect((await lastActive())?.getTime()).toBe(first.getTime());
+
+      // After the hour it is marked again.
+      const hourAgo = new Date(Date.now() - 61 * 60_000);
+      await api.prisma.user.update({
+        where: { identityUserId: 'user_active' },
+        data: { lastActiveAt: hourAgo },
+      });
+      await whoami(authorization);
+      const again = await waitFor(async () => {
+        const at = await lastActive();
+        return at && at.getTime() > hourAgo.getTime() ? at : null;
+      });
+      expect(again.getTime()).toBeGreaterThanOrEqual(first.getTime());
+      // One UPDATE for the first request and one for the third: none came late from the second.
+      expect(touches()).toHaveLength(2);
+    } finally {
+      sql.restore();
+    }
   });
 
   describe('API keys', () => {

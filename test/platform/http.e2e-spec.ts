@@ -82,6 +82,36 @@ describe('HTTP surface: problem+json, request ids, body limits', () => {
     expect(res.body).toMatchObject({ code: 'already_exists', detail: 'Already there.', title: 'Conflict' });
   });
 
+  it('answers a value too long for its column with a 400, stores nothing and warns in the log', async () => {
+    const authorization = await api.bearer('user_too_long', 'too-long@example.com');
+    const stored = await api.http
+      .post('/api/v1/probe/unchecked-workspace')
+      .set('Authorization', authorization)
+      .send({ name: 'w'.repeat(200) });
+    expect(stored.status).toBe(201);
+    // A name no DTO checked: PostgreSQL refuses it (22001), Prisma reports P2000.
+    const res = await api.http
+      .post('/api/v1/probe/unchecked-workspace')
+      .set('Authorization', authorization)
+      .send({ name: '❤️'.repeat(200) });
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(PROBLEM);
+    expect(res.body).toEqual({
+      type: 'urn:problem:validation_failed',
+      title: 'Invalid request',
+      status: 400,
+      detail: 'A value is longer than its field allows.',
+      code: 'validation_failed',
+      errors: [],
+      request_id: res.headers['x-request-id'],
+    });
+    const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_too_long' } });
+    expect(await api.prisma.workspace.count({ where: { userId: user.id } })).toBe(1);
+    const logged = env.logs.lines.filter((line) => line.includes(res.headers['x-request-id'])).join('\n');
+    expect(logged).toContain('value too long for its column reached the database');
+    expect(logged).not.toContain('request failed');
+  });
+
   it('turns an unknown error into a 500 without internals, logged with its request id', async () => {
     const res = await api.http.get('/api/v1/probe/boom');
     expect(res.status).toBe(500);

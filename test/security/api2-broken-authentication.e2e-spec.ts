@@ -9,7 +9,8 @@
  *   is off, tokens in the query string or a cookie, unknown / revoked / expired API keys: always 401
  *   problem+json with `WWW-Authenticate: Bearer`, and nothing written;
  * - the same routes with the credentials of a soft-deleted account: 403 `account_deleted` except on the
- *   `@AllowDeleted()` routes;
+ *   `@AllowDeleted()` routes; with its API key, the `@RefuseApiKeys()` routes (account deletion, restore,
+ *   export) answer 403 `api_key_not_allowed` instead, so a key cannot restore what the provider deleted;
  * - POST /webhooks/identity and POST /webhooks/billing: missing, malformed, wrong-secret, stale, future and
  *   body-altered signatures: 401 and nothing stored;
  * - GET/POST /api/v1/email/unsubscribe: missing, forged, truncated, wrong-purpose tokens: 400, no change;
@@ -180,7 +181,7 @@ describe('API2 broken authentication: only a valid credential of a live account 
     expect(await tableCounts(api.prisma)).toEqual(before);
   });
 
-  it('refuses a soft-deleted account everywhere except the @AllowDeleted routes (JWT and API key)', async () => {
+  it('refuses a soft-deleted account everywhere except the @AllowDeleted routes (JWT and API key, which @RefuseApiKeys routes refuse)', async () => {
     const { api } = world;
     const gone = await world.user('gone');
     const key = await world.apiKey(gone.auth, 'gone key');
@@ -191,7 +192,14 @@ describe('API2 broken authentication: only a valid credential of a live account 
     for (const auth of [jwt, key.auth]) {
       for (const route of others) {
         const res = await call(api, route, { auth, params: sampleParams(route), body: route.body });
-        if (route.allowDeleted) {
+        if (auth === key.auth && route.refusesApiKeys) {
+          // Checked before the account state: the key is the wrong credential either way.
+          expect({ route: route.key, status: res.status, code: res.body.code }).toEqual({
+            route: route.key,
+            status: 403,
+            code: 'api_key_not_allowed',
+          });
+        } else if (route.allowDeleted) {
           expect({ route: route.key, status: res.status }).toEqual({ route: route.key, status: 200 });
         } else {
           expect({ route: route.key, status: res.status, code: res.body.code }).toEqual({
@@ -203,6 +211,11 @@ describe('API2 broken authentication: only a valid credential of a live account 
       }
     }
     expect(restore.allowDeleted).toBe(true);
+    // A leftover key cannot undo the deletion; an interactive sign-in can.
+    expect((await call(api, restore, { auth: key.auth })).body.code).toBe('api_key_not_allowed');
+    expect(
+      (await api.prisma.user.findUniqueOrThrow({ where: { id: gone.user.id } })).deletedAt,
+    ).not.toBeNull();
     expect((await call(api, restore, { auth: jwt })).status).toBe(200);
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: gone.user.id } })).deletedAt).toBeNull();
   });

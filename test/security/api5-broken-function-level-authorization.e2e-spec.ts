@@ -10,7 +10,10 @@
  *   admin's JWT: allowed; with a soft-deleted admin: 403 `account_deleted`;
  * - other verbs on admin paths and on every route (X-HTTP-Method-Override included) are not routed;
  * - API key management (POST /api/v1/api_keys, DELETE /api/v1/api_keys/:id) refuses API keys (403
- *   `api_key_not_allowed`), so a leaked key cannot mint successors or revoke its siblings.
+ *   `api_key_not_allowed`), so a leaked key cannot mint successors or revoke its siblings;
+ * - the account lifecycle and the full export (DELETE /api/v1/account/me, POST /api/v1/account/me/restore,
+ *   GET /api/v1/account/me/export) refuse API keys the same way, so a leaked key can neither erase the
+ *   account, nor undo a deletion the identity provider made, nor download everything.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -151,14 +154,17 @@ describe('API5 broken function level authorization', () => {
     expect(me.status).toBe(404);
   });
 
-  it('refuses API key management with an API key', async () => {
+  it('refuses API key management, account deletion, restore and export with an API key', async () => {
     const { api } = world;
     const owner = await world.user('key-owner');
     const key = await world.apiKey(owner.auth, 'leaked');
     const sibling = await world.apiKey(owner.auth, 'sibling');
     const management = routes.filter((r) => r.apiKeyRefused && r.access === 'user');
     expect(management.map((r) => r.key).sort()).toEqual([
+      'delete /api/v1/account/me',
       'delete /api/v1/api_keys/:id',
+      'get /api/v1/account/me/export',
+      'post /api/v1/account/me/restore',
       'post /api/v1/api_keys',
     ]);
     for (const route of management) {
@@ -172,6 +178,11 @@ describe('API5 broken function level authorization', () => {
     const keys = await api.prisma.apiKey.findMany({ where: { userId: owner.user.id } });
     expect(keys).toHaveLength(2);
     expect(keys.every((k) => k.revokedAt === null)).toBe(true);
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: owner.user.id } })).deletedAt).toBeNull();
+    const lifecycle = ['user.deletion_requested', 'user.restored', 'user.exported'];
+    expect(await api.prisma.auditLog.count({ where: { userId: owner.sub, action: { in: lifecycle } } })).toBe(
+      0,
+    );
     // The same key may still read its owner's data (a narrower credential, not a useless one).
     expect((await api.http.get('/api/v1/api_keys').set('Authorization', key.auth)).status).toBe(200);
   });

@@ -4,6 +4,7 @@ import { AllowDeleted } from '../../src/common/decorators/allow-deleted.decorato
 import { CurrentPrincipal } from '../../src/common/decorators/current-user.decorator.js';
 import { Public } from '../../src/common/decorators/public.decorator.js';
 import { ConflictError } from '../../src/common/errors/app-error.js';
+import { PrismaService } from '../../src/infra/prisma/prisma.service.js';
 import { AdminOnly } from '../../src/modules/auth/admin.guard.js';
 import type { Principal } from '../../src/modules/auth/principal.js';
 
@@ -24,6 +25,8 @@ class EchoDto {
  */
 @Controller('probe')
 class ProbeController {
+  constructor(private readonly prisma: PrismaService) {}
+
   @Get('whoami')
   whoami(@CurrentPrincipal() principal: Principal) {
     return { id: principal.user.id, identity_user_id: principal.user.identityUserId, via: principal.via };
@@ -51,6 +54,13 @@ class ProbeController {
   @Get('boom')
   boom() {
     throw new Error('secret internals: password=hunter2 at /srv/app.ts:42');
+  }
+
+  /** Stores a workspace name with no DTO in front: only the VARCHAR(200) column limits it. */
+  @Post('unchecked-workspace')
+  async uncheckedWorkspace(@CurrentPrincipal() principal: Principal, @Body('name') name: string) {
+    const row = await this.prisma.workspace.create({ data: { userId: principal.user.id, name } });
+    return { id: row.id };
   }
 
   @Public()

@@ -8,6 +8,7 @@ import { AccountDeletionService } from '../../src/modules/users/account-deletion
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import { UsersScheduler } from '../../src/modules/users/users.scheduler.js';
 import { type SeededUser, seedUserWithEverything } from '../factories/user-data.factory.js';
+import { identityDeletedEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -135,6 +136,80 @@ describe('account deletion: soft delete, restore, hard delete', () => {
     });
   });
 
+  describe('API keys cannot delete, restore or export the account', () => {
+    const ROUTES = [
+      ['DELETE /account/me', (a: string) => api.http.delete('/api/v1/account/me').set('Authorization', a)],
+      [
+        'POST /account/me/restore',
+        (a: string) => api.http.post('/api/v1/account/me/restore').set('Authorization', a),
+      ],
+      [
+        'GET /account/me/export',
+        (a: string) => api.http.get('/api/v1/account/me/export').set('Authorization', a),
+      ],
+    ] as const;
+
+    /** The account's state and everything these routes would write, to show the refusals change nothing. */
+    const state = async (sub: string) => ({
+      deletedAt: (await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } })).deletedAt,
+      // What these routes audit (other entries, e.g. the welcome e-mail's, arrive from the worker).
+      audit: await api.prisma.auditLog.count({
+        where: { userId: sub, action: { in: ['user.deletion_requested', 'user.restored', 'user.exported'] } },
+      }),
+      outbox: await api.prisma.outboxEntry.count({ where: { jobName: JOBS.accountDeletionRequested.name } }),
+    });
+
+    const expectKeyRefused = async (sub: string, key: string) => {
+      const before = await state(sub);
+      for (const [route, send] of ROUTES) {
+        const res = await send(key);
+        expect({ route, status: res.status, type: res.headers['content-type'], code: res.body.code }).toEqual(
+          {
+            route,
+            status: 403,
+            type: expect.stringMatching(/^application\/problem\+json/),
+            code: 'api_key_not_allowed',
+          },
+        );
+      }
+      expect(await state(sub)).toEqual(before);
+    };
+
+    const keyFor = async (sub: string) => {
+      const res = await api.http
+        .post('/api/v1/api_keys')
+        .set('Authorization', await auth(sub))
+        .send({ name: 'integration' });
+      expect(res.status).toBe(201);
+      return `Bearer ${res.body.secret as string}`;
+    };
+
+    it('refuses a key of a live account with 403 api_key_not_allowed and changes nothing', async () => {
+      const key = await keyFor('user_key_live');
+      // The key itself works: the refusal is about these routes.
+      expect((await api.http.get('/api/v1/me').set('Authorization', key)).status).toBe(200);
+      await expectKeyRefused('user_key_live', key);
+      expect((await state('user_key_live')).deletedAt).toBeNull();
+    });
+
+    it('refuses a key after the identity provider deleted the user, so the key cannot undo it', async () => {
+      const key = await keyFor('user_key_erased');
+      const delivery = signIdentityEvent(identityDeletedEvent('user_key_erased'));
+      const webhook = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+      expect(webhook.body.status).toBe('processed');
+      const deleted = await state('user_key_erased');
+      expect(deleted.deletedAt).not.toBeNull();
+      // Still a valid credential where soft-deleted users may go (GET /me), yet no restore and no export.
+      expect((await api.http.get('/api/v1/me').set('Authorization', key)).status).toBe(200);
+      await expectKeyRefused('user_key_erased', key);
+      expect((await state('user_key_erased')).deletedAt).toEqual(deleted.deletedAt);
+      // An interactive sign-in still can.
+      const jwt = await auth('user_key_erased');
+      expect((await api.http.get('/api/v1/account/me/export').set('Authorization', jwt)).status).toBe(200);
+      expect((await api.http.post('/api/v1/account/me/restore').set('Authorization', jwt)).status).toBe(200);
+    });
+  });
+
   describe('hard delete', () => {
     const softDelete = (user: User, at: Date) =>
       api.prisma.user.update({ where: { id: user.id }, data: { deletedAt: at } });
@@ -143,6 +218,7 @@ describe('account deletion: soft delete, restore, hard delete', () => {
       const gone = await seedUserWithEverything(api.prisma, 'user_erased');
       const inGrace = await seedUserWithEverything(api.prisma, 'user_in_grace');
       const active = await seedUserWithEverything(api.prisma, 'user_active');
+      await expectSeededEverywhere(gone);
       await softDelete(gone.user, daysAgo(31));
       await softDelete(inGrace.user, daysAgo(29));
       const archive = (sub: string, id: string) =>
@@ -281,41 +357,111 @@ describe('account deletion: soft delete, restore, hard delete', () => {
     });
   });
 
+  interface UserForeignKey {
+    table: string;
+    column: string;
+    /** The users column it points at: `id`, or `identity_user_id` (audit_logs). */
+    references: string;
+    /** pg_constraint.confdeltype: `c` cascade, `n` set null, `a` no action, `r` restrict, `d` set default. */
+    on_delete: string;
+    columns: number;
+    primary_key: string;
+  }
+
+  /** Every foreign key that references users, read from the catalog, so a new one cannot be missed. */
+  async function userForeignKeys(): Promise<UserForeignKey[]> {
+    const keys = await api.prisma.$queryRaw<UserForeignKey[]>`
+      SELECT c.conrelid::regclass::text AS table,
+             (SELECT attname FROM pg_attribute WHERE attrelid = c.conrelid AND attnum = c.conkey[1])::text
+               AS column,
+             (SELECT attname FROM pg_attribute WHERE attrelid = c.confrelid AND attnum = c.confkey[1])::text
+               AS references,
+             c.confdeltype::text AS on_delete,
+             cardinality(c.conkey) AS columns,
+             (SELECT string_agg(a.attname, ',') FROM pg_index i
+                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+               WHERE i.indrelid = c.conrelid AND i.indisprimary) AS primary_key
+      FROM pg_constraint c
+      WHERE c.contype = 'f' AND c.confrelid = 'users'::regclass
+      ORDER BY 1`;
+    expect(keys.length).toBeGreaterThan(10);
+    for (const key of keys) {
+      // Single-column keys to single-column primary keys: what the checks below can address.
+      expect({ table: key.table, columns: key.columns, pk: key.primary_key.includes(',') }).toEqual({
+        table: key.table,
+        columns: 1,
+        pk: false,
+      });
+    }
+    return keys;
+  }
+
+  const linkValue = (seeded: SeededUser, key: UserForeignKey) =>
+    key.references === 'identity_user_id' ? seeded.user.identityUserId : seeded.user.id;
+
+  const countLinked = async (seeded: SeededUser, key: UserForeignKey) => {
+    const [{ n }] = await api.prisma.$queryRawUnsafe<{ n: number }[]>(
+      `SELECT count(*)::int AS n FROM "${key.table}" WHERE "${key.column}"::text = $1`,
+      linkValue(seeded, key),
+    );
+    return n;
+  };
+
+  /**
+   * The factory's promise, checked against the catalog: at least one row in every table with a foreign
+   * key to users, and its id in `ids`. A table added to the schema but not to the factory fails here.
+   */
+  async function expectSeededEverywhere(seeded: SeededUser): Promise<void> {
+    for (const key of await userForeignKeys()) {
+      expect({
+        table: key.table,
+        seeded: (await countLinked(seeded, key)) > 0,
+        id: key.table in seeded.ids,
+      }).toEqual({ table: key.table, seeded: true, id: true });
+    }
+  }
+
   async function expectErased(seeded: SeededUser): Promise<void> {
     const { ids } = seeded;
     const p = api.prisma;
     expect(await p.user.findUnique({ where: { id: seeded.user.id } })).toBeNull();
-    // Owned tables cascade.
-    expect(await p.subscription.count({ where: { id: ids.subscriptions } })).toBe(0);
-    expect(await p.creditTransaction.count({ where: { id: ids.credit_transactions } })).toBe(0);
-    expect(await p.savedSearch.count({ where: { id: ids.saved_searches } })).toBe(0);
-    expect(await p.workspace.count({ where: { id: ids.workspaces } })).toBe(0);
-    expect(await p.apiKey.count({ where: { id: ids.api_keys } })).toBe(0);
-    expect(await p.emailConsentEvent.count({ where: { id: ids.email_consent_events } })).toBe(0);
-    expect(await p.emailMessage.count({ where: { id: ids.email_messages } })).toBe(0);
-    // Kept rows survive with a null user link.
-    expect(await p.feedback.findUnique({ where: { id: ids.feedback } })).toMatchObject({ userId: null });
+    const keys = await userForeignKeys();
+    // The erasure rules as the schema states them: money, feedback, broadcast and audit history are kept
+    // with a null link (docs/decisions), everything else the user owned goes with the user.
+    expect(keys.filter((k) => k.on_delete === 'n').map((k) => k.table)).toEqual([
+      'audit_logs',
+      'billing_adjustments',
+      'broadcast_recipients',
+      'feedback',
+      'payments',
+    ]);
+    expect(keys.filter((k) => k.on_delete !== 'n').map((k) => [k.table, k.on_delete])).toEqual(
+      keys.filter((k) => k.on_delete !== 'n').map((k) => [k.table, 'c']),
+    );
+    for (const key of keys) {
+      // Nothing anywhere still points at the user.
+      expect({ table: key.table, linked: await countLinked(seeded, key) }).toEqual({
+        table: key.table,
+        linked: 0,
+      });
+      // The seeded row itself: gone with the user, or kept with its link set to null.
+      const rows = await p.$queryRawUnsafe<{ unlinked: boolean }[]>(
+        `SELECT "${key.column}" IS NULL AS unlinked FROM "${key.table}" WHERE "${key.primary_key}"::text = $1`,
+        ids[key.table],
+      );
+      expect({ table: key.table, rows }).toEqual({
+        table: key.table,
+        rows: key.on_delete === 'n' ? [{ unlinked: true }] : [],
+      });
+    }
+    // Kept rows keep their content.
     expect(await p.broadcastRecipient.findUnique({ where: { id: ids.broadcast_recipients } })).toMatchObject({
-      userId: null,
       status: 'sent',
     });
     expect(await p.auditLog.findUnique({ where: { id: ids.audit_logs } })).toMatchObject({
-      userId: null,
       action: 'saved_search.created',
     });
-    expect(await p.payment.findUnique({ where: { id: ids.payments } })).toMatchObject({ userId: null });
-    expect(await p.billingAdjustment.findUnique({ where: { id: ids.billing_adjustments } })).toMatchObject({
-      userId: null,
-    });
     expect(await p.broadcastRun.count({ where: { id: ids.broadcast_runs } })).toBe(1);
-    // Nothing anywhere still points at the user.
-    const linked = await p.$queryRaw<{ n: bigint }[]>`
-      SELECT (SELECT count(*) FROM subscriptions WHERE user_id = ${seeded.user.id}::uuid)
-           + (SELECT count(*) FROM credit_transactions WHERE user_id = ${seeded.user.id}::uuid)
-           + (SELECT count(*) FROM feedback WHERE user_id = ${seeded.user.id}::uuid)
-           + (SELECT count(*) FROM broadcast_recipients WHERE user_id = ${seeded.user.id}::uuid)
-           + (SELECT count(*) FROM audit_logs WHERE user_id = ${seeded.user.identityUserId}) AS n`;
-    expect(Number(linked[0].n)).toBe(0);
   }
 
   async function expectIntact(seeded: SeededUser): Promise<void> {

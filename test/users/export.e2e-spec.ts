@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EXPORT_SECTIONS } from '../../src/modules/users/account-export.repository.js';
 import { AccountExportService } from '../../src/modules/users/account-export.service.js';
 import { type SeededUser, seedUserWithEverything } from '../factories/user-data.factory.js';
+import { captureSql } from '../support/sql-capture.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 type Bundle = Record<string, unknown> & { user: Record<string, unknown> };
@@ -131,6 +132,7 @@ describe('GET /api/v1/account/me/export', () => {
     const service = api.app.get(AccountExportService);
     const pageSize = service.pageSize;
     service.pageSize = 250;
+    const sql = captureSql(api.prisma.pool);
     try {
       const res = await exportAs('user_heavy');
       expect(res.status).toBe(200);
@@ -144,7 +146,25 @@ describe('GET /api/v1/account/me/export', () => {
       expect(new Set(credits.map((c) => c.job_id)).size).toBe(rows);
       const times = credits.map((c) => Date.parse(c.created_at));
       expect([...times].sort((a, b) => a - b)).toEqual(times);
+      // Paged, not loaded in one query: one SELECT per page of 250 plus the empty one that ends the table,
+      // each with LIMIT 250, continuing after the previous page's last (created_at, id) rather than by
+      // OFFSET.
+      const pages = sql.matching(/^SELECT .* FROM "public"\."credit_transactions"/);
+      expect(pages).toHaveLength(rows / 250 + 1);
+      const bound = (text: string, values: unknown[], clause: 'LIMIT' | 'OFFSET') => {
+        // A bound parameter (what Prisma sends today) or a literal.
+        const match = new RegExp(`${clause} (?:\\$(\\d+)|(\\d+))`).exec(text);
+        if (!match) return undefined;
+        return Number(match[1] ? values[Number(match[1]) - 1] : match[2]);
+      };
+      for (const [index, { text, values }] of pages.entries()) {
+        expect({ page: index, limit: bound(text, values, 'LIMIT') }).toEqual({ page: index, limit: 250 });
+        expect(bound(text, values, 'OFFSET') ?? 0).toBe(0);
+        expect(values).toContain(heavy.id);
+        expect(/"created_at" > \$\d+/.test(text)).toBe(index > 0);
+      }
     } finally {
+      sql.restore();
       service.pageSize = pageSize;
     }
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { IsISO8601, validateSync } from 'class-validator';
-import { HasFourDigitYear, HasNoNul } from './field-validators.js';
+import { codePointLength, HasFourDigitYear, HasNoNul, MaxCodePoints } from './field-validators.js';
 
 class Probe {
   @HasNoNul()
@@ -9,6 +9,9 @@ class Probe {
   @IsISO8601({ strict: true })
   @HasFourDigitYear()
   at = '2026-01-01T00:00:00Z';
+
+  @MaxCodePoints(3)
+  short: unknown = 'abc';
 }
 
 const errors = (values: Partial<Probe>) =>
@@ -28,5 +31,28 @@ describe('field validators', () => {
     ]);
     // Not a date at all: IsISO8601's single error, not a second one from this check.
     expect(errors({ at: 'next week' })).toEqual(['at must be a valid ISO 8601 date string']);
+  });
+});
+
+describe('MaxCodePoints', () => {
+  it('counts code points, as PostgreSQL counts VARCHAR(n), not what class-validator Length counts', () => {
+    expect(codePointLength('')).toBe(0);
+    expect(codePointLength('abc')).toBe(3);
+    expect(codePointLength('🏠🏠')).toBe(2); // astral: two UTF-16 units each, one code point
+    expect(codePointLength('❤️')).toBe(2); // U+2764 U+FE0F: Length counts it as one
+    expect(codePointLength('a\uFE0F')).toBe(2);
+    expect(codePointLength('e\u0301')).toBe(2); // a combining accent is its own code point
+    expect(codePointLength('\uD800')).toBe(1); // a lone surrogate counts once
+  });
+
+  it('accepts up to the limit and refuses one code point more, naming the limit', () => {
+    for (const short of ['', 'abc', '🏠🏠🏠', '❤\uFE0F', 'a\uFE0Eb']) expect(errors({ short })).toEqual([]);
+    for (const short of ['abcd', '❤️❤️', 'a\uFE0Fb\uFE0F', '🏠🏠🏠🏠']) {
+      expect(errors({ short })).toEqual(['short must be at most 3 characters']);
+    }
+  });
+
+  it('leaves non-strings to the type check', () => {
+    for (const short of [5, null, undefined, ['abcd']]) expect(errors({ short })).toEqual([]);
   });
 });

@@ -33,3 +33,29 @@ export const HasFourDigitYear = (options: ValidationOptions = {}): PropertyDecor
     },
     options,
   );
+
+/** Unicode code points: what PostgreSQL counts for VARCHAR(n) and length(). */
+export const codePointLength = (value: string): number => {
+  let count = 0;
+  for (const _ of value) count += 1;
+  return count;
+};
+
+/**
+ * At most `max` characters, counted as Unicode code points, for strings stored in a VARCHAR(max) column.
+ * class-validator's Length/MaxLength do not count a variation selector (U+FE0E/U+FE0F) after a character
+ * while PostgreSQL does: `'❤️'.repeat(200)` passed Length(1, 200) and then failed the insert as 400
+ * characters (a 500). Counting the same way as the column makes the 400 come from here instead.
+ */
+export const MaxCodePoints = (max: number, options: ValidationOptions = {}): PropertyDecorator =>
+  ValidateBy(
+    {
+      name: 'maxCodePoints',
+      constraints: [max],
+      validator: {
+        validate: (value: unknown) => typeof value !== 'string' || codePointLength(value) <= max,
+        defaultMessage: (args) => `${args?.property} must be at most ${max} characters`,
+      },
+    },
+    options,
+  );

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { isForeignKeyViolation } from '../../common/errors/database-errors.js';
 import { requestContext } from '../../common/http/request-context.js';
 import { PrismaService, type Db } from '../../infra/prisma/prisma.service.js';
 import { AuditRepository } from './audit.repository.js';
@@ -31,7 +32,7 @@ export class AuditService {
   ) {}
 
   async record(tx: Db | null | undefined, entry: AuditEntry): Promise<void> {
-    await this.repository.insert(tx ?? this.prisma, {
+    const data = {
       actor: entry.actor.slice(0, 300),
       action: entry.action,
       userId: entry.userId ?? null,
@@ -39,6 +40,20 @@ export class AuditService {
       resourceId: entry.resourceId ?? null,
       details: curateDetails(entry.details),
       requestId: requestContext.current()?.requestId ?? null,
-    });
+    };
+    if (tx) {
+      // Inside a transaction a failed insert has aborted it: no retry is possible, the caller rolls back.
+      await this.repository.insert(tx, data);
+      return;
+    }
+    try {
+      await this.repository.insert(this.prisma, data);
+    } catch (err) {
+      if (data.userId === null || !isForeignKeyViolation(err)) throw err;
+      // user_id references users.identity_user_id: the user was erased between the caller's read and this
+      // write (the hard delete runs concurrently). Keep the entry as the erasure would have left it, with
+      // a null link and the actor string, rather than losing it and failing the request with a 500.
+      await this.repository.insert(this.prisma, { ...data, userId: null });
+    }
   }
 }

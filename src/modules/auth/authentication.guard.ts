@@ -11,6 +11,7 @@ import {
 } from '../../common/errors/app-error.js';
 import { ALLOW_DELETED } from '../../common/decorators/allow-deleted.decorator.js';
 import { IS_PUBLIC } from '../../common/decorators/public.decorator.js';
+import { REFUSE_API_KEYS } from '../../common/decorators/refuse-api-keys.decorator.js';
 import { UsersService } from '../users/users.service.js';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { looksLikeApiKey } from './api-key.util.js';
@@ -27,8 +28,9 @@ const TOKEN_REASONS: Record<string, [string, string]> = {
 /**
  * Global guard: every route is authenticated unless marked @Public(). Accepts, in order: an API key
  * (`sk_live_...`), the TESTING=1 bypass token (`test:<identity id>:<email>`, refused at boot when deployed),
- * or an RS256 identity-provider JWT through the passport-jwt strategy. Soft-deleted users get 403
- * `account_deleted` except on @AllowDeleted() routes.
+ * or an RS256 identity-provider JWT through the passport-jwt strategy. API keys get 403
+ * `api_key_not_allowed` on @RefuseApiKeys() routes (checked first: it is about the credential, whatever
+ * the account's state). Soft-deleted users get 403 `account_deleted` except on @AllowDeleted() routes.
  */
 @Injectable()
 export class AuthenticationGuard extends AuthGuard('jwt') {
@@ -61,6 +63,12 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
       req.principal = req.user;
     }
     const principal = req.principal!;
+    if (principal.via === 'api_key' && this.reflector.getAllAndOverride<boolean>(REFUSE_API_KEYS, targets)) {
+      throw new ForbiddenError(
+        'API keys cannot delete, restore or export the account. Sign in to do this.',
+        'api_key_not_allowed',
+      );
+    }
     if (principal.user.deletedAt && !this.reflector.getAllAndOverride<boolean>(ALLOW_DELETED, targets)) {
       throw new ForbiddenError('This account is scheduled for deletion.', 'account_deleted');
     }

@@ -12,6 +12,7 @@ import {
 import type { Response } from 'express';
 import { AllowDeleted } from '../../common/decorators/allow-deleted.decorator.js';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import { RefuseApiKeys } from '../../common/decorators/refuse-api-keys.decorator.js';
 import { sendProblem, toProblem } from '../../common/filters/problem-details.filter.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AccountDeletionService } from './account-deletion.service.js';
@@ -42,9 +43,14 @@ export class AccountController {
     return this.profile.recordAttribution(user, dto);
   }
 
-  /** Every user-linked table and the caller's audit entries as one JSON attachment (streamed). */
+  /**
+   * Every user-linked table and the caller's audit entries as one JSON attachment (streamed). Needs an
+   * interactive sign-in: a leaked API key must not be able to download everything.
+   */
   @Get('export')
   @AllowDeleted()
+  @RefuseApiKeys()
+  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @Header('Cache-Control', 'no-store')
   @ApiProduces('application/json')
   @ApiOkResponse({
@@ -64,20 +70,30 @@ export class AccountController {
     });
   }
 
-  /** Schedules the account for deletion: 30 days to restore, then it is erased. */
+  /** Schedules the account for deletion: 30 days to restore, then it is erased. Not with an API key. */
   @Delete()
   @HttpCode(202)
+  @RefuseApiKeys()
   @ApiAcceptedResponse({ type: DeletionScheduledDto })
-  @ApiForbiddenResponse({ description: 'account_deleted: already scheduled for deletion' })
+  @ApiForbiddenResponse({
+    description:
+      'account_deleted: already scheduled for deletion; api_key_not_allowed: called with an API key',
+  })
   async requestDeletion(@CurrentUser() user: User): Promise<DeletionScheduledDto> {
     const { deletedAt, hardDeleteAfter } = await this.deletion.requestDeletion(user);
     return { deleted_at: deletedAt.toISOString(), hard_delete_after: hardDeleteAfter.toISOString() };
   }
 
-  /** Cancels a pending deletion within the grace period; answers the /me body. */
+  /**
+   * Cancels a pending deletion within the grace period; answers the /me body. Not with an API key: after
+   * the identity provider deleted the user (`user.deleted`) it issues no more tokens, and a key left over
+   * must not undo that deletion.
+   */
   @Post('restore')
   @HttpCode(200)
   @AllowDeleted()
+  @RefuseApiKeys()
+  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @ApiOkResponse({ type: MeResponseDto })
   @ApiConflictResponse({ description: 'restore_window_closed: the grace period is over' })
   async restore(@CurrentUser() user: User): Promise<MeResponseDto> {

@@ -16,7 +16,10 @@ export interface RouteCase {
   body?: Record<string, unknown>;
   /** The kind of row `:id` names. */
   idOf?: IdKind;
-  /** Refused with 403 when the caller authenticates with an API key, whoever owns it. */
+  /**
+   * Refused with 403 when the caller authenticates with an API key, whoever owns it: admin routes, API key
+   * management (in its service) and the account lifecycle and export (@RefuseApiKeys, in the guard).
+   */
   apiKeyRefused?: boolean;
   /** Soft-deletes the caller: run it after every other route. */
   last?: boolean;
@@ -39,9 +42,9 @@ export const ROUTE_TABLE: Record<string, RouteCase> = {
   'get /api/v1/me': { access: 'user' },
   'patch /api/v1/me': { access: 'user', body: { locale: 'fr', marketing_consent_given: true } },
   'post /api/v1/account/me/signup-metadata': { access: 'user', body: { utm_source: 'newsletter' } },
-  'get /api/v1/account/me/export': { access: 'user' },
-  'post /api/v1/account/me/restore': { access: 'user' },
-  'delete /api/v1/account/me': { access: 'user', last: true },
+  'get /api/v1/account/me/export': { access: 'user', apiKeyRefused: true },
+  'post /api/v1/account/me/restore': { access: 'user', apiKeyRefused: true },
+  'delete /api/v1/account/me': { access: 'user', apiKeyRefused: true, last: true },
   'post /api/v1/feedback': { access: 'user', body: { message: 'Nice product', rating: 4 } },
 
   'post /api/v1/saved_searches': { access: 'user', body: { name: 'mine', query: 'q', filters: { a: 1 } } },
@@ -88,7 +91,8 @@ export interface TableRoute extends DeclaredRoute, RouteCase {}
 
 /**
  * The table joined with what the application declares, after checking that both list the same routes
- * and agree on how each is guarded (public marker, AdminGuard).
+ * and agree on how each is guarded (public marker, AdminGuard, and every @RefuseApiKeys route is listed
+ * as apiKeyRefused).
  */
 export function expectRouteTableMatches(app: INestApplication): TableRoute[] {
   expectCovers(app, Object.keys(ROUTE_TABLE));
@@ -98,11 +102,13 @@ export function expectRouteTableMatches(app: INestApplication): TableRoute[] {
       route: route.key,
       public: route.isPublic,
       admin: route.adminOnly,
+      unlistedKeyRefusal: route.refusesApiKeys && !route.apiKeyRefused,
     };
     expect(guard).toEqual({
       route: route.key,
       public: ['public', 'webhook', 'unsubscribe'].includes(route.access),
       admin: route.access === 'admin',
+      unlistedKeyRefusal: false,
     });
   }
   return routes;

@@ -11,6 +11,7 @@ import { MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { getMetadataStorage } from 'class-validator';
 import { ALLOW_DELETED } from '../../../src/common/decorators/allow-deleted.decorator.js';
 import { IS_PUBLIC } from '../../../src/common/decorators/public.decorator.js';
+import { REFUSE_API_KEYS } from '../../../src/common/decorators/refuse-api-keys.decorator.js';
 import { AdminGuard } from '../../../src/modules/auth/admin.guard.js';
 
 export type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';
@@ -27,6 +28,8 @@ export interface DeclaredRoute {
   /** AdminGuard on the controller or the handler. */
   adminOnly: boolean;
   allowDeleted: boolean;
+  /** @RefuseApiKeys(): the authentication guard answers an API key 403 `api_key_not_allowed`. */
+  refusesApiKeys: boolean;
   /** The DTO class of `@Body()`, when the route takes one. */
   bodyDto: Type | null;
   /** The DTO class of `@Query()` (the whole query object), when the route takes one. */
@@ -128,6 +131,7 @@ function describeRoute(
     isPublic: flag(IS_PUBLIC),
     adminOnly: guards.includes(AdminGuard),
     allowDeleted: flag(ALLOW_DELETED),
+    refusesApiKeys: flag(REFUSE_API_KEYS),
     bodyDto: whole(RouteParamtypes.BODY),
     queryDto: whole(RouteParamtypes.QUERY),
     queryParams: byKind(RouteParamtypes.QUERY)

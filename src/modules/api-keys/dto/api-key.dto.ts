@@ -1,4 +1,5 @@
-import { IsISO8601, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { IsISO8601, IsOptional, IsString, Matches, MinLength } from 'class-validator';
+import { MaxCodePoints } from '../../../common/validation/field-validators.js';
 import { HasNoNulCharacters } from '../../owned/owned-validators.js';
 
 export const API_KEY_NAME_MAX = 200;
@@ -7,7 +8,8 @@ export const API_KEY_NAME_MAX = 200;
 export class CreateApiKeyDto {
   /** 1..200 characters, not blank; helps the owner recognise the key later. */
   @IsString()
-  @Length(1, API_KEY_NAME_MAX)
+  @MinLength(1)
+  @MaxCodePoints(API_KEY_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
   name!: string;

@@ -1,4 +1,5 @@
-import { IsString, Length, Matches, MaxLength } from 'class-validator';
+import { IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { MaxCodePoints } from '../../../common/validation/field-validators.js';
 import { HasNoNulCharacters, IsJsonObject, IsOptionalNotNull } from '../../owned/owned-validators.js';
 
 export const SAVED_SEARCH_NAME_MAX = 200;
@@ -8,7 +9,8 @@ export const SAVED_SEARCH_QUERY_MAX = 10_000;
 export class CreateSavedSearchDto {
   /** 1..200 characters, not blank. */
   @IsString()
-  @Length(1, SAVED_SEARCH_NAME_MAX)
+  @MinLength(1)
+  @MaxCodePoints(SAVED_SEARCH_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
   name!: string;
@@ -29,7 +31,8 @@ export class CreateSavedSearchDto {
 export class UpdateSavedSearchDto {
   @IsOptionalNotNull()
   @IsString()
-  @Length(1, SAVED_SEARCH_NAME_MAX)
+  @MinLength(1)
+  @MaxCodePoints(SAVED_SEARCH_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
   name?: string;

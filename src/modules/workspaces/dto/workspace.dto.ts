@@ -1,4 +1,5 @@
-import { IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
+import { IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { MaxCodePoints } from '../../../common/validation/field-validators.js';
 import { HasNoNulCharacters, IsOptionalNotNull } from '../../owned/owned-validators.js';
 
 export const WORKSPACE_NAME_MAX = 200;
@@ -8,7 +9,8 @@ export const WORKSPACE_DESCRIPTION_MAX = 2000;
 export class CreateWorkspaceDto {
   /** 1..200 characters, not blank. */
   @IsString()
-  @Length(1, WORKSPACE_NAME_MAX)
+  @MinLength(1)
+  @MaxCodePoints(WORKSPACE_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
   name!: string;
@@ -25,7 +27,8 @@ export class CreateWorkspaceDto {
 export class UpdateWorkspaceDto {
   @IsOptionalNotNull()
   @IsString()
-  @Length(1, WORKSPACE_NAME_MAX)
+  @MinLength(1)
+  @MaxCodePoints(WORKSPACE_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
   name?: string;

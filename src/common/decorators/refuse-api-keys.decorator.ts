@@ -1,0 +1,10 @@
+import { SetMetadata } from '@nestjs/common';
+
+export const REFUSE_API_KEYS = 'auth:refuse-api-keys';
+
+/**
+ * Routes that need an interactive identity-provider sign-in: an API key gets 403 `api_key_not_allowed`,
+ * whether the account is live or soft-deleted. For what a leaked key must not be able to do: delete or
+ * restore the account (undoing an erasure the identity provider asked for) or download all of its data.
+ */
+export const RefuseApiKeys = () => SetMetadata(REFUSE_API_KEYS, true);
