@@ -42,6 +42,7 @@ export class ApiKeysService extends OwnedResourceService<ApiKey, CreateApiKeyDto
     label: 'API key',
     plural: 'active API keys',
     table: (db) => db.apiKey,
+    sqlTable: 'api_keys',
     limit: 'apiKeys',
     limitWhere: () => ({ revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] }),
     toCreate: (dto: CreateApiKeyDto): Pick<Prisma.ApiKeyUncheckedCreateInput, 'name' | 'expiresAt'> => ({

@@ -32,7 +32,7 @@ export abstract class OwnedResourceService<
   ) {}
 
   protected get repository(): OwnedRepository<Row> {
-    return (this.repositoryInstance ??= new OwnedRepository(this.resource.table));
+    return (this.repositoryInstance ??= new OwnedRepository(this.resource.table, this.resource.sqlTable));
   }
 
   async create(principal: Principal, dto: CreateDto): Promise<Response> {

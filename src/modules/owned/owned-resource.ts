@@ -17,6 +17,8 @@ export interface OwnedResourceDefinition<Row extends OwnedRow, CreateDto, Update
   plural: string;
   /** The Prisma model delegate, on the root client or inside a transaction. */
   table: (db: Db) => OwnedDelegate<Row>;
+  /** The model's table in SQL (`@@map`), for the per-user count sent as plain SQL. */
+  sqlTable: string;
   /** The tier limit enforced on create; none when omitted. */
   limit?: OwnedLimitKey;
   /** Which rows count against the limit (default: all of the user's rows). */

@@ -33,7 +33,15 @@ export interface OwnedDelegate<Row extends OwnedRow> {
  * or deleted, and it costs the same query as a missing one (no timing signal).
  */
 export class OwnedRepository<Row extends OwnedRow> {
-  constructor(private readonly table: (db: Db) => OwnedDelegate<Row>) {}
+  private readonly countSql: string;
+
+  constructor(
+    private readonly table: (db: Db) => OwnedDelegate<Row>,
+    sqlTable: string,
+  ) {
+    if (!/^[a-z_]+$/.test(sqlTable)) throw new Error(`not a table name: ${sqlTable}`);
+    this.countSql = `SELECT count(*)::int AS n FROM "${sqlTable}" WHERE "user_id" = $1::uuid`;
+  }
 
   /** `WHERE id = $1 AND user_id = $2`. */
   findOwned(db: Db, userId: string, id: string): PromiseLike<Row | null> {
@@ -50,9 +58,15 @@ export class OwnedRepository<Row extends OwnedRow> {
     });
   }
 
-  /** Counts only this user's rows, through the same index. */
-  count(db: Db, userId: string, where: Where = {}): PromiseLike<number> {
-    return this.table(db).count({ where: { ...where, userId } });
+  /**
+   * Counts only this user's rows, through the same index. Without extra conditions as plain SQL: Prisma's
+   * count selects `id` in a subquery, which cannot be answered from the (user_id, created_at) index and
+   * took twice as long on a user with 100k rows.
+   */
+  async count(db: Db, userId: string, where: Where = {}): Promise<number> {
+    if (Object.keys(where).length > 0) return this.table(db).count({ where: { ...where, userId } });
+    const rows = await db.$queryRawUnsafe<{ n: number }[]>(this.countSql, userId);
+    return rows[0].n;
   }
 
   /** The owner comes last so nothing in `data` can override it. */

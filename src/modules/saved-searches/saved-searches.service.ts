@@ -26,6 +26,7 @@ export class SavedSearchesService extends OwnedResourceService<
     label: 'saved search',
     plural: 'saved searches',
     table: (db) => db.savedSearch,
+    sqlTable: 'saved_searches',
     limit: 'savedSearches',
     toCreate: (dto: CreateSavedSearchDto): Omit<Prisma.SavedSearchUncheckedCreateInput, 'userId'> => ({
       name: dto.name,

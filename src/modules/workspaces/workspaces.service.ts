@@ -25,6 +25,7 @@ export class WorkspacesService extends OwnedResourceService<
     label: 'workspace',
     plural: 'workspaces',
     table: (db) => db.workspace,
+    sqlTable: 'workspaces',
     limit: 'workspaces',
     toCreate: (dto: CreateWorkspaceDto): Omit<Prisma.WorkspaceUncheckedCreateInput, 'userId'> => ({
       name: dto.name,
