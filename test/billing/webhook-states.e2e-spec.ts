@@ -178,6 +178,28 @@ describe('billing webhooks: every row of the subscription state table', () => {
     });
   });
 
+  it('subscription.canceled without canceled_at in the payload sets canceled_at to the event time', async () => {
+    const { user, subId } = await subscribed('PRO');
+    const occurredAt = new Date(Date.now() - 2000);
+    const event = subscriptionEvent({
+      type: 'subscription.canceled',
+      subId,
+      status: 'canceled',
+      canceledAt: null,
+      occurredAt,
+      periodEnd: new Date(Date.now() + 10 * DAY),
+    });
+    expect(event.data.canceled_at).toBeNull();
+    expect((await deliver(api, event)).body).toEqual({ received: true, status: 'processed' });
+    const row = await subRow(subId);
+    expect(row.status).toBe('CANCELED');
+    expect(row.canceledAt?.toISOString()).toBe(occurredAt.toISOString());
+    const res = await api.http
+      .get('/api/v1/billing/subscription')
+      .set('Authorization', await api.bearer(user.identityUserId));
+    expect(res.body).toMatchObject({ status: 'CANCELED', canceled_at: occurredAt.toISOString() });
+  });
+
   it('subscription.cancelled (British spelling) with the period over downgrades now (cancel_immediately)', async () => {
     const { user, subId } = await subscribed('TEAM');
     const canceledAt = new Date(Date.now() - 1000);
