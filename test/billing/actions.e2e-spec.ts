@@ -101,10 +101,12 @@ describe('billing endpoints and provider operations', () => {
         customer_email: user.email,
         custom_data: { checkout_token: expect.any(String) },
       });
+      // Never an already expired token: it is minted now and checked against now, with the full lifetime ahead.
       expect(api.app.get(CheckoutTokenService).verify(res.body.custom_data.checkout_token)).toMatchObject({
         ok: true,
-        claims: { tier: 'TEAM' },
+        claims: { tier: 'TEAM', userId: user.id },
       });
+      expect(new Date(res.body.expires_at).getTime() - Date.now()).toBeGreaterThan(3500_000);
     });
 
     it('refuses FREE, unknown tiers, extra fields and anonymous callers', async () => {

@@ -56,6 +56,7 @@ export class SubscriptionStateService {
     const snapshot = this.snapshotOf(data, event, existing);
 
     let userId = existing?.userId;
+    let lateToken: { expiresAt: Date } | undefined;
     if (!userId) {
       const owner = await this.owners.resolve(tx, {
         customData: data.custom_data,
@@ -64,6 +65,7 @@ export class SubscriptionStateService {
       });
       if (!owner.ok) return this.skip(tx, event, owner.reason, data.id);
       userId = owner.userId;
+      lateToken = owner.lateToken;
     }
     const user = await this.users.lock(tx, userId);
     if (!user) return this.skip(tx, event, 'unknown_user', data.id);
@@ -100,6 +102,7 @@ export class SubscriptionStateService {
         previous_tier: tier.previous,
         credits,
         ...(applied ? {} : { reason: 'stale_event' }),
+        ...(lateToken ? { checkout_token_expired_at: lateToken.expiresAt.toISOString() } : {}),
       },
     });
     if (applied || event.eventType === CREATED) return { status: 'processed' };
