@@ -45,7 +45,10 @@ describe('billing endpoints and provider operations', () => {
       orderBy: { createdAt: 'asc' },
     });
 
-  async function subscribed(tier: 'PRO' | 'TEAM' = 'PRO', status: 'active' | 'paused' = 'active') {
+  async function subscribed(
+    tier: 'PRO' | 'TEAM' = 'PRO',
+    status: 'active' | 'paused' | 'past_due' = 'active',
+  ) {
     const user = await createUser(api);
     const subId = newSubId();
     await deliver(
@@ -68,6 +71,11 @@ describe('billing endpoints and provider operations', () => {
           status: 'paused',
           periodEnd: null,
         }),
+      );
+    if (status === 'past_due')
+      await deliver(
+        api,
+        subscriptionEvent({ type: 'subscription.past_due', subId, priceId: PRICE[tier], status: 'past_due' }),
       );
     billing.seed(subId, status, PRICE[tier]);
     const row = await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } });
@@ -199,6 +207,53 @@ describe('billing endpoints and provider operations', () => {
       expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('FREE');
     });
 
+    it('cancels a paused or past_due subscription immediately: the user can always stop paying', async () => {
+      for (const status of ['paused', 'past_due'] as const) {
+        billing.reset();
+        const { user, subId } = await subscribed('PRO', status);
+        const res = await post(user, 'subscription/cancel', {});
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ effective_from: 'immediately', provider_status: 'canceled' });
+        expect(billing.requests).toMatchObject([
+          { method: 'POST', path: `/subscriptions/${subId}/cancel`, body: { effective_from: 'immediately' } },
+        ]);
+        const [audit] = await auditsOf(user, 'billing.cancel_requested');
+        expect(audit.details).toMatchObject({
+          cancel_immediately: false,
+          effective_from: 'immediately',
+          previous_status: status.toUpperCase(),
+          status: 'accepted',
+        });
+      }
+    });
+
+    it('refuses to schedule a cancel that is already scheduled, but lets the user cancel now', async () => {
+      const { user, subId } = await subscribed('PRO');
+      // The provider's subscription.updated has synced the scheduled cancel.
+      await deliver(
+        api,
+        subscriptionEvent({
+          type: 'subscription.updated',
+          subId,
+          scheduledChange: {
+            action: 'cancel',
+            effective_at: new Date(Date.now() + 10 * 86_400_000).toISOString(),
+            resume_at: null,
+          },
+        }),
+      );
+      const again = await post(user, 'subscription/cancel', {});
+      expect(again.status).toBe(409);
+      expect(again.body).toMatchObject({ code: 'cancel_already_scheduled' });
+      const toFree = await post(user, 'subscription/change', { target_tier: 'FREE' });
+      expect(toFree.status).toBe(409);
+      expect(toFree.body).toMatchObject({ code: 'cancel_already_scheduled' });
+      expect(billing.requests).toHaveLength(0);
+      const now = await post(user, 'subscription/cancel', { cancel_immediately: true });
+      expect(now.status).toBe(200);
+      expect(billing.requests).toMatchObject([{ body: { effective_from: 'immediately' } }]);
+    });
+
     it('answers 409 without an active subscription, and 400 for a non-boolean flag', async () => {
       const user = await createUser(api);
       const res = await post(user, 'subscription/cancel');
@@ -269,6 +324,24 @@ describe('billing endpoints and provider operations', () => {
       expect(
         (await post(free, 'subscription/change', { target_tier: 'TEAM', current_tier: 'TEAM' })).status,
       ).toBe(400);
+      expect(billing.requests).toHaveLength(0);
+    });
+
+    it('refuses to change a paused or past_due subscription with a code that names the next step', async () => {
+      const paused = await subscribed('PRO', 'paused');
+      const pastDue = await subscribed('PRO', 'past_due');
+      for (const target of ['TEAM', 'FREE']) {
+        expect((await post(paused.user, 'subscription/change', { target_tier: target })).body).toMatchObject({
+          status: 409,
+          code: 'subscription_paused',
+        });
+        expect((await post(pastDue.user, 'subscription/change', { target_tier: target })).body).toMatchObject(
+          {
+            status: 409,
+            code: 'subscription_past_due',
+          },
+        );
+      }
       expect(billing.requests).toHaveLength(0);
     });
   });
