@@ -406,6 +406,41 @@ describe('billing endpoints and provider operations', () => {
     });
   });
 
+  describe('audit of an accepted request', () => {
+    it('answers 200 when the provider accepted but the audit insert fails, and logs the entry loudly', async () => {
+      const { user, subId } = await subscribed('PRO');
+      await api.prisma.$executeRawUnsafe(`
+        CREATE FUNCTION fail_accepted_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'injected audit failure'; END $$`);
+      await api.prisma.$executeRawUnsafe(`
+        CREATE TRIGGER fail_accepted_audit BEFORE INSERT ON audit_logs FOR EACH ROW
+        WHEN (NEW.action = 'billing.cancel_requested' AND NEW.details->>'status' = 'accepted'
+              AND NEW.user_id = '${user.identityUserId}')
+        EXECUTE FUNCTION fail_accepted_audit()`);
+      try {
+        const res = await post(user, 'subscription/cancel', {});
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ action: 'cancel', effective_from: 'next_billing_period' });
+      } finally {
+        await api.prisma.$executeRawUnsafe('DROP TRIGGER fail_accepted_audit ON audit_logs');
+        await api.prisma.$executeRawUnsafe('DROP FUNCTION fail_accepted_audit()');
+      }
+      expect(billing.requests).toHaveLength(1);
+      expect(await auditsOf(user, 'billing.cancel_requested')).toHaveLength(0);
+      const logged = env.logs.lines.find(
+        (line) => line.includes('its audit entry could not be written') && line.includes(subId),
+      );
+      expect(logged).toBeDefined();
+      expect(JSON.parse(logged!)).toMatchObject({
+        level: 50,
+        audit: {
+          action: 'billing.cancel_requested',
+          details: { status: 'accepted', subscription_id: subId },
+        },
+      });
+    });
+  });
+
   describe('account deletion hook', () => {
     it('cancels live subscriptions at the provider immediately, idempotently', async () => {
       const { user, subId } = await subscribed('PRO');

@@ -243,7 +243,17 @@ export class BillingActionsService {
         );
       throw err;
     }
-    await this.audit.record(null, { ...entry, details: { ...base, status: 'accepted' } });
+    // The provider has acted: a failed audit insert must not turn that into a 500 (the client would
+    // retry an operation that already happened). The error log carries the whole entry instead.
+    const accepted = { ...entry, details: { ...base, status: 'accepted' } };
+    await this.audit
+      .record(null, accepted)
+      .catch((auditErr: Error) =>
+        this.logger.error(
+          { err: auditErr.message, audit: accepted },
+          'billing request accepted by the provider, but its audit entry could not be written',
+        ),
+      );
     return result;
   }
 }
