@@ -88,16 +88,28 @@ describe('billing endpoints and provider operations', () => {
       const res = await post(user, 'checkout-token', { tier: 'PRO' });
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(['expires_at', 'token']);
-      const check = api.app.get(CheckoutTokenService).verify(res.body.token);
-      expect(check).toMatchObject({ ok: true, claims: { userId: user.id, tier: 'PRO' } });
+      const tokens = api.app.get(CheckoutTokenService);
+      const check = tokens.verify(res.body.token);
+      expect(check).toMatchObject({
+        ok: true,
+        claims: { userId: user.id, tier: 'PRO', nonce: expect.stringMatching(/^[\w-]{16,}$/) },
+      });
       const ttl = new Date(res.body.expires_at).getTime() - Date.now();
       expect(ttl).toBeGreaterThan(3500_000);
       expect(ttl).toBeLessThanOrEqual(3600_000);
       const again = await post(user, 'checkout-token', { tier: 'PRO' });
       expect(again.body.token).not.toBe(res.body.token);
-      expect(
-        api.app.get(CheckoutTokenService).verify(res.body.token, new Date(Date.now() + 3601_000)),
-      ).toEqual({ ok: false, reason: 'expired' });
+      // Same user, tier and (often) the same second: the nonce is what makes each token unique.
+      const nonceOf = (token: string) => {
+        const verified = tokens.verify(token);
+        if (!verified.ok) throw new Error(`token did not verify: ${verified.reason}`);
+        return verified.claims.nonce;
+      };
+      expect(nonceOf(again.body.token)).not.toBe(nonceOf(res.body.token));
+      expect(tokens.verify(res.body.token, new Date(Date.now() + 3601_000))).toEqual({
+        ok: false,
+        reason: 'expired',
+      });
     });
 
     it('returns what the checkout overlay needs', async () => {
