@@ -45,6 +45,12 @@ describe('loadConfig', () => {
     expect(deployed.identity.webhookSecret).toBeNull();
   });
 
+  it('accepts 1 to 3 attempts for provider calls (spec: at most 3 attempts)', () => {
+    for (const attempts of [1, 2, 3]) {
+      expect(loadConfig({ HTTP_MAX_ATTEMPTS: String(attempts) }).http.maxAttempts).toBe(attempts);
+    }
+  });
+
   it.each([
     [{ PORT: 'abc' }, /PORT/],
     [{ APP_ENV: 'prod' }, /APP_ENV/],
@@ -54,6 +60,9 @@ describe('loadConfig', () => {
     [{ LEAD_MAGNET_PREFIXES: 'nocolon' }, /LEAD_MAGNET_PREFIXES/],
     [{ IDENTITY_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json' }, /IDENTITY_ISSUER/],
     [{ EMAIL_MAX_REQUESTS_PER_SECOND: '0' }, /EMAIL_MAX_REQUESTS_PER_SECOND/],
+    [{ HTTP_MAX_ATTEMPTS: '0' }, /HTTP_MAX_ATTEMPTS/],
+    [{ HTTP_MAX_ATTEMPTS: '4' }, /HTTP_MAX_ATTEMPTS/],
+    [{ HTTP_MAX_ATTEMPTS: '10' }, /HTTP_MAX_ATTEMPTS/],
   ])('refuses invalid values with one line naming the variable (%o)', (env, pattern) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(pattern);

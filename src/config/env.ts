@@ -94,7 +94,8 @@ const schema = z.object({
   LLM_API_KEY: optional,
   LLM_MODEL: optional,
   HTTP_TIMEOUT_MS: int(30000, 1),
-  HTTP_MAX_ATTEMPTS: int(3, 1, 10),
+  // Spec limits: "retry of external calls: at most 3 attempts". A larger value would break that promise.
+  HTTP_MAX_ATTEMPTS: int(3, 1, 3),
   HEALTH_CHECK_TIMEOUT_MS: int(2500, 1),
   STATUS_DEGRADED_MS: int(500, 1),
   STATUS_DEGRADED_MS_DATABASE: positive,

@@ -45,7 +45,10 @@ describe('billing endpoints and provider operations', () => {
       orderBy: { createdAt: 'asc' },
     });
 
-  async function subscribed(tier: 'PRO' | 'TEAM' = 'PRO', status: 'active' | 'paused' = 'active') {
+  async function subscribed(
+    tier: 'PRO' | 'TEAM' = 'PRO',
+    status: 'active' | 'paused' | 'past_due' = 'active',
+  ) {
     const user = await createUser(api);
     const subId = newSubId();
     await deliver(
@@ -69,6 +72,11 @@ describe('billing endpoints and provider operations', () => {
           periodEnd: null,
         }),
       );
+    if (status === 'past_due')
+      await deliver(
+        api,
+        subscriptionEvent({ type: 'subscription.past_due', subId, priceId: PRICE[tier], status: 'past_due' }),
+      );
     billing.seed(subId, status, PRICE[tier]);
     const row = await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } });
     return { user, subId, row };
@@ -80,16 +88,28 @@ describe('billing endpoints and provider operations', () => {
       const res = await post(user, 'checkout-token', { tier: 'PRO' });
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(['expires_at', 'token']);
-      const check = api.app.get(CheckoutTokenService).verify(res.body.token);
-      expect(check).toMatchObject({ ok: true, claims: { userId: user.id, tier: 'PRO' } });
+      const tokens = api.app.get(CheckoutTokenService);
+      const check = tokens.verify(res.body.token);
+      expect(check).toMatchObject({
+        ok: true,
+        claims: { userId: user.id, tier: 'PRO', nonce: expect.stringMatching(/^[\w-]{16,}$/) },
+      });
       const ttl = new Date(res.body.expires_at).getTime() - Date.now();
       expect(ttl).toBeGreaterThan(3500_000);
       expect(ttl).toBeLessThanOrEqual(3600_000);
       const again = await post(user, 'checkout-token', { tier: 'PRO' });
       expect(again.body.token).not.toBe(res.body.token);
-      expect(
-        api.app.get(CheckoutTokenService).verify(res.body.token, new Date(Date.now() + 3601_000)),
-      ).toEqual({ ok: false, reason: 'expired' });
+      // Same user, tier and (often) the same second: the nonce is what makes each token unique.
+      const nonceOf = (token: string) => {
+        const verified = tokens.verify(token);
+        if (!verified.ok) throw new Error(`token did not verify: ${verified.reason}`);
+        return verified.claims.nonce;
+      };
+      expect(nonceOf(again.body.token)).not.toBe(nonceOf(res.body.token));
+      expect(tokens.verify(res.body.token, new Date(Date.now() + 3601_000))).toEqual({
+        ok: false,
+        reason: 'expired',
+      });
     });
 
     it('returns what the checkout overlay needs', async () => {
@@ -101,10 +121,12 @@ describe('billing endpoints and provider operations', () => {
         customer_email: user.email,
         custom_data: { checkout_token: expect.any(String) },
       });
+      // Never an already expired token: it is minted now and checked against now, with the full lifetime ahead.
       expect(api.app.get(CheckoutTokenService).verify(res.body.custom_data.checkout_token)).toMatchObject({
         ok: true,
-        claims: { tier: 'TEAM' },
+        claims: { tier: 'TEAM', userId: user.id },
       });
+      expect(new Date(res.body.expires_at).getTime() - Date.now()).toBeGreaterThan(3500_000);
     });
 
     it('refuses FREE, unknown tiers, extra fields and anonymous callers', async () => {
@@ -197,6 +219,53 @@ describe('billing endpoints and provider operations', () => {
       expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('FREE');
     });
 
+    it('cancels a paused or past_due subscription immediately: the user can always stop paying', async () => {
+      for (const status of ['paused', 'past_due'] as const) {
+        billing.reset();
+        const { user, subId } = await subscribed('PRO', status);
+        const res = await post(user, 'subscription/cancel', {});
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ effective_from: 'immediately', provider_status: 'canceled' });
+        expect(billing.requests).toMatchObject([
+          { method: 'POST', path: `/subscriptions/${subId}/cancel`, body: { effective_from: 'immediately' } },
+        ]);
+        const [audit] = await auditsOf(user, 'billing.cancel_requested');
+        expect(audit.details).toMatchObject({
+          cancel_immediately: false,
+          effective_from: 'immediately',
+          previous_status: status.toUpperCase(),
+          status: 'accepted',
+        });
+      }
+    });
+
+    it('refuses to schedule a cancel that is already scheduled, but lets the user cancel now', async () => {
+      const { user, subId } = await subscribed('PRO');
+      // The provider's subscription.updated has synced the scheduled cancel.
+      await deliver(
+        api,
+        subscriptionEvent({
+          type: 'subscription.updated',
+          subId,
+          scheduledChange: {
+            action: 'cancel',
+            effective_at: new Date(Date.now() + 10 * 86_400_000).toISOString(),
+            resume_at: null,
+          },
+        }),
+      );
+      const again = await post(user, 'subscription/cancel', {});
+      expect(again.status).toBe(409);
+      expect(again.body).toMatchObject({ code: 'cancel_already_scheduled' });
+      const toFree = await post(user, 'subscription/change', { target_tier: 'FREE' });
+      expect(toFree.status).toBe(409);
+      expect(toFree.body).toMatchObject({ code: 'cancel_already_scheduled' });
+      expect(billing.requests).toHaveLength(0);
+      const now = await post(user, 'subscription/cancel', { cancel_immediately: true });
+      expect(now.status).toBe(200);
+      expect(billing.requests).toMatchObject([{ body: { effective_from: 'immediately' } }]);
+    });
+
     it('answers 409 without an active subscription, and 400 for a non-boolean flag', async () => {
       const user = await createUser(api);
       const res = await post(user, 'subscription/cancel');
@@ -269,6 +338,24 @@ describe('billing endpoints and provider operations', () => {
       ).toBe(400);
       expect(billing.requests).toHaveLength(0);
     });
+
+    it('refuses to change a paused or past_due subscription with a code that names the next step', async () => {
+      const paused = await subscribed('PRO', 'paused');
+      const pastDue = await subscribed('PRO', 'past_due');
+      for (const target of ['TEAM', 'FREE']) {
+        expect((await post(paused.user, 'subscription/change', { target_tier: target })).body).toMatchObject({
+          status: 409,
+          code: 'subscription_paused',
+        });
+        expect((await post(pastDue.user, 'subscription/change', { target_tier: target })).body).toMatchObject(
+          {
+            status: 409,
+            code: 'subscription_past_due',
+          },
+        );
+      }
+      expect(billing.requests).toHaveLength(0);
+    });
   });
 
   describe('resume', () => {
@@ -328,6 +415,41 @@ describe('billing endpoints and provider operations', () => {
       const invalid = await post(user, 'subscription/change', { target_tier: 'TEAM' });
       expect(invalid.status).toBe(502);
       expect(invalid.body).toMatchObject({ code: 'upstream_invalid_response' });
+    });
+  });
+
+  describe('audit of an accepted request', () => {
+    it('answers 200 when the provider accepted but the audit insert fails, and logs the entry loudly', async () => {
+      const { user, subId } = await subscribed('PRO');
+      await api.prisma.$executeRawUnsafe(`
+        CREATE FUNCTION fail_accepted_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'injected audit failure'; END $$`);
+      await api.prisma.$executeRawUnsafe(`
+        CREATE TRIGGER fail_accepted_audit BEFORE INSERT ON audit_logs FOR EACH ROW
+        WHEN (NEW.action = 'billing.cancel_requested' AND NEW.details->>'status' = 'accepted'
+              AND NEW.user_id = '${user.identityUserId}')
+        EXECUTE FUNCTION fail_accepted_audit()`);
+      try {
+        const res = await post(user, 'subscription/cancel', {});
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ action: 'cancel', effective_from: 'next_billing_period' });
+      } finally {
+        await api.prisma.$executeRawUnsafe('DROP TRIGGER fail_accepted_audit ON audit_logs');
+        await api.prisma.$executeRawUnsafe('DROP FUNCTION fail_accepted_audit()');
+      }
+      expect(billing.requests).toHaveLength(1);
+      expect(await auditsOf(user, 'billing.cancel_requested')).toHaveLength(0);
+      const logged = env.logs.lines.find(
+        (line) => line.includes('its audit entry could not be written') && line.includes(subId),
+      );
+      expect(logged).toBeDefined();
+      expect(JSON.parse(logged!)).toMatchObject({
+        level: 50,
+        audit: {
+          action: 'billing.cancel_requested',
+          details: { status: 'accepted', subscription_id: subId },
+        },
+      });
     });
   });
 

@@ -1,78 +1,38 @@
 import { describe, expect, it } from '@jest/globals';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import {
+  findWrites,
+  mentions,
+  nameOf,
+  sourceFiles,
+  sqlWritesColumn,
+  type WriteRules,
+} from '../support/static-writers.js';
 
 // Spec rule 3: current_tier is server-controlled; only billing webhook processing and the expiry job
-// change it. Both go through BillingUsersRepository.setCurrentTier, the single allowed writer.
+// change it. Both go through BillingTierService.recompute, which alone calls
+// BillingUsersRepository.setCurrentTier, the single allowed writer.
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ALLOWED_WRITER = 'src/modules/billing/billing-users.repository.ts';
-const TIER_NAMES = new Set(['currentTier', 'current_tier']);
-/** Prisma write arguments: `data` (create/update/updateMany/createMany), `create`/`update` (upsert). */
-const WRITE_KEYS = new Set(['data', 'create', 'update']);
-const SQL_WRITE = [
-  /\bUPDATE\s+"?users"?\s+SET\b[\s\S]*\bcurrent_tier\b/i,
-  /\bINSERT\s+INTO\s+"?users"?\s*\([^)]*\bcurrent_tier\b/i,
+const TIER_SERVICE = 'src/modules/billing/billing-tier.service.ts';
+const TIER_CALLERS = [
+  'src/modules/billing/subscription-expiry.service.ts',
+  'src/modules/billing/subscription-state.service.ts',
 ];
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'generated' ? [] : sourceFiles(path);
-    return entry.name.endsWith('.ts') && entry.name !== 'metadata.ts' ? [path] : [];
-  });
-}
-
-const nameOf = (name: ts.PropertyName | ts.Expression): string | null =>
-  ts.isIdentifier(name) || ts.isStringLiteral(name) || ts.isNoSubstitutionTemplateLiteral(name)
-    ? name.text
-    : null;
-
-/** Places in one source text that write current_tier, as `line: code`. */
-function tierWrites(fileName: string, text: string): string[] {
-  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true);
-  const found: string[] = [];
-  const report = (node: ts.Node) => {
-    const line = source.getLineAndCharacterOfPosition(node.getStart()).line + 1;
-    found.push(`${line}: ${node.getText().split('\n')[0].trim()}`);
-  };
-  const insideWriteArgument = (node: ts.Node): boolean => {
-    for (let at: ts.Node | undefined = node.parent; at; at = at.parent) {
-      if (ts.isPropertyAssignment(at) && WRITE_KEYS.has(nameOf(at.name) ?? '')) return true;
-      if (ts.isCallExpression(at) || ts.isFunctionLike(at)) return false;
-    }
-    return false;
-  };
-  const visit = (node: ts.Node) => {
-    if (
-      (ts.isPropertyAssignment(node) || ts.isShorthandPropertyAssignment(node)) &&
-      TIER_NAMES.has(nameOf(node.name) ?? '')
-    ) {
-      if (insideWriteArgument(node)) report(node);
-    }
-    if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.EqualsToken) {
-      const target = node.left;
-      const property = ts.isPropertyAccessExpression(target)
-        ? target.name.text
-        : ts.isElementAccessExpression(target)
-          ? nameOf(target.argumentExpression)
-          : null;
-      if (property && TIER_NAMES.has(property)) report(node);
-    }
-    if (
-      ts.isTemplateExpression(node) ||
-      ts.isNoSubstitutionTemplateLiteral(node) ||
-      ts.isStringLiteral(node)
-    ) {
-      if (SQL_WRITE.some((re) => re.test(node.getText()))) report(node);
-    }
-    ts.forEachChild(node, visit);
-  };
-  visit(source);
-  return found;
-}
+const RULES: WriteRules = {
+  fields: new Set(['currentTier', 'current_tier']),
+  sql: sqlWritesColumn('users', 'current_tier'),
+};
+const tierWrites = (fileName: string, text: string) => findWrites(fileName, text, RULES);
+const srcFiles = () =>
+  sourceFiles(join(ROOT, 'src')).map((path) => ({
+    path: relative(ROOT, path),
+    text: readFileSync(path, 'utf8'),
+  }));
 
 /**
  * DTO properties named current_tier that a request could set: the global ValidationPipe refuses any
@@ -106,28 +66,70 @@ function acceptingDtoProps(fileName: string, text: string): string[] {
 
 describe('users.current_tier has one writer', () => {
   it('detects the write shapes it looks for (the check can fail)', () => {
-    const sample = `
-      db.user.update({ where: { id }, data: { currentTier: 'PRO' } });
-      db.user.upsert({ where: { id }, create: { id, currentTier }, update: { currentTier: tier } });
-      user.currentTier = 'TEAM';
-      db.$executeRaw\`UPDATE users SET locale = 'x', current_tier = \${t} WHERE id = \${id}\`;
-      db.$executeRaw\`INSERT INTO users (id, current_tier) VALUES (\${id}, 'PRO')\`;`;
-    expect(tierWrites('sample.ts', sample)).toHaveLength(6);
+    const writes: [string, string][] = [
+      ['prisma data', `db.user.update({ where: { id }, data: { currentTier: 'PRO' } });`],
+      ['upsert create', `db.user.upsert({ where: { id }, create: { id, currentTier }, update: {} });`],
+      ['upsert update', `db.user.upsert({ where: { id }, create: { id }, update: { currentTier: t } });`],
+      ['assignment', `user.currentTier = 'TEAM';`],
+      ['element assignment', `user['currentTier'] = 'TEAM';`],
+      ['variable', `const data = { currentTier: t }; await db.user.update({ where: { id }, data });`],
+      ['variable, spread', `const patch = { currentTier }; db.user.update({ where, data: { ...patch } });`],
+      ['whole argument', `const args = { currentTier }; db.user.updateMany(args);`],
+      ['assigned later', `let d; d = { currentTier: t }; db.user.update({ where, data: d });`],
+      ['conditional', `db.user.update({ where, data: paid ? { currentTier: t } : {} });`],
+      ['nested write', `db.subscription.update({ where, data: { user: { update: { currentTier: t } } } });`],
+      ['sql', `db.$executeRaw\`UPDATE users SET locale = 'x', current_tier = \${t} WHERE id = \${id}\`;`],
+      ['sql insert', `db.$executeRaw\`INSERT INTO users (id, current_tier) VALUES (\${id}, 'PRO')\`;`],
+      ['sql alias', `db.$executeRaw\`UPDATE users AS u SET current_tier = \${t} WHERE u.id = \${id}\`;`],
+      ['sql bare alias', `db.$executeRaw\`UPDATE users u SET current_tier = \${t}\`;`],
+      ['sql schema', `db.$executeRaw\`UPDATE "public"."users" SET "current_tier" = \${t}\`;`],
+      [
+        'sql upsert',
+        `db.$executeRaw\`INSERT INTO users (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET current_tier = 'PRO'\`;`,
+      ],
+      ['sql concatenated', `db.$executeRawUnsafe('UPDATE users ' + 'SET current_tier = $1', t);`],
+    ];
+    for (const [shape, code] of writes) {
+      expect([shape, tierWrites('sample.ts', code).length]).toEqual([shape, 1]);
+    }
     const reads = `
       db.user.findMany({ where: { currentTier: { in: tiers } }, select: { currentTier: true } });
       db.user.count({ where: { currentTier: 'PRO' } });
+      const where: Prisma.UserWhereInput = { ...(tier ? { currentTier: tier } : {}) };
+      const select = { currentTier: true };
       const body = { current_tier: user.currentTier };
-      db.$queryRaw\`SELECT current_tier FROM users WHERE current_tier <> 'FREE'\`;
+      return { current_tier: user.currentTier };
+      const limits = tierLimits(config, user.currentTier);
+      db.$queryRaw\`SELECT current_tier FROM users WHERE current_tier <> 'FREE' FOR UPDATE\`;
+      db.$executeRaw\`UPDATE users SET locale = 'x' WHERE current_tier = 'FREE'\`.length;
+      db.$executeRaw\`UPDATE users_archive SET note = 'current_tier'\`;
       db.user.update({ where: { id }, data: { locale: pick({ current_tier: 1 }).x } });`;
     expect(tierWrites('reads.ts', reads)).toEqual([]);
   });
 
   it('no code outside BillingUsersRepository writes current_tier', () => {
-    const offenders = sourceFiles(join(ROOT, 'src'))
-      .map((path) => ({ path: relative(ROOT, path), writes: tierWrites(path, readFileSync(path, 'utf8')) }))
+    const offenders = srcFiles()
+      .map((file) => ({ path: file.path, writes: tierWrites(file.path, file.text) }))
       .filter((file) => file.writes.length > 0);
     expect(offenders.map((file) => file.path)).toEqual([ALLOWED_WRITER]);
     expect(offenders[0].writes).toHaveLength(1);
+  });
+
+  it('only the tier service calls the setter, and only the webhook handler and the expiry job use the tier service', () => {
+    const files = srcFiles();
+    const naming = (name: string) =>
+      files
+        .filter((file) => mentions(file.path, file.text, name) > 0)
+        .map((file) => file.path)
+        .sort();
+    expect(naming('setCurrentTier')).toEqual([ALLOWED_WRITER, TIER_SERVICE].sort());
+    // Every way to reach the service (import, injection, moduleRef.get) names the class.
+    expect(naming('BillingTierService')).toEqual(
+      [...TIER_CALLERS, TIER_SERVICE, 'src/modules/billing/billing.module.ts'].sort(),
+    );
+    expect(
+      mentions('sample.ts', `this.users['setCurrentTier'](tx, id, t); // setCurrentTier`, 'setCurrentTier'),
+    ).toBe(1);
   });
 
   it('no request DTO accepts current_tier', () => {
@@ -135,11 +137,9 @@ describe('users.current_tier has one writer', () => {
       export class PatchMeDto { @IsString() current_tier!: string; }
       export class MeResponseDto { @ApiProperty() current_tier!: string; }`;
     expect(acceptingDtoProps('sample.dto.ts', sample)).toEqual(['sample.dto.ts: PatchMeDto']);
-    const dtoFiles = sourceFiles(join(ROOT, 'src')).filter((path) => path.endsWith('.dto.ts'));
+    const dtoFiles = srcFiles().filter((file) => file.path.endsWith('.dto.ts'));
     expect(dtoFiles.length).toBeGreaterThan(0);
-    const accepting = dtoFiles.flatMap((path) =>
-      acceptingDtoProps(relative(ROOT, path), readFileSync(path, 'utf8')),
-    );
+    const accepting = dtoFiles.flatMap((file) => acceptingDtoProps(file.path, file.text));
     expect(accepting).toEqual([]);
   });
 });

@@ -74,6 +74,37 @@ describe('billing webhooks: payments and adjustments', () => {
     expect(await api.prisma.payment.count({ where: { providerTransactionId: renewal.data.id } })).toBe(1);
   });
 
+  it('a trial grants the trial period’s credits at creation and the first paid period’s at the first charge, once each', async () => {
+    const user = await createUser(api);
+    const subId = newSubId();
+    const trialStart = new Date(Date.now() - 14 * 86_400_000);
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      status: 'trialing',
+      token: checkoutToken(api, user),
+      occurredAt: trialStart,
+    });
+    await deliver(api, created);
+    // The $0 checkout transaction of a trial (origin web) grants nothing.
+    const checkout = transactionEvent({ subId, origin: 'web', total: '0', occurredAt: trialStart });
+    expect((await deliver(api, checkout)).body).toEqual({ received: true, status: 'processed' });
+    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([[created.event_id, 1000]]);
+
+    // Trial ends: activated (no grant) and the first paid charge, a subscription_recurring transaction.
+    await deliver(api, subscriptionEvent({ type: 'subscription.activated', subId, status: 'active' }));
+    const firstCharge = transactionEvent({ subId, origin: 'subscription_recurring', total: '1500' });
+    expect((await deliver(api, firstCharge)).body).toEqual({ received: true, status: 'processed' });
+    expect(await deliver(api, { ...firstCharge, notification_id: 'ntf_replay' })).toMatchObject({
+      body: { status: 'duplicate' },
+    });
+    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([
+      [created.event_id, 1000],
+      [firstCharge.data.id, 1000],
+    ]);
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).creditBalance).toBe(2000);
+  });
+
   it('a proration charge is recorded but grants nothing', async () => {
     const { user, subId } = await subscribed('PRO');
     await deliver(

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
+import { WebhookInboxRepository } from '../../src/modules/webhooks/webhook-inbox.repository.js';
 import {
   checkoutToken,
   createUser,
@@ -7,7 +8,7 @@ import {
   grants,
   newEventId,
   newSubId,
-  PRICE,
+  subscribe,
   subscriptionEvent,
 } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
@@ -87,14 +88,16 @@ describe('billing webhooks under concurrency and failure', () => {
     ).toBe(true);
   }
 
-  it('created and activated fired concurrently, 24 rounds in both firing orders, converge with one grant', async () => {
+  // Promise.all does not decide which request reaches the database first: this is a race, 24 times, with
+  // the send order alternated. The test below forces each interleaving deterministically.
+  it('created and activated delivered concurrently (arrival order left to the race), 24 rounds, converge with one grant', async () => {
     const round = async (n: number) => {
       const pair = await checkoutPair({
         createdStatus: n % 4 < 2 ? 'active' : 'trialing',
         activatedToken: n % 3 !== 0,
       });
-      const fire = n % 2 === 0 ? [pair.created, pair.activated] : [pair.activated, pair.created];
-      const results = await Promise.all(fire.map((event) => deliver(api, event)));
+      const send = n % 2 === 0 ? [pair.created, pair.activated] : [pair.activated, pair.created];
+      const results = await Promise.all(send.map((event) => deliver(api, event)));
       expect(results.map((r) => r.status)).toEqual([200, 200]);
       await expectConverged(pair);
     };
@@ -231,6 +234,85 @@ describe('billing webhooks under concurrency and failure', () => {
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('PRO');
   });
 
+  it('a failed attempt whose failure record lands after a concurrent delivery succeeded does not overwrite it', async () => {
+    const user = await createUser(api);
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId: newSubId(),
+      priceId: 'pri_late_price',
+      token: checkoutToken(api, user),
+    });
+    // Delivery A fails (unknown price) and rolls back; its failure record is then held in a trigger on
+    // the archive, before it touches any row, until delivery B has processed and committed the event.
+    const HOLD = 731_001;
+    await locker.query(`
+      CREATE FUNCTION hold_failure_record() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN PERFORM pg_advisory_xact_lock(${HOLD}); RETURN NEW; END $$;
+      CREATE TRIGGER hold_failure_record BEFORE INSERT OR UPDATE ON webhook_events
+        FOR EACH ROW WHEN (NEW.status = 'FAILED' AND NEW.event_id = '${created.event_id}')
+        EXECUTE FUNCTION hold_failure_record();`);
+    await locker.query('SELECT pg_advisory_lock($1)', [HOLD]);
+    try {
+      const a = deliver(api, created).then((r) => r);
+      await waitFor(async () => {
+        const { rows } = await locker.query(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = $1`,
+          [HOLD],
+        );
+        return rows[0].n === 1;
+      });
+      api.config.project.priceTiers.pri_late_price = 'PRO';
+      const b = await deliver(api, created);
+      expect(b.body).toEqual({ received: true, status: 'processed' });
+      await locker.query('SELECT pg_advisory_unlock($1)', [HOLD]);
+      expect((await a).status).toBe(500);
+    } finally {
+      delete api.config.project.priceTiers.pri_late_price;
+      await locker.query('SELECT pg_advisory_unlock_all()');
+      await locker.query(
+        'DROP TRIGGER hold_failure_record ON webhook_events; DROP FUNCTION hold_failure_record();',
+      );
+    }
+    const archivedRow = await api.prisma.webhookEvent.findFirstOrThrow({
+      where: { eventId: created.event_id },
+    });
+    expect(archivedRow).toMatchObject({ status: 'PROCESSED', error: null, attempts: 1 });
+    expect(archivedRow.processedAt).not.toBeNull();
+    // The event was not lost, so nothing asks an operator to act.
+    expect(
+      await api.prisma.auditLog.count({ where: { action: 'webhook.failed', resourceId: created.event_id } }),
+    ).toBe(0);
+    expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([created.event_id]);
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('PRO');
+  });
+
+  it('a failure record never resurrects the archive of an event already handled (archive pruned, claim kept)', async () => {
+    const inbox = api.app.get(WebhookInboxRepository);
+    const { created } = await subscribe(api);
+    const event = {
+      eventId: created.event_id,
+      eventType: created.event_type,
+      occurredAt: new Date(created.occurred_at),
+      payload: created,
+    };
+    expect(await inbox.archiveFailure(api.prisma, 'billing', event, 'late failure')).toBe(false);
+    await api.prisma.webhookEvent.deleteMany({ where: { eventId: created.event_id } });
+    expect(await inbox.archiveFailure(api.prisma, 'billing', event, 'late failure')).toBe(false);
+    expect(await api.prisma.webhookEvent.count({ where: { eventId: created.event_id } })).toBe(0);
+    // An event nobody handled is recorded, and a second failure counts as another attempt.
+    const fresh = { ...event, eventId: newEventId() };
+    expect(await inbox.archiveFailure(api.prisma, 'billing', fresh, 'first')).toBe(true);
+    expect(await inbox.archiveFailure(api.prisma, 'billing', fresh, 'second')).toBe(true);
+    expect(
+      await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: fresh.eventId } }),
+    ).toMatchObject({
+      status: 'FAILED',
+      error: 'second',
+      attempts: 2,
+      processedAt: null,
+    });
+  });
+
   it('an unconfigured price fails with 500 until the price is configured, then the retry succeeds', async () => {
     const user = await createUser(api);
     const subId = newSubId();
@@ -271,6 +353,5 @@ describe('billing webhooks under concurrency and failure', () => {
     expect(
       await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }),
     ).toMatchObject({ status: 'PAUSED', tier: 'TEAM' });
-    expect(PRICE.PRO).toBe('pri_pro');
   });
 });

@@ -99,12 +99,41 @@ describe('billing webhooks: signature, envelope and payload validation', () => {
     const res = await deliver(api, broken);
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ code: 'invalid_payload' });
-    expect(await archived(e.event_id)).toMatchObject({ status: 'FAILED' });
+    // Not lost: the raw payload is archived FAILED with the validation error, and audited, so an operator
+    // can fix the schema; the id is not claimed, so the provider's retry (any non-2xx) is processed then.
+    expect(await archived(e.event_id)).toMatchObject({
+      status: 'FAILED',
+      error: expect.stringContaining('items'),
+      payload: broken,
+      processedAt: null,
+    });
+    const [failure] = await audits('webhook.failed', e.event_id);
+    expect(failure.details).toMatchObject({
+      provider: 'billing',
+      event_type: 'subscription.created',
+      error: expect.stringContaining('does not match the provider contract'),
+    });
     expect(await audits('webhook.failed', e.event_id)).toHaveLength(1);
     expect(await api.prisma.processedWebhookEvent.count({ where: { eventId: e.event_id } })).toBe(0);
 
+    // The same holds for an envelope field checked in the handler (occurred_at).
+    const badTime = { ...subscriptionEvent({ type: 'subscription.updated', subId: newSubId() }) };
+    badTime.occurred_at = 'yesterday';
+    expect((await deliver(api, badTime)).status).toBe(400);
+    expect(await archived(badTime.event_id)).toMatchObject({
+      status: 'FAILED',
+      error: expect.stringContaining('occurred_at'),
+    });
+    expect(await audits('webhook.failed', badTime.event_id)).toHaveLength(1);
+
     const garbage = await deliver(api, {}, { rawBody: 'not json' });
     expect(garbage.status).toBe(400);
+    // Signed JSON without an event id cannot be keyed, so it is not archived: the warning is the
+    // operator's only trace of it.
+    const unkeyed = await deliver(api, { event_type: 'subscription.created', data: {} });
+    expect(unkeyed.status).toBe(400);
+    expect(unkeyed.body).toMatchObject({ code: 'invalid_payload' });
+    expect(env.logs.lines.some((line) => line.includes('envelope cannot be archived'))).toBe(true);
 
     // Same event id, corrected body (e.g. after a schema fix): processed once.
     expect((await deliver(api, e)).body).toEqual({ received: true, status: 'processed' });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
 import {
   checkoutToken,
   createUser,
@@ -100,32 +101,65 @@ describe('billing webhooks: ordering, ownership and unknown subscriptions', () =
     expect(await grants(api, user.id)).toHaveLength(1);
   });
 
-  it('skips a created event whose checkout token expired or was forged: no row, audit with the reason', async () => {
+  it('ties a subscription paid after its checkout token expired to the token’s user, once, and records the lateness', async () => {
     const user = await createUser(api);
+    const subId = newSubId();
+    // The overlay was opened two hours ago (token lifetime one hour) and the customer paid just now.
     const issuedLongAgo = new Date(Date.now() - 2 * 3600_000);
-    const expired = subscriptionEvent({
-      type: 'subscription.created',
-      subId: newSubId(),
-      token: checkoutToken(api, user, 'PRO', issuedLongAgo),
+    const { token, expiresAt } = api.app.get(CheckoutTokenService).issue(user.id, 'PRO', issuedLongAgo);
+    const created = subscriptionEvent({ type: 'subscription.created', subId, token });
+    const res = await deliver(api, created);
+    expect(res.body).toEqual({ received: true, status: 'processed' });
+    expect(await subRow(subId)).toMatchObject({ userId: user.id, status: 'ACTIVE', tier: 'PRO' });
+    expect(await userRow(user.id)).toMatchObject({ currentTier: 'PRO', creditBalance: 1000 });
+    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([[created.event_id, 1000]]);
+    expect(await archived(created.event_id)).toMatchObject({ status: 'PROCESSED', error: null });
+    const [audit] = await audits('subscription.created', (await subRow(subId)).id);
+    expect(audit.details).toMatchObject({
+      credits: 1000,
+      checkout_token_expired_at: expiresAt.toISOString(),
     });
-    const res = await deliver(api, expired);
-    expect(res.body).toEqual({ received: true, status: 'skipped' });
-    expect(await archived(expired.event_id)).toMatchObject({
-      status: 'SKIPPED',
-      error: 'checkout_token_expired',
-    });
-    expect((await audits('webhook.skipped', expired.event_id))[0].details).toMatchObject({
-      reason: 'checkout_token_expired',
-    });
+    expect(await audits('webhook.skipped', created.event_id)).toHaveLength(0);
 
+    // Later events carry the same custom_data: applied to the subscription, no second grant.
+    const activated = subscriptionEvent({
+      type: 'subscription.activated',
+      subId,
+      token,
+      occurredAt: new Date(Date.now() + 1000),
+    });
+    expect((await deliver(api, activated)).body).toEqual({ received: true, status: 'processed' });
+    expect((await subRow(subId)).lastEventId).toBe(activated.event_id);
+    expect(await grants(api, user.id)).toHaveLength(1);
+  });
+
+  it('skips a created event whose checkout token was forged: no row, audit with the reason', async () => {
+    const user = await createUser(api);
     const [body] = checkoutToken(api, user).split('.');
     const forged = subscriptionEvent({
       type: 'subscription.created',
       subId: newSubId(),
       token: `${body}.${'A'.repeat(43)}`,
     });
-    await deliver(api, forged);
+    expect((await deliver(api, forged)).body).toEqual({ received: true, status: 'skipped' });
     expect(await archived(forged.event_id)).toMatchObject({
+      status: 'SKIPPED',
+      error: 'checkout_token_bad_signature',
+    });
+    expect((await audits('webhook.skipped', forged.event_id))[0].details).toMatchObject({
+      reason: 'checkout_token_bad_signature',
+    });
+    // An expired token whose claims were altered is forged too: age does not excuse a bad signature.
+    const [oldBody, oldSig] = checkoutToken(api, user, 'PRO', new Date(Date.now() - 2 * 3600_000)).split('.');
+    const claims = JSON.parse(Buffer.from(oldBody, 'base64url').toString());
+    const stolen = Buffer.from(JSON.stringify({ ...claims, exp: claims.exp + 86_400 })).toString('base64url');
+    const tampered = subscriptionEvent({
+      type: 'subscription.created',
+      subId: newSubId(),
+      token: `${stolen}.${oldSig}`,
+    });
+    await deliver(api, tampered);
+    expect(await archived(tampered.event_id)).toMatchObject({
       status: 'SKIPPED',
       error: 'checkout_token_bad_signature',
     });

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { INestApplication } from '@nestjs/common';
 import {
   checkoutToken,
   createUser,
@@ -18,11 +17,11 @@ import { waitFor } from '../support/wait.js';
 describe('billing webhooks: every row of the subscription state table', () => {
   let env: TestEnv;
   let api: ApiApp;
-  let worker: INestApplication;
   beforeAll(async () => {
     env = await TestEnv.create();
     api = await env.startApi();
-    worker = await env.startWorker();
+    // The worker sends the welcome e-mail the created test waits for.
+    await env.startWorker();
   });
   afterAll(() => env.close());
 
@@ -71,7 +70,6 @@ describe('billing webhooks: every row of the subscription state table', () => {
     expect(replay.body).toEqual({ received: true, status: 'duplicate' });
     expect(await grants(api, user.id)).toHaveLength(1);
     expect(await audits('subscription.created', row.id)).toHaveLength(1);
-    expect(worker).toBeDefined();
   });
 
   it('subscription.updated: syncs row and tier (mid-cycle change) without a grant', async () => {
@@ -176,6 +174,28 @@ describe('billing webhooks: every row of the subscription state table', () => {
       tier: 'PRO',
       canceled_at: canceledAt.toISOString(),
     });
+  });
+
+  it('subscription.canceled without canceled_at in the payload sets canceled_at to the event time', async () => {
+    const { user, subId } = await subscribed('PRO');
+    const occurredAt = new Date(Date.now() - 2000);
+    const event = subscriptionEvent({
+      type: 'subscription.canceled',
+      subId,
+      status: 'canceled',
+      canceledAt: null,
+      occurredAt,
+      periodEnd: new Date(Date.now() + 10 * DAY),
+    });
+    expect(event.data.canceled_at).toBeNull();
+    expect((await deliver(api, event)).body).toEqual({ received: true, status: 'processed' });
+    const row = await subRow(subId);
+    expect(row.status).toBe('CANCELED');
+    expect(row.canceledAt?.toISOString()).toBe(occurredAt.toISOString());
+    const res = await api.http
+      .get('/api/v1/billing/subscription')
+      .set('Authorization', await api.bearer(user.identityUserId));
+    expect(res.body).toMatchObject({ status: 'CANCELED', canceled_at: occurredAt.toISOString() });
   });
 
   it('subscription.cancelled (British spelling) with the period over downgrades now (cancel_immediately)', async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CreditsRepository } from '../../src/modules/credits/credits.repository.js';
 import { CREDIT_KINDS, CreditsService } from '../../src/modules/credits/credits.service.js';
-import { expectLedgerConsistent } from '../support/credits.js';
+import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 describe('GET /api/v1/credits', () => {
@@ -87,6 +88,51 @@ describe('GET /api/v1/credits', () => {
       expect({ page: res.body.page, page_size: res.body.page_size }).toEqual({ page, page_size: pageSize });
     }
     expect((await list('?page=2&page_size=1')).body.items[0].job_id).toBe('job-58');
+  });
+
+  it('shows a balance the listed rows explain, even when a grant commits between the reads', async () => {
+    const racer = await api.bearer('user_ledger_racer');
+    await api.http.get('/api/v1/credits').set('Authorization', racer).expect(200);
+    const racerId = (
+      await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_ledger_racer' } })
+    ).id;
+    await grantCredits(api, racerId, 10);
+    // Force the interleaving: after the balance has been read, another request commits a grant, and
+    // only then are the rows read. Separate reads would show balance 10 next to rows summing to 17.
+    const repo = api.app.get(CreditsRepository);
+    const original = { balance: repo.balance, page: repo.page };
+    let balanceRead!: () => void;
+    const afterBalance = new Promise<void>((resolve) => (balanceRead = resolve));
+    let interleaved = false;
+    repo.balance = async function (this: CreditsRepository, ...args) {
+      const result = await original.balance.apply(this, args);
+      balanceRead();
+      return result;
+    };
+    repo.page = async function (this: CreditsRepository, ...args) {
+      await afterBalance;
+      if (!interleaved) {
+        interleaved = true;
+        await grantCredits(api, racerId, 7);
+      }
+      return original.page.apply(this, args);
+    };
+    let res;
+    try {
+      res = await api.http.get('/api/v1/credits').set('Authorization', racer);
+    } finally {
+      Object.assign(repo, original);
+    }
+    expect(interleaved).toBe(true);
+    expect(res.status).toBe(200);
+    const listed = (res.body.items as { delta: number }[]).reduce((sum, item) => sum + item.delta, 0);
+    expect(res.body).toMatchObject({ balance: 10, total: 1 });
+    expect(listed).toBe(res.body.balance);
+    // The next read shows both.
+    expect((await api.http.get('/api/v1/credits').set('Authorization', racer)).body).toMatchObject({
+      balance: 17,
+      total: 2,
+    });
   });
 
   it('refuses unknown query parameters and anonymous callers', async () => {

@@ -96,6 +96,13 @@ export class FakeBillingApi {
           error: { type: 'request_error', code: 'subscription_update_when_canceled' },
         });
       }
+      // Like the provider: a paused subscription (no billing period) can only be canceled immediately;
+      // so, here, can a past_due one (no scheduled changes while a payment is past due).
+      if ((sub.status === 'paused' || sub.status === 'past_due') && body.effective_from !== 'immediately') {
+        return this.send(res, 400, {
+          error: { type: 'request_error', code: 'subscription_cancel_must_be_immediate' },
+        });
+      }
       if (body.effective_from === 'immediately') {
         sub.status = 'canceled';
         sub.scheduled_change = null;
@@ -110,6 +117,17 @@ export class FakeBillingApi {
       return this.send(res, 200, { data: sub });
     }
     if (req.method === 'PATCH' && !action) {
+      // Like the provider: no changes while a payment is past due; only items (no proration mode) while paused.
+      if (sub.status === 'past_due') {
+        return this.send(res, 400, {
+          error: { type: 'request_error', code: 'subscription_locked_past_due' },
+        });
+      }
+      if (sub.status === 'paused' && Object.keys(body).some((key) => key !== 'items')) {
+        return this.send(res, 400, {
+          error: { type: 'request_error', code: 'subscription_only_update_items_on_paused_subscription' },
+        });
+      }
       const items = body.items as { price_id: string; quantity: number }[];
       sub.items = items.map((item) => ({ price: { id: item.price_id }, quantity: item.quantity }));
       return this.send(res, 200, { data: sub });

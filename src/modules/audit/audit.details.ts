@@ -50,6 +50,7 @@ export const AUDIT_DETAIL_KEYS = [
   'price_id',
   'action',
   'expires_at',
+  'checkout_token_expired_at',
   'prefix',
   'consent_given',
   'consent_at',

@@ -72,15 +72,28 @@ export class BillingActionsService {
     return toSubscriptionResponse(row);
   }
 
+  /**
+   * A user can always stop paying. A paused or past_due subscription is canceled immediately whatever
+   * was asked: a paused one has no billing period to run out (the provider accepts only an immediate
+   * cancel for it), and a past_due one has an unpaid period that a cancel at its end would keep trying
+   * to charge. Asking again for a cancel at period end that is already scheduled is a conflict.
+   */
   async cancel(user: User, immediately: boolean): Promise<BillingActionResponseDto> {
     const row = await this.subscriptions.findLiveForUser(this.prisma, user.id);
     if (!row) throw new ConflictError('You have no active subscription to cancel.', 'no_active_subscription');
-    const effectiveFrom: EffectiveFrom = immediately ? 'immediately' : 'next_billing_period';
+    const stopNow = immediately || row.status === 'PAUSED' || row.status === 'PAST_DUE';
+    if (!stopNow) this.assertNoScheduledCancel(row);
+    const effectiveFrom: EffectiveFrom = stopNow ? 'immediately' : 'next_billing_period';
     const provider = await this.requested(
       this.userActor(user),
       'billing.cancel_requested',
       row,
-      { cancel_immediately: immediately, effective_from: effectiveFrom, tier: row.tier },
+      {
+        cancel_immediately: immediately,
+        effective_from: effectiveFrom,
+        tier: row.tier,
+        previous_status: row.status,
+      },
       () => this.api.cancel(row.providerSubscriptionId, effectiveFrom),
     );
     return toActionResponse(row, 'cancel', provider, { effectiveFrom });
@@ -105,8 +118,23 @@ export class BillingActionsService {
         'no_recoverable_subscription',
       );
     }
+    // The spec moves an active subscription. The provider refuses price changes while a payment is past
+    // due, and a paused subscription bills nothing to prorate: say which step comes first.
+    if (row.status === 'PAUSED') {
+      throw new ConflictError(
+        'Your subscription is paused; resume it before changing the tier, or cancel it.',
+        'subscription_paused',
+      );
+    }
+    if (row.status === 'PAST_DUE') {
+      throw new ConflictError(
+        'A payment for your subscription is past due; update your payment method before changing the tier, or cancel it.',
+        'subscription_past_due',
+      );
+    }
     const details = { tier: row.tier, target_tier: targetTier };
     if (targetTier === FREE_TIER) {
+      this.assertNoScheduledCancel(row);
       const provider = await this.requested(
         this.userActor(user),
         'billing.change_requested',
@@ -170,6 +198,17 @@ export class BillingActionsService {
     return rows.length;
   }
 
+  /** The row's scheduled change is the provider's, synced by the last webhook. */
+  private assertNoScheduledCancel(row: Subscription): void {
+    const scheduled = row.scheduledChange as { action?: unknown } | null;
+    if (scheduled?.action === 'cancel') {
+      throw new ConflictError(
+        'Your subscription is already set to cancel at the end of the billing period.',
+        'cancel_already_scheduled',
+      );
+    }
+  }
+
   private assertPurchasable(tier: string): void {
     if (!this.catalog.isPurchasable(tier)) {
       throw new ValidationError(`Tier ${tier} cannot be bought.`, [
@@ -204,7 +243,17 @@ export class BillingActionsService {
         );
       throw err;
     }
-    await this.audit.record(null, { ...entry, details: { ...base, status: 'accepted' } });
+    // The provider has acted: a failed audit insert must not turn that into a 500 (the client would
+    // retry an operation that already happened). The error log carries the whole entry instead.
+    const accepted = { ...entry, details: { ...base, status: 'accepted' } };
+    await this.audit
+      .record(null, accepted)
+      .catch((auditErr: Error) =>
+        this.logger.error(
+          { err: auditErr.message, audit: accepted },
+          'billing request accepted by the provider, but its audit entry could not be written',
+        ),
+      );
     return result;
   }
 }

@@ -1,19 +1,34 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { BillingUsersRepository } from './billing-users.repository.js';
 import { CheckoutTokenService } from './checkout-token.service.js';
 import { PARKED_REASON } from './webhook-archive.repository.js';
 
 export type OwnerResolution =
-  { ok: true; userId: string; via: 'checkout_token' | 'customer_id' } | { ok: false; reason: string };
+  | {
+      ok: true;
+      userId: string;
+      via: 'checkout_token' | 'customer_id';
+      /** Set when the checkout token was authentic but had expired before the event occurred. */
+      lateToken?: { expiresAt: Date };
+    }
+  | { ok: false; reason: string };
 
 /**
  * Ties a provider object to one of our users without trusting unsigned fields: first the signed
- * checkout token in custom_data (valid at the time the event occurred), then a customer id that an
- * earlier verified event linked to a user. Nothing else establishes ownership.
+ * checkout token in custom_data, then a customer id that an earlier verified event linked to a user.
+ * Nothing else establishes ownership.
+ *
+ * The token's signature is what matters, not its age: it can only bind a subscription to the user it
+ * was issued to, so an expired but authentic token (a checkout overlay left open for hours) still ties
+ * the paid subscription to its buyer. Refusing it would cut a paying customer off for good, because
+ * every later event of the subscription carries the same custom_data. Lateness is logged and returned
+ * so the caller can audit it; a forged or malformed token is still refused.
  */
 @Injectable()
 export class BillingOwnersService {
+  private readonly logger = new Logger(BillingOwnersService.name);
+
   constructor(
     private readonly tokens: CheckoutTokenService,
     private readonly users: BillingUsersRepository,
@@ -26,10 +41,21 @@ export class BillingOwnersService {
     let tokenProblem: string | null = null;
     const token = input.customData?.checkout_token;
     if (typeof token === 'string' && token.length > 0) {
-      const check = this.tokens.verify(token, input.at);
+      const check = this.tokens.authenticate(token);
       if (check.ok) {
-        if (await this.users.exists(tx, check.claims.userId)) {
-          return { ok: true, userId: check.claims.userId, via: 'checkout_token' };
+        const { userId, expiresAt } = check.claims;
+        if (await this.users.exists(tx, userId)) {
+          if (expiresAt.getTime() > input.at.getTime()) return { ok: true, userId, via: 'checkout_token' };
+          this.logger.warn(
+            {
+              user_id: userId,
+              token_expired_at: expiresAt.toISOString(),
+              occurred_at: input.at.toISOString(),
+              seconds_late: Math.round((input.at.getTime() - expiresAt.getTime()) / 1000),
+            },
+            'expired but authentic checkout token accepted for ownership',
+          );
+          return { ok: true, userId, via: 'checkout_token', lateToken: { expiresAt } };
         }
         tokenProblem = 'unknown_user';
       } else {

@@ -56,7 +56,18 @@ export class BillingWebhookService {
       throw new InvalidSignatureError();
     }
 
-    const envelope = this.parseEnvelope(body);
+    let envelope;
+    try {
+      envelope = this.parseEnvelope(body);
+    } catch (err) {
+      // Authentic but impossible to key or store, so nothing is archived: the log is the only trace,
+      // and the provider keeps retrying it (non-2xx) until someone looks.
+      this.logger.warn(
+        { reason: (err as Error).message, bytes: body.length },
+        'signed billing webhook refused: envelope cannot be archived',
+      );
+      throw err;
+    }
     const occurredAt = occurredAtSchema.safeParse(envelope.occurred_at);
     let result;
     try {

@@ -29,6 +29,21 @@ describe('CheckoutTokenService', () => {
     expect(tokens.verify(token, expiresAt)).toEqual({ ok: false, reason: 'expired' });
   });
 
+  it('authenticates an expired token (ownership needs only the signature) but nothing forged', () => {
+    const { token, expiresAt } = tokens.issue('user-1', 'PRO', now);
+    expect(tokens.authenticate(token)).toMatchObject({ ok: true, claims: { userId: 'user-1', expiresAt } });
+    expect(tokens.verify(token, new Date(expiresAt.getTime() + 86_400_000))).toEqual({
+      ok: false,
+      reason: 'expired',
+    });
+    const [body, sig] = token.split('.');
+    const claims = JSON.parse(Buffer.from(body, 'base64url').toString());
+    const forgedBody = Buffer.from(JSON.stringify({ ...claims, u: 'user-2' })).toString('base64url');
+    expect(tokens.authenticate(`${forgedBody}.${sig}`)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(tokens.authenticate(`${body}.${'A'.repeat(43)}`)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(tokens.authenticate('a.b.c')).toEqual({ ok: false, reason: 'malformed' });
+  });
+
   it('refuses tampered claims, foreign keys and garbage', () => {
     const { token } = tokens.issue('user-1', 'PRO', now);
     const [body, sig] = token.split('.');

@@ -14,6 +14,10 @@ export interface CheckoutClaims {
 export type CheckoutTokenCheck =
   { ok: true; claims: CheckoutClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
+/** Signature and structure only: whether we issued this token, whatever its age. */
+export type CheckoutTokenAuthenticity =
+  { ok: true; claims: CheckoutClaims } | { ok: false; reason: 'malformed' | 'bad_signature' };
+
 interface WireClaims {
   u: string;
   t: string;
@@ -40,18 +44,26 @@ export class CheckoutTokenService {
     return { token: `${body}.${this.sign(body).toString('base64url')}`, expiresAt: new Date(exp * 1000) };
   }
 
-  /**
-   * Checks the signature and the expiry at `at`. Webhooks pass the event's occurred_at, not the time of
-   * delivery: the question is whether the token was valid when the purchase happened, and a provider
-   * retry days later must not turn a legitimate purchase into an orphan.
-   */
+  /** Checks the signature, the structure and the expiry at `at`. */
   verify(token: string, at: Date = new Date()): CheckoutTokenCheck {
+    const check = this.authenticate(token);
+    if (check.ok && check.claims.expiresAt.getTime() <= at.getTime()) return { ok: false, reason: 'expired' };
+    return check;
+  }
+
+  /**
+   * Checks that we issued the token (current or previous secret) and that its claims are well formed,
+   * but not its age. Subscription ownership relies on this alone: an authentic token can only bind a
+   * subscription to the user it was issued to, and a customer who paid after the token expired (an
+   * overlay left open) must not be cut off. The caller records the lateness.
+   */
+  authenticate(token: string): CheckoutTokenAuthenticity {
     if (token.length > MAX_TOKEN_LENGTH) return { ok: false, reason: 'malformed' };
     const parts = token.split('.');
     if (parts.length !== 2 || !parts[0] || !parts[1]) return { ok: false, reason: 'malformed' };
     const [body, signature] = parts;
     const given = Buffer.from(signature, 'base64url');
-    // Tokens minted before a secret rotation stay valid until they expire.
+    // Tokens minted before a secret rotation stay authentic while the previous secret is configured.
     const secrets = [this.config.billing.webhookSecret, this.config.billing.previousWebhookSecret];
     const authentic = secrets.some((secret) => {
       if (!secret) return false;
@@ -73,7 +85,6 @@ export class CheckoutTokenService {
     ) {
       return { ok: false, reason: 'malformed' };
     }
-    if (claims.exp * 1000 <= at.getTime()) return { ok: false, reason: 'expired' };
     return {
       ok: true,
       claims: { userId: claims.u, tier: claims.t, expiresAt: new Date(claims.exp * 1000), nonce: claims.n },

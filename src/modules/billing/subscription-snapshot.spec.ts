@@ -1,7 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { SubscriptionStatus } from '../../generated/prisma/enums.js';
-import { type EventKey, expiryAfter, isNewer, type SubscriptionSnapshot } from './subscription-snapshot.js';
+import { type SubscriptionData, subscriptionSchema } from './billing-events.schema.js';
+import {
+  type EventKey,
+  expiryAfter,
+  isNewer,
+  type SubscriptionSnapshot,
+  toSnapshot,
+} from './subscription-snapshot.js';
 
 const STATUSES: SubscriptionStatus[] = ['TRIALING', 'ACTIVE', 'PAST_DUE', 'PAUSED', 'CANCELED'];
 
@@ -57,5 +64,51 @@ describe('expiryAfter', () => {
     expect(expiryAfter(snap('CANCELED', new Date(now.getTime() + 1)), null, now)).toBeNull();
     expect(expiryAfter(snap('PAST_DUE', null), earlier, now)).toBe(earlier);
     expect(expiryAfter(snap('PAUSED', null), null, now)).toBeNull();
+  });
+});
+
+describe('toSnapshot: canceled_at', () => {
+  const occurredAt = new Date('2026-11-22T10:00:00Z');
+  const data = (status: string, canceledAt: string | null): SubscriptionData =>
+    subscriptionSchema.parse({
+      id: 'sub_1',
+      status,
+      customer_id: 'ctm_1',
+      items: [{ price: { id: 'pri_pro' } }],
+      canceled_at: canceledAt,
+    });
+
+  it('takes canceled_at from the payload when it has one', () => {
+    const snapshot = toSnapshot(data('canceled', '2026-11-20T08:00:00Z'), 'subscription.canceled', 'PRO', {
+      occurredAt,
+    });
+    expect(snapshot.canceledAt).toEqual(new Date('2026-11-20T08:00:00Z'));
+  });
+
+  it('falls back to the event time for a cancellation without canceled_at (the spec: "set canceled_at")', () => {
+    for (const type of ['subscription.canceled', 'subscription.cancelled', 'subscription.updated']) {
+      const snapshot = toSnapshot(data('canceled', null), type, 'PRO', { occurredAt });
+      expect(snapshot).toMatchObject({ status: 'CANCELED', canceledAt: occurredAt });
+    }
+    // The event names the status even when the payload lags behind.
+    expect(
+      toSnapshot(data('active', null), 'subscription.canceled', 'PRO', { occurredAt }).canceledAt,
+    ).toEqual(occurredAt);
+  });
+
+  it('keeps a canceled_at already stored, and sets none for a subscription that is not canceled', () => {
+    const stored = new Date('2026-11-01T00:00:00Z');
+    expect(
+      toSnapshot(data('canceled', null), 'subscription.canceled', 'PRO', {
+        occurredAt,
+        storedCanceledAt: stored,
+      }).canceledAt,
+    ).toEqual(stored);
+    expect(
+      toSnapshot(data('active', null), 'subscription.updated', 'PRO', { occurredAt }).canceledAt,
+    ).toBeNull();
+    expect(
+      toSnapshot(data('paused', null), 'subscription.paused', 'PRO', { occurredAt }).canceledAt,
+    ).toBeNull();
   });
 });

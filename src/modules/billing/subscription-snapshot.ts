@@ -61,14 +61,28 @@ export const LIVE_STATUSES: SubscriptionStatus[] = ['ACTIVE', 'TRIALING', 'PAST_
 export const auditActionOf = (eventType: string): string =>
   eventType === 'subscription.cancelled' ? 'subscription.canceled' : eventType;
 
-export function toSnapshot(data: SubscriptionData, eventType: string, tier: string): SubscriptionSnapshot {
+/** What the event's envelope and the stored row add to the payload when building a snapshot. */
+export interface SnapshotContext {
+  /** The event's occurred_at. */
+  occurredAt: Date;
+  /** canceled_at already stored for this subscription, if any. */
+  storedCanceledAt?: Date | null;
+}
+
+export function toSnapshot(
+  data: SubscriptionData,
+  eventType: string,
+  tier: string,
+  context: SnapshotContext,
+): SubscriptionSnapshot {
   const item = data.items[0];
   const price = item.price;
   const cycle = price.billing_cycle ?? data.billing_cycle ?? null;
+  const status = STATUS_OF_EVENT[eventType] ?? STATUS[data.status];
   return {
     providerSubscriptionId: data.id,
     providerCustomerId: data.customer_id,
-    status: STATUS_OF_EVENT[eventType] ?? STATUS[data.status],
+    status,
     tier,
     priceId: price.id,
     unitAmount: price.unit_price?.amount ?? null,
@@ -78,7 +92,7 @@ export function toSnapshot(data: SubscriptionData, eventType: string, tier: stri
     quantity: item.quantity ?? 1,
     currentPeriodStart: data.current_billing_period?.starts_at ?? null,
     currentPeriodEnd: data.current_billing_period?.ends_at ?? null,
-    canceledAt: data.canceled_at ?? null,
+    canceledAt: canceledAtOf(data, status, context),
     pausedAt: data.paused_at ?? null,
     scheduledChange: data.scheduled_change
       ? {
@@ -88,6 +102,20 @@ export function toSnapshot(data: SubscriptionData, eventType: string, tier: stri
         }
       : null,
   };
+}
+
+/**
+ * The state table says a cancellation "sets canceled_at". A canceled payload without one falls back to
+ * the time already stored (a later canceled event must not move it), else to the event's occurred_at.
+ */
+function canceledAtOf(
+  data: SubscriptionData,
+  status: SubscriptionStatus,
+  context: SnapshotContext,
+): Date | null {
+  if (data.canceled_at) return data.canceled_at;
+  if (status !== 'CANCELED') return null;
+  return context.storedCanceledAt ?? context.occurredAt;
 }
 
 /**

@@ -53,9 +53,10 @@ export class SubscriptionStateService {
     const data = parsePayload(subscriptionSchema, event.data, `${event.eventType} data`);
     await this.subscriptions.lock(tx, data.id);
     const existing = await this.subscriptions.findByProviderId(tx, data.id);
-    const snapshot = this.snapshotOf(data, event.eventType, existing);
+    const snapshot = this.snapshotOf(data, event, existing);
 
     let userId = existing?.userId;
+    let lateToken: { expiresAt: Date } | undefined;
     if (!userId) {
       const owner = await this.owners.resolve(tx, {
         customData: data.custom_data,
@@ -64,6 +65,7 @@ export class SubscriptionStateService {
       });
       if (!owner.ok) return this.skip(tx, event, owner.reason, data.id);
       userId = owner.userId;
+      lateToken = owner.lateToken;
     }
     const user = await this.users.lock(tx, userId);
     if (!user) return this.skip(tx, event, 'unknown_user', data.id);
@@ -100,6 +102,7 @@ export class SubscriptionStateService {
         previous_tier: tier.previous,
         credits,
         ...(applied ? {} : { reason: 'stale_event' }),
+        ...(lateToken ? { checkout_token_expired_at: lateToken.expiresAt.toISOString() } : {}),
       },
     });
     if (applied || event.eventType === CREATED) return { status: 'processed' };
@@ -113,13 +116,16 @@ export class SubscriptionStateService {
    */
   private snapshotOf(
     data: ReturnType<typeof subscriptionSchema.parse>,
-    eventType: string,
+    event: BillingEvent,
     existing: Subscription | null,
   ): SubscriptionSnapshot {
     const priceId = data.items[0].price.id;
     const tier = this.catalog.tierForPrice(priceId) ?? (existing?.priceId === priceId ? existing.tier : null);
     if (!tier) throw new UnknownPriceError(priceId);
-    return toSnapshot(data, eventType, tier);
+    return toSnapshot(data, event.eventType, tier, {
+      occurredAt: event.occurredAt,
+      storedCanceledAt: existing?.canceledAt,
+    });
   }
 
   /** Inserts the row, or overwrites it when the event is newer than the stored state. */
@@ -196,7 +202,7 @@ export class SubscriptionStateService {
     const parked = await this.archive.parkedFor(tx, row.providerSubscriptionId, now);
     let current = row;
     for (const stored of parked) {
-      const event = this.parkedEvent(stored);
+      const event = this.parkedEvent(stored, current);
       if (!event) continue;
       const { row: next, applied } = await this.apply(tx, current, user.id, event.snapshot, event, now);
       current = next;
@@ -219,7 +225,10 @@ export class SubscriptionStateService {
     return current;
   }
 
-  private parkedEvent(stored: WebhookEvent): (BillingEvent & { snapshot: SubscriptionSnapshot }) | null {
+  private parkedEvent(
+    stored: WebhookEvent,
+    current: Subscription,
+  ): (BillingEvent & { snapshot: SubscriptionSnapshot }) | null {
     const body = stored.payload as { data?: unknown; occurred_at?: unknown };
     const data = subscriptionSchema.safeParse(body?.data);
     const occurredAt = occurredAtSchema.safeParse(body?.occurred_at);
@@ -234,7 +243,10 @@ export class SubscriptionStateService {
       eventType: stored.eventType,
       occurredAt: occurredAt.data,
       data: data.data,
-      snapshot: toSnapshot(data.data, stored.eventType, tier),
+      snapshot: toSnapshot(data.data, stored.eventType, tier, {
+        occurredAt: occurredAt.data,
+        storedCanceledAt: current.canceledAt,
+      }),
     };
   }
 

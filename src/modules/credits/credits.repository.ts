@@ -103,15 +103,14 @@ export class CreditsRepository {
     skip: number,
     take: number,
   ): Promise<{ items: CreditTransaction[]; total: number }> {
-    const [items, total] = await Promise.all([
-      db.creditTransaction.findMany({
-        where: { userId },
-        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-        skip,
-        take,
-      }),
-      db.creditTransaction.count({ where: { userId } }),
-    ]);
+    // Sequential: inside a transaction the two share one connection anyway.
+    const items = await db.creditTransaction.findMany({
+      where: { userId },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      skip,
+      take,
+    });
+    const total = await db.creditTransaction.count({ where: { userId } });
     return { items, total };
   }
 }

@@ -2,7 +2,7 @@ import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { Injectable } from '@nestjs/common';
 import { ConflictError, InsufficientCreditsError, NotFoundError } from '../../common/errors/app-error.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
-import type { CreditTransaction } from '../../generated/prisma/client.js';
+import { type CreditTransaction, Prisma } from '../../generated/prisma/client.js';
 import { CreditsRepository, type LedgerDetails } from './credits.repository.js';
 
 /**
@@ -60,13 +60,20 @@ export class CreditsService {
     return this.ledger.balance(this.prisma, userId);
   }
 
-  /** The user's rows, newest first, with the balance. */
-  async history(userId: string, page: number, pageSize: number): Promise<LedgerPage> {
-    const [balance, { items, total }] = await Promise.all([
-      this.ledger.balance(this.prisma, userId),
-      this.ledger.page(this.prisma, userId, (page - 1) * pageSize, pageSize),
-    ]);
-    return { balance, items, total };
+  /**
+   * The user's rows, newest first, with the balance. One REPEATABLE READ transaction: every read sees the
+   * same snapshot, so a grant or spend committed in between cannot show a balance that the rows and the
+   * total do not explain.
+   */
+  history(userId: string, page: number, pageSize: number): Promise<LedgerPage> {
+    return this.prisma.$transaction(
+      async (tx) => {
+        const balance = await this.ledger.balance(tx, userId);
+        const { items, total } = await this.ledger.page(tx, userId, (page - 1) * pageSize, pageSize);
+        return { balance, items, total };
+      },
+      { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead },
+    );
   }
 
   /** Adds credits (grant, refund, settle, positive adjustment) inside the caller's transaction; idempotent. */
