@@ -78,8 +78,8 @@ describe('credit_transactions and users.credit_balance have one writer', () => {
     expect(offenders[0].writes).toHaveLength(1);
     const line = Number(offenders[0].writes[0].split(':')[0]);
     const source = readFileSync(join(ROOT, ALLOWED_WRITER), 'utf8').split('\n');
-    expect(source[line - 1]).toMatch(/\$queryRaw/);
-    expect(source.slice(line - 1, line + 20).join('\n')).toMatch(
+    expect(source[line - 1]).toMatch(/^const APPLY_SQL = `/);
+    expect(source.slice(line - 1, line + 30).join('\n')).toMatch(
       /INSERT INTO credit_transactions[\s\S]*UPDATE users SET credit_balance/,
     );
   });

@@ -65,6 +65,36 @@ describe('credit ledger on real PostgreSQL', () => {
     expect(await credits.balance(user.id)).toBe(2);
   });
 
+  // The metered call deducts outside any caller transaction: one statement on the pool, with its hold.
+  const deductAlone = (userId: string, amount: number, jobId: string) =>
+    credits.deduct(null, { userId, amount, jobId }, { hold: true });
+
+  it('keeps the same guarantees when the deduction is its own one-statement transaction', async () => {
+    const user = await createUser(api.prisma);
+    await grant(user.id, 10, `grant-${user.id}`);
+    const results = await Promise.allSettled(
+      Array.from({ length: 60 }, (_, i) => deductAlone(user.id, 1, `alone-${user.id}-${i}`)),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
+    for (const r of results.filter((r): r is PromiseRejectedResult => r.status === 'rejected'))
+      expect(r.reason).toBeInstanceOf(InsufficientCreditsError);
+    expect(await credits.balance(user.id)).toBe(0);
+    // One hold per applied deduction, each for its amount.
+    expect(await api.prisma.creditHold.count({ where: { userId: user.id } })).toBe(10);
+
+    const other = await createUser(api.prisma);
+    await grant(other.id, 5, `grant-${other.id}`);
+    const again = await Promise.all(
+      Array.from({ length: 20 }, () => deductAlone(other.id, 3, `job-${other.id}`)),
+    );
+    expect(again.filter((r) => r.applied)).toHaveLength(1);
+    expect(new Set(again.map((r) => r.transaction.id)).size).toBe(1);
+    expect(await credits.balance(other.id)).toBe(2);
+    expect(await api.prisma.creditHold.findMany({ where: { userId: other.id } })).toEqual([
+      expect.objectContaining({ jobId: `job-${other.id}`, amount: 3 }),
+    ]);
+  });
+
   it('grants once per (job id, kind), concurrently and on a later redelivery', async () => {
     const user = await createUser(api.prisma);
     const results = await Promise.all(

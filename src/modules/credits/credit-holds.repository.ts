@@ -4,10 +4,6 @@ import type { CreditHold } from '../../generated/prisma/client.js';
 
 @Injectable()
 export class CreditHoldsRepository {
-  async insert(tx: Tx, hold: { jobId: string; userId: string; amount: number }): Promise<void> {
-    await tx.creditHold.create({ data: hold });
-  }
-
   find(db: Db, jobId: string): Promise<CreditHold | null> {
     return db.creditHold.findUnique({ where: { jobId } });
   }

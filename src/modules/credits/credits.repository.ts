@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Db, Tx } from '../../infra/prisma/prisma.service.js';
+import { type Db, PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import type { CreditTransaction } from '../../generated/prisma/client.js';
 
 export type LedgerDetails = Record<string, string | number | boolean | null>;
@@ -10,14 +10,6 @@ export interface LedgerRow {
   kind: string;
   jobId: string;
   details?: LedgerDetails;
-}
-
-export interface InsertOutcome {
-  /** The row now recorded for (job_id, kind): the new one, or the one a previous delivery wrote. */
-  row: CreditTransaction | null;
-  inserted: boolean;
-  /** Cached balance after the insert (only when inserted). */
-  balance: number | null;
 }
 
 interface RawLedgerRow {
@@ -42,42 +34,81 @@ const toTransaction = (raw: RawLedgerRow): CreditTransaction => ({
   createdAt: raw.created_at,
 });
 
+/**
+ * The spec's deduction in one statement: lock the user row (FOR UPDATE: until the transaction the
+ * statement runs in ends), read the cached balance, insert the row only when it is covered (or when
+ * covering is not required: grants) and no row exists for (job_id, kind), and move the cached balance by
+ * the same delta, so the two never disagree. With $8 an open reservation (credit_holds) is written too.
+ * Outcome: `inserted`, `existing` (that (job_id, kind) was recorded before: a redelivery), or `none`
+ * (not covered, no such user, or a concurrent insert of the same (job_id, kind) that this statement's
+ * snapshot could not see: the caller looks again).
+ *
+ * The statement's snapshot predates the lock wait, so `existing` can miss a row that the lock holder just
+ * committed; ON CONFLICT then does nothing and the caller's second look finds it. The balance is read
+ * through the lock, which always returns the newest row version.
+ */
+const APPLY_SQL = `
+  WITH locked AS (
+    SELECT id, credit_balance FROM users WHERE id = $1::uuid FOR UPDATE
+  ), existing AS (
+    SELECT id, user_id, delta, kind, job_id, details, created_at
+    FROM credit_transactions WHERE job_id = $4 AND kind = $3
+  ), ins AS (
+    INSERT INTO credit_transactions (id, user_id, delta, kind, job_id, details)
+    SELECT gen_random_uuid(), locked.id, $2::int, $3, $4, $5::jsonb FROM locked
+    WHERE NOT EXISTS (SELECT 1 FROM existing)
+      AND (NOT $6::boolean OR locked.credit_balance + $2::int >= 0)
+    ON CONFLICT (job_id, kind) DO NOTHING
+    RETURNING id, user_id, delta, kind, job_id, details, created_at
+  ), upd AS (
+    UPDATE users SET credit_balance = users.credit_balance + ins.delta
+    FROM ins WHERE users.id = ins.user_id
+    RETURNING users.credit_balance
+  ), hold AS (
+    INSERT INTO credit_holds (job_id, user_id, amount)
+    SELECT ins.job_id, ins.user_id, $7::int FROM ins WHERE $8::boolean
+  )
+  SELECT 'inserted' AS outcome, ins.*, (SELECT credit_balance FROM upd) AS balance FROM ins
+  UNION ALL
+  SELECT 'existing', existing.*, (SELECT credit_balance FROM locked) FROM existing
+  UNION ALL
+  SELECT 'none', NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT credit_balance FROM locked)
+  WHERE NOT EXISTS (SELECT 1 FROM ins) AND NOT EXISTS (SELECT 1 FROM existing)`;
+
+interface RawApplyRow extends Omit<RawLedgerRow, 'inserted'> {
+  outcome: 'inserted' | 'existing' | 'none';
+}
+
+export interface ApplyOutcome {
+  outcome: 'inserted' | 'existing' | 'none';
+  /** The inserted row, or the one recorded before for (job_id, kind). */
+  row: CreditTransaction | null;
+  /** After the insert when inserted; otherwise the locked balance; null when the user does not exist. */
+  balance: number | null;
+}
+
+export interface ApplyInput extends LedgerRow {
+  /** Refuse (outcome `none`) when the balance would go negative. */
+  mustCover: boolean;
+  /** Also open a reservation of this many credits for the job (metered calls). */
+  hold?: number;
+}
+
 @Injectable()
 export class CreditsRepository {
-  /** Locks the user row until the caller's transaction ends; returns the cached balance (null: no user). */
-  async lockBalance(tx: Tx, userId: string): Promise<number | null> {
-    const rows = await tx.$queryRaw<{ credit_balance: number }[]>`
-      SELECT credit_balance FROM users WHERE id = ${userId}::uuid FOR UPDATE`;
-    return rows.length === 0 ? null : rows[0].credit_balance;
+  constructor(private readonly prisma: PrismaService) {}
+
+  /** One ledger write inside the caller's transaction: the user row stays locked until it ends. */
+  async apply(tx: Tx, input: ApplyInput): Promise<ApplyOutcome> {
+    return toOutcome(await tx.$queryRawUnsafe<RawApplyRow[]>(APPLY_SQL, ...applyParams(input)));
   }
 
   /**
-   * One statement, run after lockBalance (so its snapshot sees every committed row of this user): returns
-   * the row already recorded for (job_id, kind), or inserts one when `allowed` and moves the cached
-   * balance in the same statement, so the two can never disagree. Neither means "not allowed".
+   * The same write as its own transaction: one statement on the pool, no BEGIN/COMMIT round trips and
+   * none of Prisma's per-query work (a metered call's reservation, the hottest write of the service).
    */
-  async insertUnlessRecorded(tx: Tx, row: LedgerRow, allowed: boolean): Promise<InsertOutcome> {
-    const details = JSON.stringify(row.details ?? {});
-    const rows = await tx.$queryRaw<RawLedgerRow[]>`
-      WITH existing AS (
-        SELECT id, user_id, delta, kind, job_id, details, created_at
-        FROM credit_transactions WHERE job_id = ${row.jobId} AND kind = ${row.kind}
-      ), ins AS (
-        INSERT INTO credit_transactions (id, user_id, delta, kind, job_id, details)
-        SELECT gen_random_uuid(), ${row.userId}::uuid, ${row.delta}::int, ${row.kind}, ${row.jobId}, ${details}::jsonb
-        WHERE ${allowed}::boolean AND NOT EXISTS (SELECT 1 FROM existing)
-        ON CONFLICT (job_id, kind) DO NOTHING
-        RETURNING id, user_id, delta, kind, job_id, details, created_at
-      ), upd AS (
-        UPDATE users SET credit_balance = users.credit_balance + ins.delta
-        FROM ins WHERE users.id = ins.user_id
-        RETURNING users.credit_balance
-      )
-      SELECT true AS inserted, ins.*, (SELECT credit_balance FROM upd) AS balance FROM ins
-      UNION ALL
-      SELECT false AS inserted, existing.*, NULL::int AS balance FROM existing`;
-    if (rows.length === 0) return { row: null, inserted: false, balance: null };
-    return { row: toTransaction(rows[0]), inserted: rows[0].inserted, balance: rows[0].balance };
+  async applyAlone(input: ApplyInput): Promise<ApplyOutcome> {
+    return toOutcome((await this.prisma.pool.query<RawApplyRow>(APPLY_SQL, applyParams(input))).rows);
   }
 
   findByJob(db: Db, jobId: string, kind: string): Promise<CreditTransaction | null> {
@@ -113,4 +144,28 @@ export class CreditsRepository {
     const total = await db.creditTransaction.count({ where: { userId } });
     return { items, total };
   }
+}
+
+function applyParams(input: ApplyInput): unknown[] {
+  return [
+    input.userId,
+    input.delta,
+    input.kind,
+    input.jobId,
+    JSON.stringify(input.details ?? {}),
+    input.mustCover,
+    input.hold ?? 0,
+    input.hold !== undefined,
+  ];
+}
+
+function toOutcome(rows: RawApplyRow[]): ApplyOutcome {
+  const first = rows[0];
+  if (!first) throw new Error('ledger statement returned no row');
+  return {
+    outcome: first.outcome,
+    row:
+      first.outcome === 'none' ? null : toTransaction({ ...first, inserted: first.outcome === 'inserted' }),
+    balance: first.balance,
+  };
 }

@@ -82,20 +82,24 @@ export class CreditsService {
   }
 
   /**
-   * The spec's four steps: lock the user row until the caller's transaction ends, compute the balance,
-   * refuse when it does not cover the spend (402), insert the negative row. A redelivery with the same
-   * (job_id, kind) returns the first result and deducts nothing.
+   * The spec's four steps: lock the user row until the transaction ends, compute the balance, refuse when
+   * it does not cover the spend (402), insert the negative row. A redelivery with the same (job_id, kind)
+   * returns the first result and deducts nothing. `tx` null: the deduction is its own transaction (one
+   * statement); `hold` then also opens the metered call's reservation in that statement.
    */
-  deduct(tx: Tx, input: LedgerInput): Promise<LedgerResult> {
-    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.spend, -1, true);
+  deduct(tx: Tx | null, input: LedgerInput, options: { hold?: boolean } = {}): Promise<LedgerResult> {
+    if (options.hold && tx)
+      throw new Error('a hold is opened only by a deduction that is its own transaction');
+    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.spend, -1, true, options.hold);
   }
 
   private async apply(
-    tx: Tx,
+    tx: Tx | null,
     input: LedgerInput,
     kind: string,
     sign: 1 | -1,
     mustCover: boolean,
+    hold = false,
   ): Promise<LedgerResult> {
     // A negative amount is a caller bug; silently flipping its sign would credit a claw-back.
     if (!Number.isSafeInteger(input.amount) || input.amount < 0 || input.amount > MAX_AMOUNT) {
@@ -103,21 +107,27 @@ export class CreditsService {
     }
     if (!input.jobId || !kind) throw new RangeError('a ledger row needs a job id and a kind');
     const delta = sign * input.amount;
+    const write = {
+      userId: input.userId,
+      delta,
+      kind,
+      jobId: input.jobId,
+      details: input.details,
+      mustCover,
+      hold: hold ? input.amount : undefined,
+    };
+    const result = tx ? await this.ledger.apply(tx, write) : await this.ledger.applyAlone(write);
 
-    const balance = await this.ledger.lockBalance(tx, input.userId);
-    if (balance === null) throw new NotFoundError('The user does not exist.', 'user_not_found');
-    const covered = !mustCover || balance + delta >= 0;
-    const row = { userId: input.userId, delta, kind, jobId: input.jobId, details: input.details };
-    const outcome = await this.ledger.insertUnlessRecorded(tx, row, covered);
-
-    if (outcome.row && outcome.inserted) {
+    if (result.outcome === 'inserted') {
       // Counted before commit: a rolled-back caller over-counts, which a rate metric tolerates.
       this.metrics.credits.inc({ kind }, input.amount);
-      return { transaction: outcome.row, applied: true, balance: outcome.balance ?? balance + delta };
+      return { transaction: result.row!, applied: true, balance: result.balance! };
     }
-    // Not inserted while covered: the same (job_id, kind) was being written for another user (their lock,
-    // not ours), and ON CONFLICT waited for it. Look again now that it has committed.
-    const existing = outcome.row ?? (covered ? await this.ledger.findByJob(tx, input.jobId, kind) : null);
+    if (result.balance === null) throw new NotFoundError('The user does not exist.', 'user_not_found');
+    // Nothing inserted and nothing seen: either not covered, or a concurrent writer of the same
+    // (job_id, kind) committed while this statement waited (for the user lock, or on the unique key
+    // for another user's row), after its snapshot was taken. Look again: a redelivery is never refused.
+    const existing = result.row ?? (await this.ledger.findByJob(tx ?? this.prisma, input.jobId, kind));
     if (existing) {
       if (existing.userId !== input.userId) {
         throw new ConflictError(
@@ -125,9 +135,11 @@ export class CreditsService {
           'credit_job_conflict',
         );
       }
-      return { transaction: existing, applied: false, balance };
+      return { transaction: existing, applied: false, balance: result.balance };
     }
-    if (!covered) throw new InsufficientCreditsError(undefined, { balance, required: input.amount });
+    if (mustCover && result.balance + delta < 0) {
+      throw new InsufficientCreditsError(undefined, { balance: result.balance, required: input.amount });
+    }
     throw new Error(`ledger insert for job ${input.jobId} neither happened nor conflicted`);
   }
 }

@@ -38,15 +38,9 @@ export class MeteredCreditsService {
     private readonly ledger: CreditsRepository,
   ) {}
 
-  /** Deducts the reservation (402 when not covered) and opens its hold, committed together. */
+  /** Deducts the reservation (402 when not covered) and opens its hold: one statement, committed together. */
   async reserve(input: ReserveInput): Promise<Reservation> {
-    const result = await this.prisma.$transaction(async (tx) => {
-      const deducted = await this.credits.deduct(tx, { ...input, kind: CREDIT_KINDS.spend });
-      if (deducted.applied) {
-        await this.holds.insert(tx, { jobId: input.jobId, userId: input.userId, amount: input.amount });
-      }
-      return deducted;
-    });
+    const result = await this.credits.deduct(null, { ...input, kind: CREDIT_KINDS.spend }, { hold: true });
     if (result.applied) return { applied: true, spend: result.transaction, balance: result.balance };
     return { applied: false, spend: result.transaction, state: await this.state(input.jobId) };
   }
