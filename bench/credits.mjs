@@ -171,7 +171,7 @@ export async function benchCredits({ ops = OPS, rounds = ROUNDS } = {}) {
   try {
     const service = await creditsServiceOn(url);
     app = service.app;
-    const { credits, prisma } = service;
+    const { credits } = service;
 
     log(`seeding ${database} ...`);
     const { hot, spread } = await seed(admin, { hotHistory: [1_000, 100_000] });
