@@ -16,6 +16,11 @@ describe('loadConfig', () => {
     expect(config.retention.webhookArchiveDays).toBe(90);
     expect(config.project.leadMagnetPrefixes).toEqual({});
     expect(config.testing).toBe(false);
+    expect(config.shutdownTimeoutMs).toBe(25000);
+  });
+
+  it('reads the shutdown deadline', () => {
+    expect(loadConfig({ SHUTDOWN_TIMEOUT_MS: '55000' }).shutdownTimeoutMs).toBe(55000);
   });
 
   it('lets the environment override the project config', () => {
@@ -54,6 +59,7 @@ describe('loadConfig', () => {
     [{ LEAD_MAGNET_PREFIXES: 'nocolon' }, /LEAD_MAGNET_PREFIXES/],
     [{ IDENTITY_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json' }, /IDENTITY_ISSUER/],
     [{ EMAIL_MAX_REQUESTS_PER_SECOND: '0' }, /EMAIL_MAX_REQUESTS_PER_SECOND/],
+    [{ SHUTDOWN_TIMEOUT_MS: '25s' }, /SHUTDOWN_TIMEOUT_MS/],
   ])('refuses invalid values with one line naming the variable (%o)', (env, pattern) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(pattern);
