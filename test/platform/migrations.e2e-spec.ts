@@ -2,6 +2,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
 // @ts-expect-error plain ESM script without type declarations
 import { check, MIGRATIONS_DIR, SCHEMA_PATH, status } from '../../scripts/migrate.mjs';
 
@@ -64,6 +65,34 @@ model MigrationCheckProbe {
     const result = (await check({ databaseUrl, migrationsDir })) as CheckResult;
     expect(result.ok).toBe(false);
     expect(result.sql.trim()).not.toBe('');
+  });
+
+  it('gives every table owned by a user a (user_id, created_at) index', async () => {
+    const client = new pg.Client({
+      connectionString: `${process.env.TEST_PG_SERVER_URL}/${process.env.TEST_DB_TEMPLATE}`,
+    });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ table: string; leading: string[] | null }>(
+        `SELECT c.relname AS table,
+                (SELECT array_agg(DISTINCT a1.attname || ',' || a2.attname)
+                 FROM pg_index i
+                 JOIN pg_attribute a1 ON a1.attrelid = i.indrelid AND a1.attnum = i.indkey[0]
+                 JOIN pg_attribute a2 ON a2.attrelid = i.indrelid AND a2.attnum = i.indkey[1]
+                 WHERE i.indrelid = c.oid AND i.indnatts >= 2) AS leading
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = 'public' AND c.relkind = 'r'
+           AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = c.oid AND attname = 'user_id' AND NOT attisdropped)
+           AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = c.oid AND attname = 'created_at' AND NOT attisdropped)
+         ORDER BY 1`,
+      );
+      expect(rows.length).toBeGreaterThan(5);
+      expect(
+        rows.filter((row) => !(row.leading ?? []).includes('user_id,created_at')).map((row) => row.table),
+      ).toEqual([]);
+    } finally {
+      await client.end();
+    }
   });
 
   it('the test template database has every migration applied and none failed', async () => {
