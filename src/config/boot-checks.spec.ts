@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { type BootProbes, formatRefusal, hmacKeyBytes, runBootChecks } from './boot-checks.js';
+import { type BootProbes, describeError, formatRefusal, hmacKeyBytes, runBootChecks } from './boot-checks.js';
 import { loadConfig } from './env.js';
 
 const GOOD = {
@@ -110,6 +110,49 @@ describe('boot refusals', () => {
     const line = formatRefusal({ check: 'cors_origins', reason: 'CORS_ORIGINS contains http://localhost' });
     expect(line).toBe('boot refused [cors_origins]: CORS_ORIGINS contains http://localhost');
     expect(line).not.toContain('\n');
+  });
+
+  it('names the cause when the probe error has an empty message (AggregateError of IPv6 and IPv4)', async () => {
+    // What Node 20 rejects with when `localhost` refuses on both ::1 and 127.0.0.1.
+    const both = Object.assign(
+      new AggregateError(
+        [
+          Object.assign(new Error('connect ECONNREFUSED ::1:5432'), { code: 'ECONNREFUSED' }),
+          Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+        ],
+        '',
+      ),
+      { code: 'ECONNREFUSED' },
+    );
+    const refusal = await check(GOOD, { database: async () => Promise.reject(both), redis: ok.redis });
+    expect(refusal).toEqual({
+      check: 'database',
+      reason: 'unreachable: connect ECONNREFUSED ::1:5432; connect ECONNREFUSED 127.0.0.1:5432',
+    });
+  });
+
+  it.each([
+    ['an empty message with a code', Object.assign(new Error(''), { code: 'ETIMEDOUT' }), 'ETIMEDOUT'],
+    [
+      'an AggregateError whose inner errors are empty too',
+      Object.assign(new AggregateError([new Error('')], ''), { code: 'ECONNREFUSED' }),
+      'ECONNREFUSED',
+    ],
+    [
+      'a message spanning lines',
+      new Error('connection failed:\n  server closed\r\n\tunexpectedly '),
+      'connection failed: server closed unexpectedly',
+    ],
+    ['no message, no code', new Error(''), 'unknown error'],
+    ['a non-error value', '  ', 'unknown error'],
+  ])('describes %s in one non-empty line', (_name, error, text) => {
+    expect(describeError(error)).toBe(text);
+  });
+
+  it('prints one line even when a reason spans lines', () => {
+    expect(formatRefusal({ check: 'redis', reason: 'unreachable: a\nb\n' })).toBe(
+      'boot refused [redis]: unreachable: a b',
+    );
   });
 
   it('measures Standard Webhooks keys by their decoded bytes', () => {

@@ -81,11 +81,31 @@ export async function runBootChecks(config: AppConfig, probes: BootProbes): Prom
     try {
       await probes[check]();
     } catch (error) {
-      return { check, reason: `unreachable: ${error instanceof Error ? error.message : String(error)}` };
+      return { check, reason: `unreachable: ${describeError(error)}` };
     }
   }
   return null;
 }
 
+/** Whitespace (newlines included) collapsed: a refusal is exactly one line. */
+export const oneLine = (text: string): string => text.replace(/\s+/g, ' ').trim();
+
+/**
+ * A probe failure as non-empty text. Node's connection errors can have an empty message: connecting to
+ * `localhost` tries IPv6 and IPv4 and rejects with an AggregateError whose message is '' and whose
+ * inner errors say what happened; some errors carry only a code.
+ */
+export function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return oneLine(String(error)) || 'unknown error';
+  const message = oneLine(error.message);
+  if (message) return message;
+  const inner = error instanceof AggregateError ? error.errors.map(describeError).filter(Boolean) : [];
+  const unique = [...new Set(inner)].filter((text) => text !== 'unknown error');
+  if (unique.length > 0) return unique.join('; ');
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && code) return code;
+  return error.name && error.name !== 'Error' ? error.name : 'unknown error';
+}
+
 export const formatRefusal = (refusal: BootRefusal): string =>
-  `boot refused [${refusal.check}]: ${refusal.reason}`;
+  `boot refused [${refusal.check}]: ${oneLine(refusal.reason)}`;
