@@ -28,6 +28,7 @@ async function main() {
     LOG_LEVEL: 'info',
     COMPANY_LEGAL_NAME: 'Bench GmbH',
     CORS_ORIGINS: 'https://app.example.com',
+    PUBLIC_BASE_URL: 'https://api.example.com',
     DATABASE_URL: db.url,
     DATABASE_POOL_SIZE: '20',
     REDIS_URL,

@@ -9,6 +9,7 @@ const GOOD = {
   BILLING_WEBHOOK_SECRET: 'b'.repeat(32),
   IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
   CORS_ORIGINS: 'https://app.example.com',
+  PUBLIC_BASE_URL: 'https://api.example.com',
 };
 
 const ok: BootProbes = { database: async () => undefined, redis: async () => undefined };
@@ -104,6 +105,33 @@ describe('boot refusals', () => {
       redis: down('connect ECONNREFUSED 127.0.0.1:6379'),
     });
     expect(refusal?.check).toBe('redis');
+  });
+
+  it.each([
+    ['unset', ''],
+    ['plain http', 'http://api.example.com'],
+    ['https on localhost', 'https://localhost:3000'],
+    ['https on 127.0.0.1', 'https://127.0.0.1'],
+  ])('refuses a deployed PUBLIC_BASE_URL that is %s, after the spec refusals', async (_name, value) => {
+    const refusal = await check({ ...GOOD, PUBLIC_BASE_URL: value });
+    expect(refusal?.check).toBe('public_base_url');
+    expect(refusal?.reason).toMatch(/PUBLIC_BASE_URL must be the public https:\/\/ URL/);
+    expect(await check({ ...GOOD, APP_ENV: 'staging', PUBLIC_BASE_URL: value })).toMatchObject({
+      check: 'public_base_url',
+    });
+    // The spec's five keep their outcome when the public URL is wrong as well.
+    expect((await check({ ...GOOD, PUBLIC_BASE_URL: value, COMPANY_LEGAL_NAME: 'TBD' }))?.check).toBe(
+      'project_config',
+    );
+    expect(
+      (await check({ ...GOOD, PUBLIC_BASE_URL: value }, { database: ok.database, redis: down('refused') }))
+        ?.check,
+    ).toBe('redis');
+  });
+
+  it('accepts an https PUBLIC_BASE_URL with a path, and any URL outside deployments', async () => {
+    expect(await check({ ...GOOD, PUBLIC_BASE_URL: 'https://example.com/service/' })).toBeNull();
+    expect(await check({ ...GOOD, APP_ENV: 'development', PUBLIC_BASE_URL: '' })).toBeNull();
   });
 
   it('formats one line naming the check', () => {
