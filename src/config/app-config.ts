@@ -68,5 +68,10 @@ export abstract class AppConfig {
    * another worker's stalled-job check, which runs every stalledIntervalMs.
    */
   declare queue: { lockDurationMs: number; stalledIntervalMs: number };
+  /**
+   * How long a SIGTERM/SIGINT may take (in-flight requests and active jobs finishing) before the process
+   * gives up and exits 1. Keep it below the supervisor's kill deadline (compose stop_grace_period).
+   */
+  declare shutdownTimeoutMs: number;
   declare testing: boolean;
 }

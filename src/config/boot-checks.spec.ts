@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { type BootProbes, formatRefusal, hmacKeyBytes, runBootChecks } from './boot-checks.js';
+import { type BootProbes, describeError, formatRefusal, hmacKeyBytes, runBootChecks } from './boot-checks.js';
 import { loadConfig } from './env.js';
 
 const GOOD = {
@@ -9,6 +9,7 @@ const GOOD = {
   BILLING_WEBHOOK_SECRET: 'b'.repeat(32),
   IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
   CORS_ORIGINS: 'https://app.example.com',
+  PUBLIC_BASE_URL: 'https://api.example.com',
 };
 
 const ok: BootProbes = { database: async () => undefined, redis: async () => undefined };
@@ -106,10 +107,80 @@ describe('boot refusals', () => {
     expect(refusal?.check).toBe('redis');
   });
 
+  it.each([
+    ['unset', ''],
+    ['plain http', 'http://api.example.com'],
+    ['https on localhost', 'https://localhost:3000'],
+    ['https on 127.0.0.1', 'https://127.0.0.1'],
+  ])('refuses a deployed PUBLIC_BASE_URL that is %s, after the spec refusals', async (_name, value) => {
+    const refusal = await check({ ...GOOD, PUBLIC_BASE_URL: value });
+    expect(refusal?.check).toBe('public_base_url');
+    expect(refusal?.reason).toMatch(/PUBLIC_BASE_URL must be the public https:\/\/ URL/);
+    expect(await check({ ...GOOD, APP_ENV: 'staging', PUBLIC_BASE_URL: value })).toMatchObject({
+      check: 'public_base_url',
+    });
+    // The spec's five keep their outcome when the public URL is wrong as well.
+    expect((await check({ ...GOOD, PUBLIC_BASE_URL: value, COMPANY_LEGAL_NAME: 'TBD' }))?.check).toBe(
+      'project_config',
+    );
+    expect(
+      (await check({ ...GOOD, PUBLIC_BASE_URL: value }, { database: ok.database, redis: down('refused') }))
+        ?.check,
+    ).toBe('redis');
+  });
+
+  it('accepts an https PUBLIC_BASE_URL with a path, and any URL outside deployments', async () => {
+    expect(await check({ ...GOOD, PUBLIC_BASE_URL: 'https://example.com/service/' })).toBeNull();
+    expect(await check({ ...GOOD, APP_ENV: 'development', PUBLIC_BASE_URL: '' })).toBeNull();
+  });
+
   it('formats one line naming the check', () => {
     const line = formatRefusal({ check: 'cors_origins', reason: 'CORS_ORIGINS contains http://localhost' });
     expect(line).toBe('boot refused [cors_origins]: CORS_ORIGINS contains http://localhost');
     expect(line).not.toContain('\n');
+  });
+
+  it('names the cause when the probe error has an empty message (AggregateError of IPv6 and IPv4)', async () => {
+    // What Node 20 rejects with when `localhost` refuses on both ::1 and 127.0.0.1.
+    const both = Object.assign(
+      new AggregateError(
+        [
+          Object.assign(new Error('connect ECONNREFUSED ::1:5432'), { code: 'ECONNREFUSED' }),
+          Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+        ],
+        '',
+      ),
+      { code: 'ECONNREFUSED' },
+    );
+    const refusal = await check(GOOD, { database: async () => Promise.reject(both), redis: ok.redis });
+    expect(refusal).toEqual({
+      check: 'database',
+      reason: 'unreachable: connect ECONNREFUSED ::1:5432; connect ECONNREFUSED 127.0.0.1:5432',
+    });
+  });
+
+  it.each([
+    ['an empty message with a code', Object.assign(new Error(''), { code: 'ETIMEDOUT' }), 'ETIMEDOUT'],
+    [
+      'an AggregateError whose inner errors are empty too',
+      Object.assign(new AggregateError([new Error('')], ''), { code: 'ECONNREFUSED' }),
+      'ECONNREFUSED',
+    ],
+    [
+      'a message spanning lines',
+      new Error('connection failed:\n  server closed\r\n\tunexpectedly '),
+      'connection failed: server closed unexpectedly',
+    ],
+    ['no message, no code', new Error(''), 'unknown error'],
+    ['a non-error value', '  ', 'unknown error'],
+  ])('describes %s in one non-empty line', (_name, error, text) => {
+    expect(describeError(error)).toBe(text);
+  });
+
+  it('prints one line even when a reason spans lines', () => {
+    expect(formatRefusal({ check: 'redis', reason: 'unreachable: a\nb\n' })).toBe(
+      'boot refused [redis]: unreachable: a b',
+    );
   });
 
   it('measures Standard Webhooks keys by their decoded bytes', () => {

@@ -1,7 +1,8 @@
 import type { AppConfig } from './app-config.js';
 import { DEV_BILLING_WEBHOOK_SECRET, DEV_IDENTITY_WEBHOOK_SECRET, DEV_UNSUBSCRIBE_SECRET } from './env.js';
 
-export type BootCheckName = 'project_config' | 'secrets' | 'cors_origins' | 'database' | 'redis';
+export type BootCheckName =
+  'project_config' | 'secrets' | 'cors_origins' | 'database' | 'redis' | 'public_base_url';
 
 export interface BootRefusal {
   check: BootCheckName;
@@ -62,8 +63,27 @@ function isLocalOrigin(origin: string): boolean {
 }
 
 /**
+ * Unsubscribe links (List-Unsubscribe must be HTTPS) and every other link in e-mail are built on
+ * PUBLIC_BASE_URL; unset, it is the local default http://localhost:$PORT.
+ */
+function publicBaseUrlProblem(config: AppConfig): string | null {
+  const url = config.email.publicBaseUrl;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `PUBLIC_BASE_URL is not a URL (${url})`;
+  }
+  if (parsed.protocol !== 'https:' || isLocalOrigin(parsed.origin)) {
+    return `PUBLIC_BASE_URL must be the public https:// URL of this API, not ${url} (unset means http://localhost:$PORT)`;
+  }
+  return null;
+}
+
+/**
  * The spec's boot refusals, in its order, stopping at the first. They apply outside development and
- * test only. The static checks run before any connection is attempted.
+ * test only. The static checks run before any connection is attempted, except the one the spec does not
+ * list (public_base_url), which comes last so that the spec's five keep their order and outcomes.
  */
 export async function runBootChecks(config: AppConfig, probes: BootProbes): Promise<BootRefusal | null> {
   if (config.env === 'development' || config.env === 'test') return null;
@@ -81,11 +101,33 @@ export async function runBootChecks(config: AppConfig, probes: BootProbes): Prom
     try {
       await probes[check]();
     } catch (error) {
-      return { check, reason: `unreachable: ${error instanceof Error ? error.message : String(error)}` };
+      return { check, reason: `unreachable: ${describeError(error)}` };
     }
   }
+  const publicUrl = publicBaseUrlProblem(config);
+  if (publicUrl) return { check: 'public_base_url', reason: publicUrl };
   return null;
 }
 
+/** Whitespace (newlines included) collapsed: a refusal is exactly one line. */
+export const oneLine = (text: string): string => text.replace(/\s+/g, ' ').trim();
+
+/**
+ * A probe failure as non-empty text. Node's connection errors can have an empty message: connecting to
+ * `localhost` tries IPv6 and IPv4 and rejects with an AggregateError whose message is '' and whose
+ * inner errors say what happened; some errors carry only a code.
+ */
+export function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return oneLine(String(error)) || 'unknown error';
+  const message = oneLine(error.message);
+  if (message) return message;
+  const inner = error instanceof AggregateError ? error.errors.map(describeError).filter(Boolean) : [];
+  const unique = [...new Set(inner)].filter((text) => text !== 'unknown error');
+  if (unique.length > 0) return unique.join('; ');
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && code) return code;
+  return error.name && error.name !== 'Error' ? error.name : 'unknown error';
+}
+
 export const formatRefusal = (refusal: BootRefusal): string =>
-  `boot refused [${refusal.check}]: ${refusal.reason}`;
+  `boot refused [${refusal.check}]: ${oneLine(refusal.reason)}`;

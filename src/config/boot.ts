@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { AppConfig } from './app-config.js';
-import { formatRefusal, runBootChecks } from './boot-checks.js';
+import { formatRefusal, oneLine, runBootChecks } from './boot-checks.js';
 import { ConfigError, loadConfig } from './env.js';
 import { Redis } from 'ioredis';
 
@@ -46,7 +46,7 @@ export async function bootConfig(env: Record<string, string | undefined> = proce
     config = loadConfig(env);
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`boot refused [configuration]: ${err.message}\n`);
+      process.stderr.write(`boot refused [configuration]: ${oneLine(err.message)}\n`);
       process.exit(1);
     }
     throw err;

@@ -16,6 +16,11 @@ describe('loadConfig', () => {
     expect(config.retention.webhookArchiveDays).toBe(90);
     expect(config.project.leadMagnetPrefixes).toEqual({});
     expect(config.testing).toBe(false);
+    expect(config.shutdownTimeoutMs).toBe(25000);
+  });
+
+  it('reads the shutdown deadline', () => {
+    expect(loadConfig({ SHUTDOWN_TIMEOUT_MS: '55000' }).shutdownTimeoutMs).toBe(55000);
   });
 
   it('lets the environment override the project config', () => {
@@ -63,6 +68,7 @@ describe('loadConfig', () => {
     [{ HTTP_MAX_ATTEMPTS: '0' }, /HTTP_MAX_ATTEMPTS/],
     [{ HTTP_MAX_ATTEMPTS: '4' }, /HTTP_MAX_ATTEMPTS/],
     [{ HTTP_MAX_ATTEMPTS: '10' }, /HTTP_MAX_ATTEMPTS/],
+    [{ SHUTDOWN_TIMEOUT_MS: '25s' }, /SHUTDOWN_TIMEOUT_MS/],
   ])('refuses invalid values with one line naming the variable (%o)', (env, pattern) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(pattern);

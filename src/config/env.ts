@@ -106,6 +106,7 @@ const schema = z.object({
   ACCOUNT_DELETION_GRACE_DAYS: int(30, 0),
   QUEUE_LOCK_DURATION_MS: int(30000, 1000, 3_600_000),
   QUEUE_STALLED_INTERVAL_MS: int(30000, 500, 3_600_000),
+  SHUTDOWN_TIMEOUT_MS: int(25000, 1000, 3_600_000),
   LEAD_MAGNET_PREFIXES: optional,
   TESTING: optional,
 });
@@ -227,6 +228,7 @@ export function loadConfig(
       accountDeletionGraceDays: e.ACCOUNT_DELETION_GRACE_DAYS,
     },
     queue: { lockDurationMs: e.QUEUE_LOCK_DURATION_MS, stalledIntervalMs: e.QUEUE_STALLED_INTERVAL_MS },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     testing: e.TESTING === '1',
   };
 }

@@ -60,6 +60,8 @@ export class FakeEmailApi {
   private rejected = new Map<string, number>();
   private hangAfterCount: number | null = null;
   private readonly hung: ServerResponse[] = [];
+  private holding = false;
+  private readonly held: (() => void)[] = [];
   private readonly replays = new Map<string, { bodyHash: string; status: number; answer: unknown }>();
 
   static async start(): Promise<FakeEmailApi> {
@@ -97,6 +99,24 @@ export class FakeEmailApi {
     return this.hung.length;
   }
 
+  /**
+   * A slow provider: requests are taken (and delivered) but their answers wait until releaseHeld(), so a
+   * test can act while a send is in flight.
+   */
+  holdAnswers(): void {
+    this.holding = true;
+  }
+
+  /** Sends every withheld answer and answers at once again. */
+  releaseHeld(): void {
+    this.holding = false;
+    for (const send of this.held.splice(0)) send();
+  }
+
+  get heldCount(): number {
+    return this.held.length;
+  }
+
   reset(): void {
     this.requests.length = 0;
     this.deliveries.length = 0;
@@ -105,6 +125,8 @@ export class FakeEmailApi {
     this.hangAfterCount = null;
     this.extraHeaders = {};
     this.releaseHung();
+    this.holding = false;
+    this.held.length = 0;
   }
 
   /** Deliveries per recipient address. */
@@ -114,6 +136,7 @@ export class FakeEmailApi {
 
   async close(): Promise<void> {
     this.releaseHung();
+    this.held.length = 0;
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -227,6 +250,10 @@ export class FakeEmailApi {
         return;
       }
       this.hangAfterCount -= 1;
+    }
+    if (this.holding) {
+      this.held.push(() => answer(200, result));
+      return;
     }
     answer(200, result);
   }

@@ -1,7 +1,16 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import {
+  exportJWK,
+  exportPKCS8,
+  exportSPKI,
+  generateKeyPair,
+  importPKCS8,
+  SignJWT,
+  type CryptoKey,
+  type JWK,
+} from 'jose';
 
 interface SigningKey {
   kid: string;
@@ -19,6 +28,11 @@ export interface TokenOptions {
   kid?: string;
   /** Sign with a key that is NOT published in the JWKS (but reuse the current kid). */
   foreignKey?: boolean;
+  /**
+   * Another RSA algorithm with the same (published) key and kid: the service must refuse anything but
+   * RS256 even when the signature itself is valid.
+   */
+  alg?: 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512';
 }
 
 async function newKey(): Promise<SigningKey> {
@@ -88,16 +102,20 @@ export class FakeIdentityProvider {
     const key = options.foreignKey
       ? { ...(await newKey()), kid: this.currentKid }
       : this.keys[this.keys.length - 1];
+    const alg = options.alg ?? 'RS256';
+    // WebCrypto keys are bound to one algorithm: re-import the same key material for another one.
+    const signingKey =
+      alg === 'RS256' ? key.privateKey : await importPKCS8(await exportPKCS8(key.privateKey), alg);
     const now = Math.floor(Date.now() / 1000);
     const jwt = new SignJWT({ ...claims })
-      .setProtectedHeader({ alg: 'RS256', kid: options.kid ?? key.kid, typ: 'JWT' })
+      .setProtectedHeader({ alg, kid: options.kid ?? key.kid, typ: 'JWT' })
       .setIssuer(options.issuer ?? this.issuer)
       .setSubject(claims.sub)
       .setIssuedAt(now)
       .setExpirationTime(now + (options.expiresIn ?? 60));
     if (options.notBefore !== undefined) jwt.setNotBefore(now + options.notBefore);
     if (options.audience) jwt.setAudience(options.audience);
-    return jwt.sign(key.privateKey);
+    return jwt.sign(signingKey);
   }
 
   /** `alg: none`, no signature. */

@@ -64,14 +64,16 @@ describe('authentication (real RS256 tokens against a local JWKS)', () => {
     await expectUnauthenticated('Bearer not-a-jwt', 'invalid_token');
   });
 
-  it('refuses an expired token (beyond the 5 s leeway) and accepts one within it', async () => {
+  it('refuses a token expired beyond the 5 s leeway and accepts one within it', async () => {
+    // 7 s and 3 s: two seconds from the edge on either side, so a slow request cannot flip the result,
+    // while a leeway of 0 s or of 10 s fails one of the two.
     await expectUnauthenticated(
-      `Bearer ${await env.idp.token({ sub: 'user_jit', email: 'jit@example.com' }, { expiresIn: -30 })}`,
+      `Bearer ${await env.idp.token({ sub: 'user_jit', email: 'jit@example.com' }, { expiresIn: -7 })}`,
       'token_expired',
     );
     const withinLeeway = await env.idp.token(
       { sub: 'user_jit', email: 'jit@example.com' },
-      { expiresIn: -2 },
+      { expiresIn: -3 },
     );
     expect((await whoami(`Bearer ${withinLeeway}`)).status).toBe(200);
   });
@@ -98,6 +100,16 @@ describe('authentication (real RS256 tokens against a local JWKS)', () => {
       `Bearer ${env.idp.hs256WithPublicKey({ sub: 'user_jit', email: 'jit@example.com' })}`,
       'invalid_token',
     );
+  });
+
+  // The alg-none and HS256 tokens above are already refused by jwks-rsa (it hands out no key for them);
+  // these are validly signed with the published RSA key and kid, so only `algorithms: ['RS256']` stops them.
+  it.each(['RS512', 'PS256'] as const)('refuses %s signed with the current key and kid', async (alg) => {
+    const token = await env.idp.token({ sub: 'user_jit', email: 'jit@example.com' }, { alg });
+    await expectUnauthenticated(`Bearer ${token}`, 'invalid_token');
+    // The same claims, key and kid as RS256 pass: the algorithm alone decides.
+    const rs256 = await env.idp.token({ sub: 'user_jit', email: 'jit@example.com' }, { alg: 'RS256' });
+    expect((await whoami(`Bearer ${rs256}`)).status).toBe(200);
   });
 
   it('refuses a token signed by a key that is not in the JWKS', async () => {

@@ -28,7 +28,7 @@ describe('health: /health, /health/ready, /status', () => {
     expect(store.requests).toBe(before);
   });
 
-  it('GET /health/ready checks database, redis and the vector store in parallel', async () => {
+  it('GET /health/ready checks database, redis and the vector store (in parallel: health.probes.spec.ts)', async () => {
     const res = await api.http.get('/health/ready');
     expect(res.status).toBe(200);
     expect(res.body.ok).toBe(true);
@@ -126,10 +126,44 @@ describe('health with unreachable stores', () => {
     const status = await api.http.get('/status');
     expect(status.status).toBe(200);
     expect(status.body.overall).toBe('down');
-    expect(status.body.components.slice(0, 2)).toEqual([
+    expect(status.body.components).toEqual([
       { name: 'database', status: 'down' },
       { name: 'redis', status: 'down' },
+      { name: 'chromadb', status: 'operational' },
     ]);
+  });
+});
+
+describe('vector store not configured in development', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+
+  beforeAll(async () => {
+    env = await TestEnv.create({ env: { APP_ENV: 'development' } });
+    api = await env.startApi();
+  });
+  afterAll(() => env.close());
+
+  it('is ready with "not configured" and shows chromadb operational on /status', async () => {
+    expect(api.config.vectorStoreUrl).toBeNull();
+    const ready = await api.http.get('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks[2]).toEqual({
+      name: 'chromadb',
+      ok: true,
+      message: 'not configured',
+      latency_ms: expect.any(Number),
+    });
+    const status = await api.http.get('/status');
+    expect(status.status).toBe(200);
+    expect(status.body).toMatchObject({
+      overall: 'operational',
+      components: [
+        { name: 'database', status: 'operational' },
+        { name: 'redis', status: 'operational' },
+        { name: 'chromadb', status: 'operational' },
+      ],
+    });
   });
 });
 

@@ -18,6 +18,7 @@ describe('API and worker processes', () => {
       LOG_LEVEL: 'warn',
       COMPANY_LEGAL_NAME: 'Acme Software GmbH',
       CORS_ORIGINS: 'https://app.example.com',
+      PUBLIC_BASE_URL: 'https://api.example.com',
       DATABASE_URL: env.config.database.url,
       REDIS_URL: env.config.redis.url,
       REDIS_KEY_PREFIX: env.config.redis.keyPrefix,
@@ -61,7 +62,9 @@ describe('API and worker processes', () => {
       },
     ],
     ['database', { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/x', REDIS_URL: 'redis://127.0.0.1:1' }],
-    ['redis', { REDIS_URL: 'redis://127.0.0.1:1' }],
+    ['redis', { REDIS_URL: 'redis://127.0.0.1:1', PUBLIC_BASE_URL: '' }],
+    ['public_base_url', { PUBLIC_BASE_URL: '' }],
+    ['public_base_url', { PUBLIC_BASE_URL: 'http://api.example.com' }],
   ])('refuses to boot on %s, in spec order, with one line', async (check, extra) => {
     const { code, lines } = await refusal(extra);
     expect(code).toBe(1);

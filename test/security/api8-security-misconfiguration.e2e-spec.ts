@@ -270,12 +270,13 @@ describe('API8 security misconfiguration', () => {
     }
   });
 
-  it('refuses to boot deployed with TESTING=1, development secrets or localhost CORS origins', async () => {
+  it('refuses to boot deployed with TESTING=1, development secrets, localhost CORS origins or an http public URL', async () => {
     const probes = { database: async () => undefined, redis: async () => undefined };
     const deployed = {
       APP_ENV: 'production',
       COMPANY_LEGAL_NAME: 'Example GmbH',
       CORS_ORIGINS: ORIGIN,
+      PUBLIC_BASE_URL: 'https://api.example.com',
       ...TEST_SECRETS,
     };
     expect(await runBootChecks(loadConfig(deployed), probes)).toBeNull();
@@ -284,6 +285,7 @@ describe('API8 security misconfiguration', () => {
       { IDENTITY_WEBHOOK_SECRET: '', BILLING_WEBHOOK_SECRET: '', EMAIL_UNSUBSCRIBE_SECRET: '' },
       { EMAIL_UNSUBSCRIBE_SECRET: 'short' },
       { CORS_ORIGINS: `${ORIGIN},http://localhost:3000` },
+      { PUBLIC_BASE_URL: 'http://api.example.com' },
     ];
     for (const override of refusals) {
       const refusal = await runBootChecks(loadConfig({ ...deployed, ...override }), probes);

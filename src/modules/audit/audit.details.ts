@@ -72,10 +72,11 @@ const clip = (value: unknown): string | number | boolean | null | undefined => {
   return undefined;
 };
 
-/** Keeps allowlisted keys with primitive (or list-of-primitive) values; drops everything else. */
-export function curateDetails(
-  details: Record<string, unknown> | undefined,
-): Record<string, AuditDetailValue> {
+/**
+ * Keeps allowlisted keys with primitive (or list-of-primitive) values; drops everything else. Every
+ * writer of audit_logs goes through it: AuditService.record, and the broadcast page's bulk SQL insert.
+ */
+export function curateDetails(details: object | undefined): Record<string, AuditDetailValue> {
   const out: Record<string, AuditDetailValue> = {};
   if (!details) return out;
   for (const [key, value] of Object.entries(details)) {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService, type Db } from '../../infra/prisma/prisma.service.js';
 import type { BroadcastRun, Prisma } from '../../generated/prisma/client.js';
+import { curateDetails } from '../audit/audit.details.js';
 import { type Audience, audienceConditions, SqlParams } from './audience.js';
 import { recipientKey } from './broadcast-keys.js';
 
@@ -173,7 +174,7 @@ export class BroadcastsRepository {
         col('text'),
         rows.map((row) => recipientKey(runId, row.userId)),
         col('messageId'),
-        rows.map((row) => JSON.stringify(row.auditDetails)),
+        rows.map((row) => JSON.stringify(curateDetails(row.auditDetails))),
         templateKey,
         kind,
       ],
