@@ -117,4 +117,18 @@ describe('docker/Dockerfile', () => {
     expect(imported.size).toBeGreaterThan(10);
     expect([...imported].filter((name) => !installed.has(name))).toEqual([]);
   });
+
+  it('starts the API and the worker with the node flags of npm start:api and start:worker', () => {
+    const flags = (words: string[]) => words.filter((word) => word.startsWith('--'));
+    const npmFlags = (script: string) => flags(pkg.scripts[script].split(/\s+/));
+    const cmd = stage('runtime').find((line) => line.startsWith('CMD '))!;
+    const command = JSON.parse(cmd.slice(4)) as string[];
+    expect(command.at(-1)).toBe('dist/main.js');
+    expect(flags(command)).toEqual(npmFlags('start:api'));
+    expect(npmFlags('start:api')).toContain('--max-old-space-size=256');
+    const compose = readFileSync(join(ROOT, 'docker', 'compose.yml'), 'utf8');
+    const worker = /command: (\[[^\]]*'dist\/worker\.js'\])/.exec(compose)?.[1];
+    expect(worker).toBeDefined();
+    expect(flags(JSON.parse(worker!.replaceAll("'", '"')) as string[])).toEqual(npmFlags('start:worker'));
+  });
 });
