@@ -50,6 +50,9 @@ export abstract class AppConfig {
     publicBaseUrl: string;
     /** Client-side ceiling on provider requests per second, shared by all workers through Redis. */
     maxRequestsPerSecond: number;
+    /** Retries of one provider request after its first attempt (spec: "e-mail send retries: 3"). */
+    sendRetries: number;
+    /** Where the daily refresh downloads the disposable-domain list; null: the shipped list only. */
     disposableListUrl: string | null;
   };
   declare llm: { baseUrl: string; apiKey: string | null; model: string };

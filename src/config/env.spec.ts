@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigError, loadConfig } from './env.js';
+import { ConfigError, DEFAULT_DISPOSABLE_DOMAINS_URL, loadConfig } from './env.js';
 
 describe('loadConfig', () => {
   it('applies local defaults in development', () => {
@@ -13,6 +13,7 @@ describe('loadConfig', () => {
     expect(config.email.provider).toBe('console');
     expect(config.email.maxRequestsPerSecond).toBe(8.3);
     expect(config.http).toEqual({ timeoutMs: 30000, maxAttempts: 3 });
+    expect(config.email.sendRetries).toBe(3);
     expect(config.retention.webhookArchiveDays).toBe(90);
     expect(config.project.leadMagnetPrefixes).toEqual({});
     expect(config.testing).toBe(false);
@@ -56,6 +57,36 @@ describe('loadConfig', () => {
     }
   });
 
+  it('refreshes the disposable-domain list from the upstream list when deployed, never locally', () => {
+    expect(DEFAULT_DISPOSABLE_DOMAINS_URL).toBe(
+      'https://raw.githubusercontent.com/disposable-email-domains/disposable-email-domains/main/disposable_email_blocklist.conf',
+    );
+    for (const APP_ENV of ['staging', 'production']) {
+      expect(loadConfig({ APP_ENV }).email.disposableListUrl).toBe(DEFAULT_DISPOSABLE_DOMAINS_URL);
+      // Set but empty: explicitly off (the shipped list stays the source).
+      expect(loadConfig({ APP_ENV, DISPOSABLE_DOMAINS_URL: '' }).email.disposableListUrl).toBeNull();
+      expect(loadConfig({ APP_ENV, DISPOSABLE_DOMAINS_URL: '  ' }).email.disposableListUrl).toBeNull();
+      expect(
+        loadConfig({ APP_ENV, DISPOSABLE_DOMAINS_URL: 'https://lists.example.com/blocklist.txt' }).email
+          .disposableListUrl,
+      ).toBe('https://lists.example.com/blocklist.txt');
+    }
+    for (const APP_ENV of [undefined, 'development', 'test']) {
+      expect(loadConfig({ APP_ENV }).email.disposableListUrl).toBeNull();
+      expect(loadConfig({ APP_ENV, DISPOSABLE_DOMAINS_URL: '' }).email.disposableListUrl).toBeNull();
+    }
+    expect(
+      loadConfig({ APP_ENV: 'test', DISPOSABLE_DOMAINS_URL: 'http://127.0.0.1:4000/list' }).email
+        .disposableListUrl,
+    ).toBe('http://127.0.0.1:4000/list');
+  });
+
+  it('gives e-mail provider calls their own retry count (the other providers keep HTTP_MAX_ATTEMPTS)', () => {
+    const config = loadConfig({ EMAIL_SEND_RETRIES: '5', HTTP_MAX_ATTEMPTS: '2' });
+    expect(config.email.sendRetries).toBe(5);
+    expect(config.http.maxAttempts).toBe(2);
+  });
+
   it.each([
     [{ PORT: 'abc' }, /PORT/],
     [{ APP_ENV: 'prod' }, /APP_ENV/],
@@ -69,6 +100,9 @@ describe('loadConfig', () => {
     [{ HTTP_MAX_ATTEMPTS: '4' }, /HTTP_MAX_ATTEMPTS/],
     [{ HTTP_MAX_ATTEMPTS: '10' }, /HTTP_MAX_ATTEMPTS/],
     [{ SHUTDOWN_TIMEOUT_MS: '25s' }, /SHUTDOWN_TIMEOUT_MS/],
+    [{ EMAIL_SEND_RETRIES: '-1' }, /EMAIL_SEND_RETRIES/],
+    [{ DISPOSABLE_DOMAINS_URL: 'not a url' }, /DISPOSABLE_DOMAINS_URL/],
+    [{ DISPOSABLE_DOMAINS_URL: 'ftp://lists.example.com/list' }, /DISPOSABLE_DOMAINS_URL/],
   ])('refuses invalid values with one line naming the variable (%o)', (env, pattern) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(pattern);

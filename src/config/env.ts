@@ -52,6 +52,24 @@ const positive = optional.transform((v, ctx) => {
 
 const url = optional.pipe(z.url({ protocol: /^(https?|postgres(ql)?|rediss?)$/ }).optional());
 
+/**
+ * A URL that can be turned off: unset is `undefined` (the default applies), set but empty is `null`
+ * (explicitly off), anything else must be an http(s) URL.
+ */
+const urlOrOff = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const value = v.trim();
+    if (value === '') return null;
+    if (!z.url({ protocol: /^https?$/ }).safeParse(value).success) {
+      ctx.addIssue({ code: 'custom', message: 'expected an http(s) URL, or an empty value to turn it off' });
+      return z.NEVER;
+    }
+    return value;
+  });
+
 const schema = z.object({
   APP_ENV: optional.pipe(z.enum(['development', 'test', 'staging', 'production']).optional()),
   PORT: int(3000, 0, 65535),
@@ -88,7 +106,8 @@ const schema = z.object({
   EMAIL_UNSUBSCRIBE_SECRET: optional,
   EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS: optional,
   EMAIL_MAX_REQUESTS_PER_SECOND: positive,
-  DISPOSABLE_DOMAINS_URL: url,
+  EMAIL_SEND_RETRIES: int(3, 0, 9),
+  DISPOSABLE_DOMAINS_URL: urlOrOff,
   PUBLIC_BASE_URL: url,
   LLM_BASE_URL: url,
   LLM_API_KEY: optional,
@@ -206,7 +225,14 @@ export function loadConfig(
       previousUnsubscribeSecret: e.EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS ?? null,
       publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
       maxRequestsPerSecond: e.EMAIL_MAX_REQUESTS_PER_SECOND ?? 8.3,
-      disposableListUrl: e.DISPOSABLE_DOMAINS_URL ?? null,
+      sendRetries: e.EMAIL_SEND_RETRIES,
+      // Deployed: the upstream list unless set (empty turns the refresh off). Locally nothing reaches out.
+      disposableListUrl:
+        e.DISPOSABLE_DOMAINS_URL === undefined
+          ? deployed
+            ? DEFAULT_DISPOSABLE_DOMAINS_URL
+            : null
+          : e.DISPOSABLE_DOMAINS_URL,
     },
     llm: {
       baseUrl: (e.LLM_BASE_URL ?? 'https://api.openai.com/v1').replace(/\/+$/, ''),
@@ -232,6 +258,10 @@ export function loadConfig(
     testing: e.TESTING === '1',
   };
 }
+
+/** The maintained upstream blocklist (the disposable-email-domains project), refreshed daily when deployed. */
+export const DEFAULT_DISPOSABLE_DOMAINS_URL =
+  'https://raw.githubusercontent.com/disposable-email-domains/disposable-email-domains/main/disposable_email_blocklist.conf';
 
 export const DEV_IDENTITY_WEBHOOK_SECRET = 'whsec_ZGV2LWlkZW50aXR5LXdlYmhvb2stc2VjcmV0LW5vdC1mb3ItcHJvZA==';
 export const DEV_BILLING_WEBHOOK_SECRET = 'dev-billing-webhook-secret-not-for-production';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
-import { JOBS, QUEUES } from '../../src/infra/queue/queues.js';
+import { JOBS, QUEUES, scheduledJobs } from '../../src/infra/queue/queues.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -83,12 +83,12 @@ describe('GET /admin/stats', () => {
     });
   });
 
-  it('lists the last run of every scheduled job and the outbox backlog', async () => {
+  it('lists every scheduled job with its schedule and last run (nulls before the first) and the outbox backlog', async () => {
     const started = new Date('2026-11-01T03:00:00.000Z');
     await api.prisma.jobRun.createMany({
       data: [
         {
-          name: 'refresh-disposable-domains',
+          name: JOBS.refreshBlocklist.name,
           lastStartedAt: started,
           lastFinishedAt: new Date(started.getTime() + 1500),
           lastStatus: 'ok',
@@ -96,7 +96,7 @@ describe('GET /admin/stats', () => {
           runs: 12,
         },
         {
-          name: 'expire-subscriptions',
+          name: JOBS.expireSubscriptions.name,
           lastStartedAt: started,
           lastFinishedAt: new Date(started.getTime() + 20),
           lastStatus: 'failed',
@@ -104,6 +104,8 @@ describe('GET /admin/stats', () => {
           lastDurationMs: 20,
           runs: 3,
         },
+        // A row of a job that is no longer scheduled is not a scheduled job.
+        { name: 'retired-job', lastStatus: 'ok', runs: 1 },
       ],
     });
     const oldest = new Date(Date.now() - 10 * 60_000);
@@ -116,26 +118,59 @@ describe('GET /admin/stats', () => {
       ],
     });
     const { body } = await stats();
-    expect(body.scheduled_jobs).toEqual([
-      {
-        name: 'expire-subscriptions',
-        last_status: 'failed',
-        last_started_at: started.toISOString(),
-        last_finished_at: new Date(started.getTime() + 20).toISOString(),
-        last_duration_ms: 20,
-        last_error: 'boom',
-        runs: 3,
-      },
-      {
-        name: 'refresh-disposable-domains',
-        last_status: 'ok',
-        last_started_at: started.toISOString(),
-        last_finished_at: new Date(started.getTime() + 1500).toISOString(),
-        last_duration_ms: 1500,
-        last_error: null,
-        runs: 12,
-      },
+    // Every cron job of the project, by name, whether it ever ran or not.
+    expect(body.scheduled_jobs.map((job: { name: string }) => job.name)).toEqual([
+      'expire-subscriptions',
+      'hard-delete-accounts',
+      'prune-webhook-archive',
+      'reconcile-credits',
+      'refresh-blocklist',
     ]);
+    const byName = Object.fromEntries(body.scheduled_jobs.map((job: { name: string }) => [job.name, job]));
+    expect(byName['expire-subscriptions']).toEqual({
+      name: 'expire-subscriptions',
+      schedule: '0 5 * * * *',
+      last_status: 'failed',
+      last_started_at: started.toISOString(),
+      last_finished_at: new Date(started.getTime() + 20).toISOString(),
+      last_duration_ms: 20,
+      last_error: 'boom',
+      runs: 3,
+    });
+    expect(byName['refresh-blocklist']).toEqual({
+      name: 'refresh-blocklist',
+      schedule: '0 0 3 * * *',
+      last_status: 'ok',
+      last_started_at: started.toISOString(),
+      last_finished_at: new Date(started.getTime() + 1500).toISOString(),
+      last_duration_ms: 1500,
+      last_error: null,
+      runs: 12,
+    });
+    for (const [name, schedule] of [
+      ['hard-delete-accounts', '0 0 4 * * *'],
+      ['prune-webhook-archive', '0 30 2 * * *'],
+      ['reconcile-credits', '0 * * * * *'],
+    ]) {
+      expect(byName[name]).toEqual({
+        name,
+        schedule,
+        last_status: null,
+        last_started_at: null,
+        last_finished_at: null,
+        last_duration_ms: null,
+        last_error: null,
+        runs: 0,
+      });
+    }
+    // The list is the one the schedulers read their expressions from.
+    expect(
+      body.scheduled_jobs.map((job: { name: string; schedule: string }) => [job.name, job.schedule]),
+    ).toEqual(
+      scheduledJobs()
+        .map((job) => [job.name, job.schedule])
+        .sort(([a], [b]) => a.localeCompare(b)),
+    );
     expect(body.outbox).toEqual({ pending: 2, oldest_pending_at: oldest.toISOString() });
   });
 

@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import type { INestApplication } from '@nestjs/common';
+import { HttpClient } from '../../src/infra/http/http-client.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
+import { BroadcastDispatcher } from '../../src/modules/broadcasts/broadcast-dispatcher.js';
 import { recipientKey } from '../../src/modules/broadcasts/broadcast-keys.js';
+import { DispatchInterrupted } from '../../src/modules/broadcasts/broadcast-sender.js';
+import type { User } from '../../src/generated/prisma/client.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
@@ -36,6 +42,56 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
   beforeEach(() => fake.reset());
 
   const run = (id: string) => api.prisma.broadcastRun.findUniqueOrThrow({ where: { id } });
+  const finished = (id: string) =>
+    waitFor(async () => {
+      const current = await run(id);
+      return current.status === 'done' || current.status === 'failed' ? current : null;
+    }, 20_000);
+
+  /**
+   * Each test below addresses the users who signed up on its own day, so earlier tests' users stay out
+   * of its pages and the page is exactly its members.
+   */
+  const day = (n: number) => {
+    const start = new Date(Date.UTC(2030, 0, n));
+    return {
+      createdAt: new Date(start.getTime() + 3_600_000),
+      audience: {
+        signed_up_after: start.toISOString(),
+        signed_up_before: new Date(start.getTime() + 86_400_000).toISOString(),
+      },
+    };
+  };
+  const perAddress = () => {
+    const counts = new Map<string, number>();
+    for (const d of fake.deliveries) counts.set(d.to, (counts.get(d.to) ?? 0) + 1);
+    return counts;
+  };
+  const statuses = async (runId: string, users: User[]) => {
+    const rows = await api.prisma.broadcastRecipient.findMany({ where: { runId } });
+    const byUser = new Map(rows.map((r) => [r.userId, r.status]));
+    return users.map((u) => byUser.get(u.id) ?? null);
+  };
+  /** A worker whose HTTP retries back off 5 ms instead of 250. */
+  const fastWorker = async (): Promise<INestApplication> => {
+    const worker = await env.startWorker();
+    worker.get(HttpClient).backoffBaseMs = 5;
+    return worker;
+  };
+  /** The interrupted first attempt: the provider delivers the first batch, its answer never comes. */
+  const crashAfterFirstBatch = async (audience: object) => {
+    fake.hangAfter(0);
+    const first = await env.startWorker();
+    const res = await api.http
+      .post('/api/v1/admin/broadcasts')
+      .set('Authorization', admin)
+      .send({ template_key: 'newsletter', audience });
+    expect(res.status).toBe(201);
+    await waitFor(async () => fake.hungCount === 1, 15_000);
+    await env.stop(first);
+    fake.stopHanging();
+    return res.body.id as string;
+  };
 
   it('hands the run back when its worker stops mid-batch, and a new worker finishes it', async () => {
     const members = await createAudience(api.prisma, 'restart', 1000, { consent: true, tier: 'PRO' });
@@ -52,7 +108,16 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
     await env.stop(first);
     const stopped = await run(res.body.id);
     expect(stopped.status).toBe('running');
-    expect(await api.prisma.broadcastRecipient.count({ where: { runId: stopped.id } })).toBe(300);
+    // Three batches settled; the fourth was reserved (pending, with its key) before it was sent.
+    const rows = await api.prisma.broadcastRecipient.groupBy({
+      by: ['status'],
+      where: { runId: stopped.id },
+      _count: { _all: true },
+    });
+    expect(Object.fromEntries(rows.map((r) => [r.status, r._count._all]))).toEqual({
+      sent: 300,
+      pending: 100,
+    });
     expect(stopped.sentCount).toBe(300);
     expect(fake.deliveries).toHaveLength(400);
     const job = await api.app.get(QueueService).queue('broadcasts').getJob(`broadcast-${stopped.id}`);
@@ -60,11 +125,12 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
     expect(job!.attemptsMade).toBe(0);
 
     fake.stopHanging();
-    await env.startWorker();
+    const second = await env.startWorker();
     const done = await waitFor(async () => {
       const current = await run(stopped.id);
       return current.status === 'done' ? current : null;
     }, 20_000);
+    await env.stop(second);
     expect(done).toMatchObject({ sentCount: 1000, failedCount: 0, skippedCount: 0, recipientsTotal: 1000 });
 
     // Each member got exactly one e-mail: the interrupted batch was resent under the same key and the
@@ -116,7 +182,7 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       })),
     });
 
-    await env.startWorker();
+    const worker = await env.startWorker();
     await api.app
       .get(QueueService)
       .add(JOBS.dispatchBroadcast, { runId: crashed.id }, { jobId: `broadcast-${crashed.id}` });
@@ -124,6 +190,7 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       const current = await run(crashed.id);
       return current.status === 'done' ? current : null;
     }, 20_000);
+    await env.stop(worker);
     expect(done).toMatchObject({ sentCount: 250, failedCount: 0, recipientsTotal: 250 });
     expect(fake.deliveries.map((d) => d.to).sort()).toEqual(
       members
@@ -131,5 +198,163 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
         .map((m) => m.email)
         .sort(),
     );
+  });
+
+  it('resends the batch the provider took before a crash unchanged, whatever the audience became since', async () => {
+    const { createdAt, audience } = day(1);
+    const members = await createAudience(api.prisma, 'drift', 10, { consent: true, createdAt });
+    const runId = await crashAfterFirstBatch(audience);
+    expect(fake.deliveries).toHaveLength(10);
+    expect(await statuses(runId, members)).toEqual(members.map(() => 'pending'));
+
+    // Before the resume: one recipient of that batch unsubscribes, one is soft-deleted, and a new user
+    // whose id sorts inside the page signs up. A page read afresh would differ, and so would its key.
+    const [unsubscribed, deleted] = [members[3], members[6]];
+    await api.prisma.user.update({ where: { id: unsubscribed.id }, data: { marketingConsentGiven: false } });
+    await api.prisma.user.update({ where: { id: deleted.id }, data: { deletedAt: new Date() } });
+    let id = randomUUID();
+    while (!(id > members[0].id && id < members[9].id)) id = randomUUID();
+    const newcomer = await api.prisma.user.create({
+      data: {
+        id,
+        identityUserId: 'user_drift_newcomer',
+        email: 'drift-newcomer@example.com',
+        marketingConsentGiven: true,
+        createdAt,
+      },
+    });
+
+    const worker = await fastWorker();
+    const done = await finished(runId);
+    await env.stop(worker);
+    expect(done).toMatchObject({ status: 'done', sentCount: 11, failedCount: 0, skippedCount: 0 });
+    // Nobody twice: the stored batch went out again under its stored key and the provider answered it
+    // from its idempotency record; the newcomer came in a page of its own, under a new key.
+    const counts = perAddress();
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    expect(new Set(counts.keys())).toEqual(new Set([...members, newcomer].map((u) => u.email)));
+    expect(fake.requests.map((r) => `${r.path} ${r.status}`)).toEqual([
+      '/emails/batch hung',
+      '/emails/batch 200',
+      '/emails/batch 200',
+    ]);
+    const [crashed, resent, next] = fake.requests;
+    expect(resent.headers['idempotency-key']).toBe(crashed.headers['idempotency-key']);
+    expect(resent.body).toEqual(crashed.body);
+    expect(next.headers['idempotency-key']).not.toBe(crashed.headers['idempotency-key']);
+    expect(next.body).toHaveLength(1);
+    expect(await statuses(runId, [...members, newcomer])).toEqual([...members, newcomer].map(() => 'sent'));
+  });
+
+  it('records a resent batch as sent when the provider already holds its key for another body', async () => {
+    const { createdAt, audience } = day(2);
+    const members = await createAudience(api.prisma, 'relocale', 4, { consent: true, createdAt });
+    const runId = await crashAfterFirstBatch(audience);
+    // The rendered batch changes (a member switched language): the provider refuses the key for the new
+    // body (409 invalid_idempotent_request), which says the first request was taken: it went out then.
+    await api.prisma.user.update({ where: { id: members[1].id }, data: { locale: 'de' } });
+
+    const worker = await fastWorker();
+    const done = await finished(runId);
+    await env.stop(worker);
+    expect(done).toMatchObject({ status: 'done', sentCount: 4, failedCount: 0 });
+    expect(fake.requests.map((r) => `${r.path} ${r.status}`)).toEqual([
+      '/emails/batch hung',
+      '/emails/batch 409',
+    ]);
+    expect(fake.deliveries).toHaveLength(4);
+    expect([...perAddress().values()]).toEqual([1, 1, 1, 1]);
+    expect(await statuses(runId, members)).toEqual(['sent', 'sent', 'sent', 'sent']);
+  });
+
+  describe('dispatching directly (no queue), attempt by attempt', () => {
+    let worker: INestApplication;
+    let dispatcher: BroadcastDispatcher;
+
+    beforeAll(async () => {
+      worker = await fastWorker();
+      dispatcher = worker.get(BroadcastDispatcher);
+    });
+    afterAll(() => env.stop(worker));
+
+    const queuedRun = (audience: object) =>
+      api.prisma.broadcastRun.create({
+        data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
+      });
+
+    it('retries a batch answered 409 or 5xx past the retries under the same key, never one by one', async () => {
+      const { createdAt, audience } = day(3);
+      const members = await createAudience(api.prisma, 'ambiguous', 5, { consent: true, createdAt });
+      const queued = await queuedRun(audience);
+
+      // The key is still being processed (a concurrent delivery, or our own timed-out request).
+      fake.failNext(1, 409, {}, 'concurrent_idempotent_requests');
+      await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
+      expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
+      // 5xx on every attempt: the provider may have taken one of them.
+      fake.failNext(4);
+      await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
+      expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
+
+      expect(await dispatcher.run(queued.id)).toMatchObject({
+        status: 'done',
+        counts: { sent: 5, failed: 0 },
+      });
+      expect(fake.requests.map((r) => `${r.path} ${r.status}`)).toEqual([
+        '/emails/batch 409',
+        ...Array.from({ length: 4 }, () => '/emails/batch 503'),
+        '/emails/batch 200',
+      ]);
+      expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+      expect([...perAddress().values()]).toEqual([1, 1, 1, 1, 1]);
+      const shown = await api.http.get(`/api/v1/admin/broadcasts/${queued.id}`).set('Authorization', admin);
+      expect(shown.body.counts).toMatchObject({ sent: 5, failed: 0 });
+    });
+
+    it('leaves the recipients of an outage during single sends pending, and sends them on the next attempt', async () => {
+      const { createdAt, audience } = day(4);
+      const members = await createAudience(api.prisma, 'outage', 8, { consent: true, createdAt });
+      const [refused, before, ...rest] = members;
+      const down = rest.slice(0, 3);
+      // One refused address splits the batch; then the provider fails three messages in a row.
+      fake.rejectAddress(refused.email);
+      for (const m of down) fake.failAddress(m.email);
+      const queued = await queuedRun(audience);
+
+      await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
+      expect(await statuses(queued.id, members)).toEqual([
+        'failed',
+        'sent',
+        'pending',
+        'pending',
+        'pending',
+        'pending',
+        'pending',
+        'pending',
+      ]);
+      const interrupted = await run(queued.id);
+      expect(interrupted).toMatchObject({ status: 'running', sentCount: 1, failedCount: 1 });
+      // Each message of the outage had its first attempt and 3 retries.
+      for (const m of down) {
+        const tries = fake.requests.filter(
+          (r) => r.path === '/emails' && (r.body as { to: string[] }).to[0] === m.email,
+        );
+        expect(tries.map((r) => r.status)).toEqual([503, 503, 503, 503]);
+      }
+
+      // The provider is back: the next attempt sends the pending ones, each once, before anything else.
+      for (const m of down) fake.restoreAddress(m.email);
+      const sentBefore = fake.requests.length;
+      expect(await dispatcher.run(queued.id)).toMatchObject({
+        status: 'done',
+        counts: { sent: 7, failed: 1, skipped: 0 },
+      });
+      expect(fake.requests.slice(sentBefore).map((r) => `${r.path} ${r.status}`)).toEqual(
+        Array.from({ length: 6 }, () => '/emails 200'),
+      );
+      expect(fake.deliveredTo(refused.email)).toHaveLength(0);
+      for (const m of [before, ...rest]) expect(fake.deliveredTo(m.email)).toHaveLength(1);
+      expect(await statuses(queued.id, members)).toEqual(['failed', ...rest.map(() => 'sent'), 'sent']);
+    });
   });
 });

@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { HttpClient } from '../../src/infra/http/http-client.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
+import { BroadcastDispatcher } from '../../src/modules/broadcasts/broadcast-dispatcher.js';
 import type { BroadcastRun } from '../../src/generated/prisma/client.js';
 import { createAudience, createMember } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
@@ -310,7 +311,8 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
       error: 'every recipient failed',
     });
 
-    // Wrong API key: nothing can be sent; the job's last attempt marks the run failed (no recipient rows).
+    // Wrong API key: nothing can be sent; the job's last attempt marks the run failed (nobody is recorded
+    // sent or failed; the reserved batch stays pending: the provider never confirmed it).
     fake.reset();
     fake.apiKey = 'rotated-key';
     const queued: BroadcastRun = await api.prisma.broadcastRun.create({
@@ -329,11 +331,64 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
     const team = await api.prisma.user.count({ where: { currentTier: 'TEAM', deletedAt: null } });
     expect(broken).toMatchObject({ status: 'failed', sentCount: 0, recipientsTotal: team });
     expect(broken.error).toMatch(/401/);
-    expect(await api.prisma.broadcastRecipient.count({ where: { runId: queued.id } })).toBe(0);
+    expect(
+      await api.prisma.broadcastRecipient.count({
+        where: { runId: queued.id, status: { in: ['sent', 'failed'] } },
+      }),
+    ).toBe(0);
+    expect(
+      await api.prisma.broadcastRecipient.count({ where: { runId: queued.id, status: 'pending' } }),
+    ).toBe(2);
     const fin = await api.prisma.auditLog.findFirstOrThrow({
       where: { action: 'broadcast.finished', resourceId: queued.id },
     });
-    expect(fin.details).toMatchObject({ status: 'failed' });
+    expect(fin.details).toMatchObject({ status: 'failed', sent: 0, failed: 0, pending: 2 });
+  });
+
+  it('keeps the batch requests of concurrent runs under the shared ceiling, measured at the provider', async () => {
+    // Two workers, 20 requests/s shared through Redis, two runs dispatched at once in batches of 5.
+    const config = env.configWith({ EMAIL_MAX_REQUESTS_PER_SECOND: '20' });
+    const workers = await Promise.all([env.startWorker({ config }), env.startWorker({ config })]);
+    const runs: BroadcastRun[] = [];
+    for (const [i, label] of ['ceiling-a', 'ceiling-b'].entries()) {
+      const start = Date.UTC(2031, 0, i + 1);
+      await createAudience(api.prisma, label, 30, { consent: true, createdAt: new Date(start + 3_600_000) });
+      runs.push(
+        await api.prisma.broadcastRun.create({
+          data: {
+            templateKey: 'newsletter',
+            kind: 'marketing',
+            audience: {
+              signed_up_after: new Date(start).toISOString(),
+              signed_up_before: new Date(start + 86_400_000).toISOString(),
+            },
+            createdBy: 'user:user_admin',
+          },
+        }),
+      );
+    }
+    const outcomes = await Promise.all(
+      workers.map((w, i) => {
+        const dispatcher = w.get(BroadcastDispatcher);
+        dispatcher.pageSize = 5;
+        return dispatcher.run(runs[i].id);
+      }),
+    );
+    await Promise.all(workers.map((w) => env.stop(w)));
+    expect(outcomes.map((o) => o.counts?.sent)).toEqual([30, 30]);
+
+    // One slot per request, whatever it carries: 12 batch requests of 5 messages.
+    expect(fake.requests).toHaveLength(12);
+    for (const r of fake.requests) {
+      expect(r.path).toBe('/emails/batch');
+      expect(r.body).toHaveLength(5);
+    }
+    const times = fake.requests.map((r) => r.at).sort((x, y) => x - y);
+    const rate = ((times.length - 1) * 1000) / (times[times.length - 1] - times[0]);
+    expect(rate).toBeLessThanOrEqual(20 * 1.1);
+    // Spacing, with room for scheduling jitter (a late request shortens the gap to the next one): any 9
+    // consecutive requests span 8 slots of 50 ms, less 80 ms.
+    for (let i = 0; i + 8 < times.length; i += 1) expect(times[i + 8] - times[i]).toBeGreaterThanOrEqual(320);
   });
 
   it('reaches users without consent with a transactional notice only when bypass_consent is set', async () => {

@@ -7,6 +7,7 @@ import {
   DisposableDomainsService,
   shippedBlocklist,
 } from '../../src/modules/email/disposable/disposable-domains.service.js';
+import { DisposableDomainsRepository } from '../../src/modules/email/disposable/disposable-domains.repository.js';
 import { EmailScheduler } from '../../src/modules/email/email.scheduler.js';
 import { FakeBlocklistServer } from '../fakes/blocklist-server.js';
 import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
@@ -166,5 +167,21 @@ describe('disposable-address blocklist: shipped list, daily refresh from a fixed
     await waitFor(async () => (await flag()) === true);
     await post('real@example.org');
     await waitFor(async () => (await flag()) === false);
+  });
+
+  it('takes the first download from a new source whatever the size of the list it replaces', async () => {
+    // The shipped package is active again (as on a deployment's first day); the upstream list is smaller.
+    const shipped = shippedBlocklist();
+    await api.prisma.$transaction((tx) =>
+      worker.get(DisposableDomainsRepository).replaceAll(tx, shipped.domains, shipped.source),
+    );
+    const smaller = generated(Math.floor(shipped.domains.length / 3), 'upstream.test');
+    lists.serve(smaller.join('\n'));
+    expect(await blocklist.refresh()).toMatchObject({ status: 'updated', count: smaller.length });
+    expect(await count()).toBe(smaller.length);
+    // From then on the same source may not shrink by more than half in one step.
+    lists.serve(generated(Math.floor(smaller.length / 3), 'truncated.test').join('\n'));
+    await expect(blocklist.refresh()).rejects.toMatchObject({ name: 'BlocklistError' });
+    expect(await count()).toBe(smaller.length);
   });
 });

@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { HttpClient } from '../../src/infra/http/http-client.js';
 import { RedisService } from '../../src/infra/redis/redis.service.js';
 import { EmailService } from '../../src/modules/email/email.service.js';
+import { EmailProvider } from '../../src/modules/email/providers/email-provider.js';
 import { createMember } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
@@ -156,16 +157,17 @@ describe('e-mail: Resend-shaped provider, consent gate, headers and footer, retr
     expect(subscription.text).toContain('<b>PRO</b>');
   });
 
-  it('retries 5xx with the same idempotency key, and records a permanent rejection without retrying', async () => {
+  it('retries 5xx 3 times with the same idempotency key, and records a permanent rejection without retrying', async () => {
     const user = await createMember(api.prisma, 'retry', { consent: true });
-    fake.failNext(2);
+    // "e-mail send retries: 3": the first attempt and 3 retries.
+    fake.failNext(3);
     const sent = await email.sendTemplate({
       userId: user.id,
       templateKey: 'welcome',
       idempotencyKey: `welcome-${user.id}`,
     });
     expect(sent.status).toBe('sent');
-    expect(fake.requests.map((r) => r.status)).toEqual([503, 503, 200]);
+    expect(fake.requests.map((r) => r.status)).toEqual([503, 503, 503, 200]);
     expect(new Set(fake.requests.map((r) => r.headers['idempotency-key']))).toEqual(
       new Set([`welcome-${user.id}`]),
     );
@@ -192,14 +194,29 @@ describe('e-mail: Resend-shaped provider, consent gate, headers and footer, retr
     // Provider down past the retries: the job is retried by BullMQ (throws); its last attempt records it.
     const unlucky = await createMember(api.prisma, 'unlucky', { consent: true });
     fake.reset();
-    fake.failNext(6);
+    fake.failNext(8);
     const job = { userId: unlucky.id, templateKey: 'welcome', idempotencyKey: `welcome-${unlucky.id}` };
     await expect(email.sendTemplate(job)).rejects.toMatchObject({ kind: 'server_error' });
-    expect(fake.requests).toHaveLength(3);
+    expect(fake.requests).toHaveLength(4);
     expect(await email.sendTemplate(job, { finalAttempt: true })).toMatchObject({ status: 'failed' });
     expect(
       await api.prisma.emailMessage.findUnique({ where: { idempotencyKey: job.idempotencyKey } }),
     ).toMatchObject({ status: 'failed' });
+  });
+
+  it('records a message as sent when the provider already took its key for another body', async () => {
+    // An earlier attempt went through but its answer was lost; the rendered message has changed since.
+    const user = await createMember(api.prisma, 'taken', { consent: true });
+    const job = { userId: user.id, templateKey: 'welcome', idempotencyKey: `welcome-${user.id}` };
+    await worker.get(EmailProvider).send({ ...email.compose(user, job), subject: 'an earlier rendering' });
+    expect(fake.deliveredTo(user.email)).toHaveLength(1);
+
+    expect(await email.sendTemplate(job)).toMatchObject({ status: 'sent' });
+    expect(fake.requests.map((r) => r.status)).toEqual([200, 409]);
+    expect(fake.deliveredTo(user.email)).toHaveLength(1);
+    expect(
+      await api.prisma.emailMessage.findUnique({ where: { idempotencyKey: job.idempotencyKey } }),
+    ).toMatchObject({ status: 'sent', providerMessageId: null });
   });
 
   it('keeps every sender under the shared ceiling, measured at the provider', async () => {

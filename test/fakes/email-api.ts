@@ -44,7 +44,8 @@ interface ResendMessage {
 /**
  * A local e-mail provider speaking the Resend shape: `POST /emails` -> `{id}`, `POST /emails/batch`
  * (<= 100, all or nothing) -> `{data: [{id}]}`, Bearer auth, Idempotency-Key replays (same key + same
- * body = same answer, nothing delivered again; same key + other body = 409). It records every request
+ * body = same answer, nothing delivered again; same key + other body = 409 `invalid_idempotent_request`,
+ * as Resend answers for 24 h after a key was used). It records every request
  * with its arrival time and every delivered message, and can misbehave on demand.
  */
 export class FakeEmailApi {
@@ -56,8 +57,9 @@ export class FakeEmailApi {
   extraHeaders: Record<string, string> = {};
 
   private server!: Server;
-  private failures: { status: number; headers: Record<string, string> }[] = [];
+  private failures: { status: number; headers: Record<string, string>; name: string }[] = [];
   private rejected = new Map<string, number>();
+  private outages = new Map<string, number>();
   private hangAfterCount: number | null = null;
   private readonly hung: ServerResponse[] = [];
   private holding = false;
@@ -72,9 +74,29 @@ export class FakeEmailApi {
     return fake;
   }
 
-  /** The next `count` requests fail with `status` (default 503, `Retry-After: 0` so tests stay fast). */
-  failNext(count: number, status = 503, headers: Record<string, string> = { 'retry-after': '0' }): void {
-    for (let i = 0; i < count; i += 1) this.failures.push({ status, headers });
+  /**
+   * The next `count` requests fail with `status` (default 503, `Retry-After: 0` so tests stay fast) and
+   * error `name` (Resend's: e.g. `concurrent_idempotent_requests` for a 409 while a key is in progress).
+   */
+  failNext(
+    count: number,
+    status = 503,
+    headers: Record<string, string> = { 'retry-after': '0' },
+    name = 'application_error',
+  ): void {
+    for (let i = 0; i < count; i += 1) this.failures.push({ status, headers, name });
+  }
+
+  /**
+   * Requests carrying this address (and no refused one) fail with `status` until restoreAddress: an
+   * outage that hits some messages, after validation and before anything is delivered.
+   */
+  failAddress(address: string, status = 503): void {
+    this.outages.set(address.toLowerCase(), status);
+  }
+
+  restoreAddress(address: string): void {
+    this.outages.delete(address.toLowerCase());
   }
 
   /** Any request carrying this address is refused with `status` (422: Resend's validation error). */
@@ -122,6 +144,7 @@ export class FakeEmailApi {
     this.deliveries.length = 0;
     this.failures = [];
     this.rejected.clear();
+    this.outages.clear();
     this.hangAfterCount = null;
     this.extraHeaders = {};
     this.releaseHung();
@@ -180,7 +203,7 @@ export class FakeEmailApi {
     if (failure)
       return answer(
         failure.status,
-        { statusCode: failure.status, name: 'application_error', message: 'Try again' },
+        { statusCode: failure.status, name: failure.name, message: 'Try again' },
         failure.headers,
       );
 
@@ -208,6 +231,19 @@ export class FakeEmailApi {
           message: `Email ${index}: invalid recipient`,
         });
       }
+    }
+
+    const outage = messages
+      .map((message) =>
+        this.outages.get(String(Array.isArray(message.to) ? message.to[0] : message.to).toLowerCase()),
+      )
+      .find((status) => status !== undefined);
+    if (outage) {
+      return answer(
+        outage,
+        { statusCode: outage, name: 'application_error', message: 'Try again' },
+        { 'retry-after': '0' },
+      );
     }
 
     const key = typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : null;

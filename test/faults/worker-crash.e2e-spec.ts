@@ -56,8 +56,15 @@ describe('fault injection: a worker killed mid-job', () => {
       .send({ template_key: 'newsletter', audience: { tiers: ['PRO'] } });
     expect(res.status).toBe(201);
     const runId: string = res.body.id;
-    const recipients = () => api.prisma.broadcastRecipient.count({ where: { runId } });
-    await waitFor(async () => mail.hungCount === 1 && (await recipients()) === 100, 15_000, 50);
+    const recipients = (status: 'sent' | 'pending') =>
+      api.prisma.broadcastRecipient.count({ where: { runId, status } });
+    // The first page settled; the second reserved (pending) before its batch request went out.
+    await waitFor(
+      async () =>
+        mail.hungCount === 1 && (await recipients('sent')) === 100 && (await recipients('pending')) === 50,
+      15_000,
+      50,
+    );
 
     const queues = api.app.get(QueueService);
     await queues.add(
@@ -90,7 +97,8 @@ describe('fault injection: a worker killed mid-job', () => {
       skippedCount: 0,
       recipientsTotal: 150,
     });
-    expect(await recipients()).toBe(150);
+    expect(await recipients('sent')).toBe(150);
+    expect(await recipients('pending')).toBe(0);
     expect(await api.prisma.emailMessage.count({ where: { broadcastRunId: runId, status: 'sent' } })).toBe(
       150,
     );

@@ -24,7 +24,7 @@ describe('audit details curation on every write path', () => {
       data: { templateKey: 'newsletter', kind: 'marketing', createdBy: 'user:admin', status: 'running' },
     });
     const messageId = randomUUID();
-    await api.app.get(BroadcastsRepository).recordPage(run.id, 'newsletter', 'marketing', [
+    await api.app.get(BroadcastsRepository).settle(run.id, 'newsletter', 'marketing', [
       {
         userId: user.id,
         identityUserId: user.identityUserId,

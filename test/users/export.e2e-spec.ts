@@ -96,6 +96,26 @@ describe('GET /api/v1/account/me/export', () => {
     expect(message).not.toHaveProperty('text');
   });
 
+  it('exports a broadcast whose outcome is not recorded as pending, without the batch key', async () => {
+    const run = await api.prisma.broadcastRun.findFirstOrThrow({ where: { id: alice.ids.broadcast_runs } });
+    const pending = await api.prisma.broadcastRun.create({
+      data: { templateKey: run.templateKey, kind: run.kind, createdBy: 'user:user_admin', status: 'failed' },
+    });
+    const row = await api.prisma.broadcastRecipient.create({
+      data: {
+        runId: pending.id,
+        userId: alice.user.id,
+        status: 'pending',
+        batchKey: `broadcast/${pending.id}/batch-x`,
+      },
+    });
+    const bundle = JSON.parse((await exportAs('user_alice')).body as string) as Bundle;
+    const exported = (bundle.broadcast_recipients as Record<string, unknown>[]).find((r) => r.id === row.id);
+    expect(exported).toMatchObject({ status: 'pending', template_key: run.templateKey });
+    expect(exported).not.toHaveProperty('batch_key');
+    await api.prisma.broadcastRun.delete({ where: { id: pending.id } });
+  });
+
   it("holds nothing of another user's", async () => {
     const res = await exportAs('user_bob');
     const text = res.body as string;

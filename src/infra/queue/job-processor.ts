@@ -1,7 +1,7 @@
 import { WorkerHost } from '@nestjs/bullmq';
 import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import type { JobDef } from './queues.js';
+import { isScheduledJob, type JobDef } from './queues.js';
 import type { JobRegistry } from './job-registry.js';
 import type { JobRunRecorder } from './job-run.recorder.js';
 import { logQueueErrors } from './queue-errors.js';
@@ -32,6 +32,12 @@ export abstract class JobProcessor extends WorkerHost implements OnApplicationBo
   /** `recordRun` stores the last run in job_runs (scheduled jobs). */
   protected handle(job: JobDef, handler: JobHandler, options: { recordRun?: boolean } = {}): void {
     const recorder = this.recorder;
+    // Admin stats lists every scheduled job with its last run: a scheduled job must record its runs.
+    if (isScheduledJob(job) && !(options.recordRun && recorder)) {
+      throw new Error(
+        `${this.constructor.name}: scheduled job ${job.name} must record its runs (JobRunRecorder)`,
+      );
+    }
     this.handlers.set(
       job.name,
       options.recordRun && recorder ? (j, t) => recorder.track(job.name, () => handler(j, t)) : handler,

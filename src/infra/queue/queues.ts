@@ -41,6 +41,32 @@ export const JOBS = {
 export type JobKey = keyof typeof JOBS;
 export type JobDef = (typeof JOBS)[JobKey];
 
+/**
+ * The cron jobs and their schedules (UTC; six fields = with seconds). The schedulers' @Cron decorators
+ * take their expression from here, each processor records the runs of these jobs in job_runs, and admin
+ * stats lists every one of them, also before its first run. The outbox relay (an @Interval every 10 s,
+ * outbox.scheduler.ts) is plumbing reported through the outbox backlog, not a scheduled job.
+ */
+export const SCHEDULES = {
+  reconcileCredits: '0 * * * * *',
+  expireSubscriptions: '0 5 * * * *',
+  pruneWebhookArchive: '0 30 2 * * *',
+  refreshBlocklist: '0 0 3 * * *',
+  hardDeleteAccounts: '0 0 4 * * *',
+} as const satisfies Partial<Record<JobKey, string>>;
+
+/** Every scheduled job: its job name (the job_runs key) and its cron expression. */
+export const scheduledJobs = (): { name: string; schedule: string }[] =>
+  (Object.keys(SCHEDULES) as (keyof typeof SCHEDULES)[]).map((key) => ({
+    name: JOBS[key].name,
+    schedule: SCHEDULES[key],
+  }));
+
+export const isScheduledJob = (job: JobDef): boolean =>
+  (Object.keys(SCHEDULES) as JobKey[]).some(
+    (key) => JOBS[key].name === job.name && JOBS[key].queue === job.queue,
+  );
+
 /** Job results are kept 24 h (spec); failed jobs a week for inspection. */
 export const DEFAULT_JOB_OPTIONS = {
   attempts: 5,

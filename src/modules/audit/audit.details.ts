@@ -33,6 +33,7 @@ export const AUDIT_DETAIL_KEYS = [
   'sent',
   'failed',
   'skipped',
+  'pending',
   'count',
   'amount',
   'currency',

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Cron } from '@nestjs/schedule';
 import { QueueService } from '../../infra/queue/queue.service.js';
-import { type JobDef, JOBS, tickJobId } from '../../infra/queue/queues.js';
+import { type JobDef, JOBS, SCHEDULES, tickJobId } from '../../infra/queue/queues.js';
 
 /** Cron only enqueues, with one job id per tick, so several schedulers never run a tick twice. */
 @Injectable()
@@ -10,12 +10,12 @@ export class BillingScheduler {
 
   constructor(private readonly queues: QueueService) {}
 
-  @Cron('0 5 * * * *', { name: 'expire-subscriptions', timeZone: 'UTC' })
+  @Cron(SCHEDULES.expireSubscriptions, { name: JOBS.expireSubscriptions.name, timeZone: 'UTC' })
   expireSubscriptions(): Promise<void> {
     return this.enqueue(JOBS.expireSubscriptions, 'hour');
   }
 
-  @Cron('0 30 2 * * *', { name: 'prune-webhook-archive', timeZone: 'UTC' })
+  @Cron(SCHEDULES.pruneWebhookArchive, { name: JOBS.pruneWebhookArchive.name, timeZone: 'UTC' })
   pruneWebhookArchive(): Promise<void> {
     return this.enqueue(JOBS.pruneWebhookArchive, 'day');
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { User } from '../../generated/prisma/client.js';
 import { audienceConditions, normalizeAudience, SqlParams, storedAudience } from './audience.js';
-import { batchKey } from './broadcast-keys.js';
+import { newBatchKey } from './broadcast-keys.js';
 import { broadcastSkipReason } from './broadcast-sender.js';
 
 const tiers = ['FREE', 'PRO', 'TEAM'];
@@ -71,9 +71,10 @@ describe('broadcast consent gate', () => {
     ).toBe('no_consent');
   });
 
-  it('derives the batch idempotency key from the recipients, not their order', () => {
-    expect(batchKey('r', ['b', 'a'])).toBe(batchKey('r', ['a', 'b']));
-    expect(batchKey('r', ['a', 'b'])).not.toBe(batchKey('r', ['a', 'c']));
-    expect(batchKey('r', ['a']).length).toBeLessThanOrEqual(256);
+  it('draws a new batch idempotency key per batch, within the provider limit of 256 characters', () => {
+    const run = '7b0e4b5e-8a4c-4e9e-9a55-0d2b7f1c2a11';
+    expect(newBatchKey(run)).not.toBe(newBatchKey(run));
+    expect(newBatchKey(run)).toMatch(new RegExp(`^broadcast/${run}/batch-[0-9a-f-]{36}$`));
+    expect(newBatchKey(run).length).toBeLessThanOrEqual(256);
   });
 });

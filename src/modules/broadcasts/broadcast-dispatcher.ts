@@ -7,7 +7,7 @@ import { EmailTemplates } from '../email/email.templates.js';
 import type { EmailKind } from '../email/email.types.js';
 import { MAX_BATCH_SIZE } from '../email/providers/email-provider.js';
 import { storedAudience } from './audience.js';
-import { BroadcastSender } from './broadcast-sender.js';
+import { BroadcastSender, DispatchInterrupted, type RunContext } from './broadcast-sender.js';
 import { BroadcastsRepository, type RecipientCounts } from './broadcasts.repository.js';
 
 export interface DispatchOutcome {
@@ -17,9 +17,10 @@ export interface DispatchOutcome {
 }
 
 /**
- * Runs a broadcast: queued -> running, then the audience page by page (keyset on users.id, 100 at a
- * time, users already recorded for the run left out), then done or failed. Every page is committed as
- * it is sent, so a run interrupted anywhere (worker restart, crash, provider outage) resumes where it
+ * Runs a broadcast: queued -> running, then the batches an earlier attempt left pending (resent
+ * unchanged), then the audience page by page (keyset on users.id, 100 at a time, users already recorded
+ * or reserved for the run left out), then done or failed. Every page is reserved before it is sent and
+ * settled after, so a run interrupted anywhere (worker restart, crash, provider outage) resumes where it
  * stopped when its job is delivered again, and nobody gets the e-mail twice.
  */
 @Injectable()
@@ -55,13 +56,14 @@ export class BroadcastDispatcher {
       await this.repository.markRunning(this.prisma, run.id, audienceSize);
       this.logger.log({ run_id: run.id, recipients: audienceSize }, 'broadcast started');
     }
-    const context = {
+    const context: RunContext = {
       id: run.id,
       templateKey: run.templateKey,
       kind: run.kind as EmailKind,
       bypassConsent: run.bypassConsent,
     };
 
+    await this.resendPending(context, signal);
     let cursor: string | null = null;
     for (;;) {
       signal?.throwIfAborted();
@@ -70,7 +72,28 @@ export class BroadcastDispatcher {
       cursor = users[users.length - 1].id;
       await this.sender.process(context, users, signal);
     }
+    // A concurrent delivery's batch may still be pending: the run is done only once it is settled.
+    await this.resendPending(context, signal);
     return this.finish(run);
+  }
+
+  /**
+   * Resends every batch (and single send) an interrupted attempt left pending, unchanged, before any new
+   * page is read. A group that comes back after being handled was not settled (another delivery holds
+   * it): the run waits for a later attempt rather than loop.
+   */
+  private async resendPending(context: RunContext, signal?: AbortSignal): Promise<void> {
+    const handled = new Set<string>();
+    for (;;) {
+      signal?.throwIfAborted();
+      // A whole batch whatever the page size is now: a batch holds at most MAX_BATCH_SIZE.
+      const group = await this.repository.nextPendingGroup(context.id, MAX_BATCH_SIZE);
+      if (!group) return;
+      const id = group.batchKey ?? group.members.map((member) => member.recipientId).join(',');
+      if (handled.has(id)) throw new DispatchInterrupted(new Error('pending recipients were not settled'));
+      handled.add(id);
+      await this.sender.resume(context, group, signal);
+    }
   }
 
   /** Dispatch itself broke for good (retries used up): the run ends failed with what it has recorded. */
@@ -83,10 +106,13 @@ export class BroadcastDispatcher {
 
   /** `failed` when every recipient that was tried failed (DESIGN.md section 5), otherwise `done`. */
   private async finish(run: BroadcastRun): Promise<DispatchOutcome> {
-    const counts = await this.repository.countRecipients(this.prisma, run.id);
+    const all = await this.repository.countRecipients(this.prisma, run.id);
+    // Reserved since the last look (a concurrent delivery's page): not finished until it is settled.
+    if (all.pending > 0) throw new DispatchInterrupted(new Error(`${all.pending} recipients still pending`));
+    const counts = { sent: all.sent, failed: all.failed, skipped: all.skipped };
     const allFailed = counts.failed > 0 && counts.sent === 0;
     const status = allFailed ? 'failed' : 'done';
-    await this.end(run.id, status, counts, allFailed ? 'every recipient failed' : null);
+    await this.end(run.id, status, all, allFailed ? 'every recipient failed' : null);
     this.logger.log({ run_id: run.id, status, ...counts }, 'broadcast finished');
     return { runId: run.id, status, counts };
   }
@@ -94,7 +120,7 @@ export class BroadcastDispatcher {
   private async end(
     runId: string,
     status: 'done' | 'failed',
-    counts: RecipientCounts,
+    counts: RecipientCounts & { pending: number },
     error: string | null,
   ): Promise<void> {
     const ended = await this.prisma.$transaction(async (tx) => {
@@ -110,6 +136,8 @@ export class BroadcastDispatcher {
           sent: counts.sent,
           failed: counts.failed,
           skipped: counts.skipped,
+          // Reserved for a batch whose outcome was never learned (a run that failed mid-way).
+          ...(counts.pending > 0 ? { pending: counts.pending } : {}),
           ...(error ? { error } : {}),
         },
       });

@@ -1,11 +1,11 @@
-import { createHash } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 
 /** Idempotency key of one recipient's message (provider and e-mail log). */
 export const recipientKey = (runId: string, userId: string) => `broadcast/${runId}/${userId}`;
 
-/** Same recipients, same key: a batch resent after a crash is delivered once by the provider. */
-export const batchKey = (runId: string, userIds: string[]) =>
-  `broadcast/${runId}/batch-${createHash('sha256')
-    .update([...userIds].sort().join(','))
-    .digest('hex')
-    .slice(0, 40)}`;
+/**
+ * Idempotency key of one batch request. Drawn once, when the batch's recipients are reserved, and
+ * stored with them: a resumed run resends the stored batch under the stored key, so what the live
+ * audience has become since (unsubscribes, new users, other tiers) cannot change the key.
+ */
+export const newBatchKey = (runId: string) => `broadcast/${runId}/batch-${randomUUID()}`;

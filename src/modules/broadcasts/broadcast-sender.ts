@@ -4,12 +4,12 @@ import { curateDetails } from '../audit/audit.details.js';
 import { EmailService, type SkipReason } from '../email/email.service.js';
 import type { EmailKind, OutboundEmail } from '../email/email.types.js';
 import { EmailProvider, EmailSendError } from '../email/providers/email-provider.js';
-import { batchKey, recipientKey } from './broadcast-keys.js';
+import { newBatchKey, recipientKey } from './broadcast-keys.js';
 import {
   type AudienceMember,
   BroadcastsRepository,
   type PageRow,
-  type RecipientCounts,
+  type PendingGroup,
 } from './broadcasts.repository.js';
 
 export interface RunContext {
@@ -20,9 +20,16 @@ export interface RunContext {
 }
 
 type Outcome =
-  | { status: 'sent'; providerId: string | null; message: OutboundEmail }
-  | { status: 'failed'; error: string; message: OutboundEmail }
+  | { status: 'sent'; providerId: string | null }
+  | { status: 'failed'; error: string }
   | { status: 'skipped'; reason: SkipReason };
+
+/** A reserved (pending) recipient with its rendered message. */
+interface Target {
+  recipientId: string;
+  user: AudienceMember;
+  message: OutboundEmail;
+}
 
 /** Consecutive per-recipient provider outages after which the provider counts as down for this run. */
 const OUTAGE_STREAK = 3;
@@ -43,7 +50,7 @@ export function broadcastSkipReason(
   return null;
 }
 
-/** The provider could not be used for this page; what was sent before it broke has been recorded. */
+/** The provider could not be used now; what is not recorded stays pending and the run resumes later. */
 export class DispatchInterrupted extends Error {
   constructor(readonly reason: unknown) {
     super(`broadcast dispatch interrupted: ${(reason as Error)?.message ?? String(reason)}`, {
@@ -54,13 +61,18 @@ export class DispatchInterrupted extends Error {
 }
 
 /**
- * Sends one page (<= 100) of a run's audience with one batch call and records every recipient, its
- * e-mail log row, its audit entry and the run's counters in one statement.
+ * Sends one page (<= 100) of a run's audience. First one statement records the skipped recipients and
+ * reserves the others as `pending` rows under a new batch key; only then is the provider called (one
+ * batch request), and a second statement settles the pending rows (sent/failed, e-mail log, audit,
+ * counters). A run interrupted between the two finds the pending rows and resends that same batch,
+ * same members, same key, so the provider answers from its idempotency record instead of delivering
+ * again.
  *
- * Resend's batch endpoint is all or nothing. When it refuses a batch (4xx for the messages) or keeps
- * failing with 5xx, each message is sent alone (3 attempts each) so one bad address fails alone. When the
- * provider is unreachable, rate limits us past the retries, or rejects our credentials, the page is left
- * unrecorded and the run is resumed later: those cases say nothing about the recipients.
+ * Resend's batch endpoint is all or nothing. Only a batch the provider refused outright (400/422:
+ * nothing of it was delivered) is split into single sends, each under its recipient's own key, so one
+ * bad address fails alone. Every ambiguous outcome (5xx or 429 past the retries, a timeout, a 409 while
+ * the key is still being processed, a cancelled request) and a credential error leave the batch pending
+ * for the next attempt: a new key could deliver it twice.
  */
 @Injectable()
 export class BroadcastSender {
@@ -70,120 +82,204 @@ export class BroadcastSender {
     private readonly repository: BroadcastsRepository,
   ) {}
 
-  async process(run: RunContext, users: AudienceMember[], signal?: AbortSignal): Promise<RecipientCounts> {
-    const outcomes = new Map<string, Outcome>();
-    const sendable: { user: AudienceMember; message: OutboundEmail }[] = [];
+  /** A new page of the audience. */
+  async process(run: RunContext, users: AudienceMember[], signal?: AbortSignal): Promise<void> {
+    const skipped: PageRow[] = [];
+    const sendable: AudienceMember[] = [];
     for (const user of users) {
       const reason = broadcastSkipReason(user, run);
-      if (reason) {
-        outcomes.set(user.id, { status: 'skipped', reason });
-        continue;
-      }
-      const message = this.email.compose(user, {
+      if (reason) skipped.push(this.row(run, user, { status: 'skipped', reason }));
+      else sendable.push(user);
+    }
+    const key = sendable.length > 0 ? newBatchKey(run.id) : null;
+    const { reserved } = await this.repository.reservePage(
+      run.id,
+      run.templateKey,
+      run.kind,
+      skipped,
+      sendable.map((user) => user.id),
+      key,
+    );
+    // A concurrent delivery of the same run may have reserved some of them: each is reserved once, and
+    // the batch is what this statement reserved under this key (what a resume would load).
+    const ids = new Map(reserved.map((r) => [r.userId, r.recipientId]));
+    const members = sendable
+      .filter((user) => ids.has(user.id))
+      .map((user) => ({ recipientId: ids.get(user.id)!, user }));
+    if (members.length > 0) await this.deliver(run, members, key, signal);
+  }
+
+  /**
+   * Pending recipients left by an interrupted attempt: resent unchanged (same members, same key). A
+   * member whose account has been erased since cannot be rendered; it is recorded skipped and the rest
+   * go out under the same key (if the provider had the batch, it answers 409 for the changed body: the
+   * batch went out, see `duplicate`).
+   */
+  async resume(run: RunContext, group: PendingGroup, signal?: AbortSignal): Promise<void> {
+    const erased = group.members.filter((member) => member.user === null);
+    if (erased.length > 0) {
+      await this.repository.settle(
+        run.id,
+        run.templateKey,
+        run.kind,
+        erased.map(({ recipientId }) => ({
+          ...this.emptyRow(run, { status: 'skipped', reason: 'user_not_found' }),
+          recipientId,
+        })),
+      );
+    }
+    const members = group.members.flatMap(({ recipientId, user }) => (user ? [{ recipientId, user }] : []));
+    if (members.length > 0) await this.deliver(run, members, group.batchKey, signal);
+  }
+
+  /**
+   * Sends reserved recipients (as one batch under `key`, or one by one when `key` is null) and settles
+   * what the provider answered. Throws DispatchInterrupted when the rest must wait for a later attempt.
+   */
+  private async deliver(
+    run: RunContext,
+    members: { recipientId: string; user: AudienceMember }[],
+    key: string | null,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const targets: Target[] = members.map(({ recipientId, user }) => ({
+      recipientId,
+      user,
+      message: this.email.compose(user, {
         templateKey: run.templateKey,
         idempotencyKey: recipientKey(run.id, user.id),
         tags: { broadcast: run.id },
         unsubscribe: !run.bypassConsent,
-      });
-      sendable.push({ user, message });
+      }),
+    }));
+    const outcomes = new Map<string, Outcome>();
+    let alone = key === null;
+    if (key !== null && !(await this.sendBatch(targets, key, outcomes, signal))) {
+      await this.repository.splitBatch(run.id, key);
+      alone = true;
     }
-    // A batch that cannot go out throws before anything is recorded for this page.
+
     let interruption: unknown = null;
-    if (sendable.length > 0 && !(await this.sendBatch(run, sendable, outcomes, signal))) {
-      // Sent one by one: whatever went out before an interruption is recorded, then the run waits.
-      await this.sendOneByOne(sendable, outcomes, signal).catch((err: unknown) => (interruption = err));
-    }
-    const counts = await this.record(run, new Map(users.map((user) => [user.id, user])), outcomes);
+    if (alone)
+      await this.sendOneByOne(targets, outcomes, signal).catch((err: unknown) => (interruption = err));
+    await this.settle(run, targets, outcomes);
     if (interruption) throw interruption;
-    return counts;
   }
 
-  /** True when the batch went out; false when it should be split; throws when the page must wait. */
+  /** True when the batch is settled (sent); false when the provider refused it and it goes out alone. */
   private async sendBatch(
-    run: RunContext,
-    sendable: { user: AudienceMember; message: OutboundEmail }[],
+    targets: Target[],
+    key: string,
     outcomes: Map<string, Outcome>,
     signal?: AbortSignal,
   ): Promise<boolean> {
     try {
-      const key = batchKey(
-        run.id,
-        sendable.map(({ user }) => user.id),
-      );
       const results = await this.provider.sendBatch(
-        sendable.map(({ message }) => message),
+        targets.map(({ message }) => message),
         key,
         { signal },
       );
-      sendable.forEach(({ user, message }, i) =>
-        outcomes.set(user.id, { status: 'sent', providerId: results[i]?.id ?? null, message }),
+      targets.forEach(({ recipientId }, i) =>
+        outcomes.set(recipientId, { status: 'sent', providerId: results[i]?.id ?? null }),
       );
       return true;
     } catch (err) {
-      const splittable =
-        !signal?.aborted &&
-        err instanceof EmailSendError &&
-        (err.kind === 'rejected' || err.kind === 'server_error');
-      // Nothing recorded for this page: the resumed run sends the same recipients under the same key.
-      if (!splittable) throw new DispatchInterrupted(err);
-      return false;
+      if (signal?.aborted || !(err instanceof EmailSendError)) throw new DispatchInterrupted(err);
+      if (err.kind === 'duplicate') {
+        // The key, unique to this batch, was used before: an earlier attempt was accepted.
+        for (const { recipientId } of targets)
+          outcomes.set(recipientId, { status: 'sent', providerId: null });
+        return true;
+      }
+      if (err.kind === 'rejected') return false;
+      // Nothing settled: the pending batch is resent under the same key by the next attempt.
+      throw new DispatchInterrupted(err);
     }
   }
 
+  /**
+   * Each message under its recipient's own key. A rejection fails that recipient alone. A transient
+   * failure (5xx/429/unreachable past the retries) is recorded `failed` only once the provider has
+   * answered a later message (it was about that message); OUTAGE_STREAK of them in a row mean the
+   * provider is down: they and the rest stay pending and the run resumes later.
+   */
   private async sendOneByOne(
-    sendable: { user: AudienceMember; message: OutboundEmail }[],
+    targets: Target[],
     outcomes: Map<string, Outcome>,
     signal?: AbortSignal,
   ): Promise<void> {
-    let outageStreak = 0;
-    for (const { user, message } of sendable) {
+    let streak: { recipientId: string; error: string }[] = [];
+    for (const { recipientId, message } of targets) {
       try {
         const { id } = await this.provider.send(message, { signal });
-        outcomes.set(user.id, { status: 'sent', providerId: id, message });
-        outageStreak = 0;
+        outcomes.set(recipientId, { status: 'sent', providerId: id });
       } catch (err) {
-        const usable = !signal?.aborted && err instanceof EmailSendError && err.kind !== 'misconfigured';
+        const usable =
+          !signal?.aborted &&
+          err instanceof EmailSendError &&
+          err.kind !== 'misconfigured' &&
+          err.kind !== 'conflict';
         if (!usable) throw new DispatchInterrupted(err);
-        outcomes.set(user.id, { status: 'failed', error: err.message, message });
-        outageStreak = err.kind === 'rejected' ? 0 : outageStreak + 1;
-        if (outageStreak >= OUTAGE_STREAK) throw new DispatchInterrupted(err);
+        if (err.kind === 'duplicate') outcomes.set(recipientId, { status: 'sent', providerId: null });
+        else if (err.kind === 'rejected') outcomes.set(recipientId, { status: 'failed', error: err.message });
+        else {
+          streak.push({ recipientId, error: err.message });
+          if (streak.length >= OUTAGE_STREAK) throw new DispatchInterrupted(err);
+          continue;
+        }
       }
+      for (const failure of streak)
+        outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
+      streak = [];
     }
+    // Fewer than OUTAGE_STREAK at the very end: failed like any isolated failure (each had its retries).
+    for (const failure of streak)
+      outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
   }
 
-  /** One atomic statement per page: recipient rows, e-mail log rows, audit entries, run counters. */
-  private async record(
-    run: RunContext,
-    byId: Map<string, AudienceMember>,
-    outcomes: Map<string, Outcome>,
-  ): Promise<RecipientCounts> {
+  /** Settles the targets that have an outcome; the others stay pending. */
+  private async settle(run: RunContext, targets: Target[], outcomes: Map<string, Outcome>): Promise<void> {
     const rows: PageRow[] = [];
-    for (const [userId, outcome] of outcomes) {
-      const user = byId.get(userId);
-      if (!user) continue;
-      const error =
-        outcome.status === 'skipped' ? outcome.reason : outcome.status === 'failed' ? outcome.error : null;
-      const body =
-        outcome.status === 'skipped' ? { html: null, text: null } : this.email.storedBody(outcome.message);
-      rows.push({
-        userId,
-        identityUserId: user.identityUserId,
-        email: user.email,
-        status: outcome.status,
-        error,
-        providerMessageId: outcome.status === 'sent' ? outcome.providerId : null,
-        subject: outcome.status === 'skipped' ? '' : outcome.message.subject,
-        ...body,
-        messageId: randomUUID(),
-        auditDetails: curateDetails({
-          template: run.templateKey,
-          kind: run.kind,
-          broadcast_id: run.id,
-          ...(outcome.status === 'skipped' ? { reason: outcome.reason } : {}),
-          ...(outcome.status === 'failed' ? { error: outcome.error } : {}),
-        }),
-      });
+    for (const { recipientId, user, message } of targets) {
+      const outcome = outcomes.get(recipientId);
+      if (outcome) rows.push({ ...this.row(run, user, outcome, message), recipientId });
     }
-    return this.repository.recordPage(run.id, run.templateKey, run.kind, rows);
+    await this.repository.settle(run.id, run.templateKey, run.kind, rows);
+  }
+
+  private row(run: RunContext, user: AudienceMember, outcome: Outcome, message?: OutboundEmail): PageRow {
+    const body = message ? this.email.storedBody(message) : { html: null, text: null };
+    return {
+      ...this.emptyRow(run, outcome),
+      userId: user.id,
+      identityUserId: user.identityUserId,
+      email: user.email,
+      subject: message?.subject ?? '',
+      ...body,
+    };
+  }
+
+  private emptyRow(run: RunContext, outcome: Outcome): PageRow {
+    const error =
+      outcome.status === 'skipped' ? outcome.reason : outcome.status === 'failed' ? outcome.error : null;
+    return {
+      userId: null,
+      identityUserId: null,
+      email: null,
+      status: outcome.status,
+      error,
+      providerMessageId: outcome.status === 'sent' ? outcome.providerId : null,
+      subject: '',
+      html: null,
+      text: null,
+      messageId: randomUUID(),
+      auditDetails: curateDetails({
+        template: run.templateKey,
+        kind: run.kind,
+        broadcast_id: run.id,
+        ...(outcome.status === 'skipped' ? { reason: outcome.reason } : {}),
+        ...(outcome.status === 'failed' ? { error: outcome.error } : {}),
+      }),
+    };
   }
 }

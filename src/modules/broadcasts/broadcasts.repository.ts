@@ -5,6 +5,7 @@ import { curateDetails } from '../audit/audit.details.js';
 import { type Audience, audienceConditions, SqlParams } from './audience.js';
 import { recipientKey } from './broadcast-keys.js';
 
+/** A recipient's final status; `pending` rows (reserved, outcome not recorded yet) are counted apart. */
 export type RecipientStatus = 'sent' | 'failed' | 'skipped';
 
 export interface RecipientCounts {
@@ -24,11 +25,16 @@ export interface AudienceMember {
   deletedAt: Date | null;
 }
 
-/** One recipient of a page, with its e-mail log row and its audit entry. */
+/**
+ * One recipient's final outcome, with its e-mail log row and its audit entry. `recipientId` names the
+ * pending row it settles; without it a new row is inserted (skipped recipients).
+ */
 export interface PageRow {
-  userId: string;
-  identityUserId: string;
-  email: string;
+  recipientId?: string;
+  /** null only for a pending row whose user has since been erased (no log row, no audit entry). */
+  userId: string | null;
+  identityUserId: string | null;
+  email: string | null;
   status: RecipientStatus;
   /** Skip reason or failure message. */
   error: string | null;
@@ -40,6 +46,22 @@ export interface PageRow {
   messageId: string;
   auditDetails: object;
 }
+
+/** A pending recipient row and its user (null when the user has been erased since). */
+export interface PendingRecipient {
+  recipientId: string;
+  user: AudienceMember | null;
+}
+
+/** Pending rows that go out together: one batch request (its key), or one by one (`batchKey` null). */
+export interface PendingGroup {
+  batchKey: string | null;
+  members: PendingRecipient[];
+}
+
+const MEMBER_COLUMNS = `u.id, u.identity_user_id AS "identityUserId", u.email, u.locale,
+              u.marketing_consent_given AS "marketingConsentGiven", u.email_disposable AS "emailDisposable",
+              u.deleted_at AS "deletedAt"`;
 
 /**
  * Broadcast runs. The per-page read and write of a running broadcast are plain SQL on the pool: measured
@@ -86,8 +108,9 @@ export class BroadcastsRepository {
   }
 
   /**
-   * The next audience members after `afterId` (keyset on users.id) without a recipient row for this run:
-   * a resumed run skips everyone already recorded, and memory stays one page.
+   * The next audience members after `afterId` (keyset on users.id) without a recipient row for this run
+   * (pending rows included): a resumed run skips everyone already recorded or reserved, and memory stays
+   * one page.
    */
   async nextRecipients(
     runId: string,
@@ -102,9 +125,7 @@ export class BroadcastsRepository {
       `NOT EXISTS (SELECT 1 FROM broadcast_recipients r WHERE r.run_id = ${params.add(runId)}::uuid AND r.user_id = u.id)`,
     );
     const { rows } = await this.prisma.pool.query<AudienceMember>(
-      `SELECT u.id, u.identity_user_id AS "identityUserId", u.email, u.locale,
-              u.marketing_consent_given AS "marketingConsentGiven", u.email_disposable AS "emailDisposable",
-              u.deleted_at AS "deletedAt"
+      `SELECT ${MEMBER_COLUMNS}
        FROM users u WHERE ${conditions.join(' AND ')} ORDER BY u.id LIMIT ${params.add(take)}`,
       params.values,
     );
@@ -112,55 +133,153 @@ export class BroadcastsRepository {
   }
 
   /**
-   * Records a page in one atomic statement: recipient rows, then, only for the rows this statement
-   * inserted (a concurrent delivery of the same run cannot double them), the e-mail log rows, the audit
-   * entries and the run's counters. Returns what was added.
+   * Settles the consent gate of a page and reserves the rest, in one atomic statement: the skipped
+   * recipients are recorded for good (rows, e-mail log, audit, counters), and the ones to send get
+   * `pending` rows carrying the batch key, before the provider is called. Returns the members this
+   * statement reserved (a concurrent delivery of the same run reserves each member once).
    */
-  async recordPage(
+  async reservePage(
+    runId: string,
+    templateKey: string,
+    kind: string,
+    skipped: PageRow[],
+    toSend: string[],
+    batchKey: string | null,
+  ): Promise<{ skipped: number; reserved: { recipientId: string; userId: string }[] }> {
+    if (skipped.length === 0 && toSend.length === 0) return { skipped: 0, reserved: [] };
+    const counts = await this.writeOutcomes(runId, templateKey, kind, skipped, { userIds: toSend, batchKey });
+    return { skipped: counts.skipped, reserved: counts.reserved };
+  }
+
+  /**
+   * Records the outcome of pending recipients in one atomic statement: only rows still pending change
+   * (a concurrent delivery settling the same batch cannot count it twice), and only for those the e-mail
+   * log rows, the audit entries and the run's counters are written. Returns what was added.
+   */
+  async settle(runId: string, templateKey: string, kind: string, rows: PageRow[]): Promise<RecipientCounts> {
+    if (rows.length === 0) return { sent: 0, failed: 0, skipped: 0 };
+    const { sent, failed, skipped } = await this.writeOutcomes(runId, templateKey, kind, rows);
+    return { sent, failed, skipped };
+  }
+
+  /**
+   * The provider refused a batch outright (nothing of it was delivered): its recipients lose the batch
+   * key and go out one by one, each under its own key, now and on any resume.
+   */
+  async splitBatch(runId: string, batchKey: string): Promise<void> {
+    await this.prisma.pool.query(
+      `UPDATE broadcast_recipients SET batch_key = NULL
+       WHERE run_id = $1::uuid AND status = 'pending' AND batch_key = $2`,
+      [runId, batchKey],
+    );
+  }
+
+  /**
+   * The next group of pending recipients of a run (batches first, then the ones sent alone), at most
+   * `take` of them, in users.id order: the order the page had, so a resent batch has the same body.
+   */
+  async nextPendingGroup(runId: string, take: number): Promise<PendingGroup | null> {
+    const head = await this.prisma.pool.query<{ batch_key: string | null }>(
+      `SELECT batch_key FROM broadcast_recipients
+       WHERE run_id = $1::uuid AND status = 'pending' ORDER BY batch_key NULLS LAST LIMIT 1`,
+      [runId],
+    );
+    if (head.rows.length === 0) return null;
+    const batchKey = head.rows[0].batch_key;
+    const { rows } = await this.prisma.pool.query<
+      { recipientId: string } & { [K in keyof AudienceMember]: AudienceMember[K] | null }
+    >(
+      `SELECT r.id AS "recipientId", ${MEMBER_COLUMNS}
+       FROM broadcast_recipients r LEFT JOIN users u ON u.id = r.user_id
+       WHERE r.run_id = $1::uuid AND r.status = 'pending'
+         AND ${batchKey === null ? 'r.batch_key IS NULL' : 'r.batch_key = $3'}
+       ORDER BY r.user_id NULLS LAST LIMIT $2`,
+      batchKey === null ? [runId, take] : [runId, take, batchKey],
+    );
+    return {
+      batchKey,
+      members: rows.map(({ recipientId, ...user }) => ({
+        recipientId,
+        user: user.id === null ? null : (user as AudienceMember),
+      })),
+    };
+  }
+
+  /**
+   * The one statement behind reservePage and settle. `rows` with a recipientId settle that pending row;
+   * rows without one insert a new row (ON CONFLICT DO NOTHING). Then, only for the rows this statement
+   * changed, the e-mail log rows, the audit entries and the run's counters; `reserve` also inserts
+   * pending rows under a batch key. Plain SQL: see the class comment.
+   */
+  private async writeOutcomes(
     runId: string,
     templateKey: string,
     kind: string,
     rows: PageRow[],
-  ): Promise<RecipientCounts> {
-    if (rows.length === 0) return { sent: 0, failed: 0, skipped: 0 };
-    const col = <K extends keyof PageRow>(key: K) => rows.map((row) => row[key]);
-    const { rows: result } = await this.prisma.pool.query<{ sent: string; failed: string; skipped: string }>(
+    reserve: { userIds: string[]; batchKey: string | null } = { userIds: [], batchKey: null },
+  ): Promise<RecipientCounts & { reserved: { recipientId: string; userId: string }[] }> {
+    const col = <K extends keyof PageRow>(key: K) => rows.map((row) => row[key] ?? null);
+    const { rows: result } = await this.prisma.pool.query<{
+      sent: string;
+      failed: string;
+      skipped: string;
+      reserved: { recipientId: string; userId: string }[];
+    }>(
       `WITH page AS (
          SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                              $9::text[], $10::text[], $11::text[], $12::uuid[], $13::jsonb[])
+                              $9::text[], $10::text[], $11::text[], $12::uuid[], $13::jsonb[], $16::uuid[])
            AS p(user_id, identity_user_id, email, status, error, provider_message_id, subject, html, text_body,
-                message_key, message_id, audit_details)
-       ), recipients AS (
+                message_key, message_id, audit_details, recipient_id)
+       ), added AS (
          INSERT INTO broadcast_recipients (id, run_id, user_id, status, error, provider_message_id)
          SELECT gen_random_uuid(), $1::uuid, user_id, status::"BroadcastRecipientStatus", error, provider_message_id
-         FROM page
+         FROM page WHERE recipient_id IS NULL
          ON CONFLICT (run_id, user_id) DO NOTHING
-         RETURNING user_id, status
-       ), inserted AS (
-         SELECT page.* FROM page JOIN recipients USING (user_id)
+         RETURNING user_id
+       ), settled AS (
+         UPDATE broadcast_recipients r
+         SET status = page.status::"BroadcastRecipientStatus", error = page.error,
+             provider_message_id = page.provider_message_id
+         FROM page
+         WHERE page.recipient_id IS NOT NULL AND r.id = page.recipient_id AND r.run_id = $1::uuid
+           AND r.status = 'pending'
+         RETURNING r.id
+       ), changed AS (
+         SELECT page.* FROM page JOIN added ON page.recipient_id IS NULL AND page.user_id = added.user_id
+         UNION ALL
+         SELECT page.* FROM page JOIN settled ON page.recipient_id = settled.id
        ), messages AS (
          INSERT INTO email_messages (id, user_id, to_address, template_key, kind, subject, status, reason,
                                      idempotency_key, provider_message_id, broadcast_run_id, html, text)
          SELECT message_id, user_id, email, $14, $15, subject, status, error, message_key, provider_message_id, $1::uuid,
                 html, text_body
-         FROM inserted
+         FROM changed WHERE user_id IS NOT NULL
          ON CONFLICT (idempotency_key) DO NOTHING
        ), audits AS (
          INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details)
          SELECT gen_random_uuid(), 'system:broadcast', 'email.' || status, identity_user_id, 'email', message_id::text,
                 audit_details
-         FROM inserted
+         FROM changed WHERE user_id IS NOT NULL
+       ), reserved AS (
+         INSERT INTO broadcast_recipients (id, run_id, user_id, status, batch_key)
+         SELECT gen_random_uuid(), $1::uuid, member, 'pending', $18 FROM unnest($17::uuid[]) AS member
+         ON CONFLICT (run_id, user_id) DO NOTHING
+         RETURNING id, user_id
        ), counts AS (
          SELECT count(*) FILTER (WHERE status = 'sent') AS sent,
                 count(*) FILTER (WHERE status = 'failed') AS failed,
                 count(*) FILTER (WHERE status = 'skipped') AS skipped
-         FROM recipients
+         FROM changed
+       ), run AS (
+         UPDATE broadcast_runs b
+         SET sent_count = b.sent_count + c.sent, failed_count = b.failed_count + c.failed,
+             skipped_count = b.skipped_count + c.skipped, updated_at = now()
+         FROM counts c WHERE b.id = $1::uuid
        )
-       UPDATE broadcast_runs b
-       SET sent_count = b.sent_count + c.sent, failed_count = b.failed_count + c.failed,
-           skipped_count = b.skipped_count + c.skipped, updated_at = now()
-       FROM counts c WHERE b.id = $1::uuid
-       RETURNING c.sent, c.failed, c.skipped`,
+       SELECT c.sent, c.failed, c.skipped,
+              (SELECT coalesce(json_agg(json_build_object('recipientId', id, 'userId', user_id)), '[]'::json)
+               FROM reserved) AS reserved
+       FROM counts c`,
       [
         runId,
         col('userId'),
@@ -172,25 +291,33 @@ export class BroadcastsRepository {
         col('subject'),
         col('html'),
         col('text'),
-        rows.map((row) => recipientKey(runId, row.userId)),
+        rows.map((row) => (row.userId ? recipientKey(runId, row.userId) : null)),
         col('messageId'),
         rows.map((row) => JSON.stringify(curateDetails(row.auditDetails))),
         templateKey,
         kind,
+        col('recipientId'),
+        reserve.userIds,
+        reserve.batchKey,
       ],
     );
-    const counts = result[0] ?? { sent: 0, failed: 0, skipped: 0 };
-    return { sent: Number(counts.sent), failed: Number(counts.failed), skipped: Number(counts.skipped) };
+    const out = result[0];
+    return {
+      sent: Number(out.sent),
+      failed: Number(out.failed),
+      skipped: Number(out.skipped),
+      reserved: out.reserved,
+    };
   }
 
-  /** Authoritative counts from the recipient rows. */
-  async countRecipients(db: Db, runId: string): Promise<RecipientCounts> {
+  /** Authoritative counts from the recipient rows; `pending` (reserved, not settled) is none of the three. */
+  async countRecipients(db: Db, runId: string): Promise<RecipientCounts & { pending: number }> {
     const groups = await db.broadcastRecipient.groupBy({
       by: ['status'],
       where: { runId },
       _count: { _all: true },
     });
-    const counts: RecipientCounts = { sent: 0, failed: 0, skipped: 0 };
+    const counts = { sent: 0, failed: 0, skipped: 0, pending: 0 };
     for (const group of groups) counts[group.status] = group._count._all;
     return counts;
   }

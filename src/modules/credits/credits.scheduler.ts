@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { Cron, CronExpression } from '@nestjs/schedule';
+import { Cron } from '@nestjs/schedule';
 import { QueueService } from '../../infra/queue/queue.service.js';
-import { JOBS, tickJobId } from '../../infra/queue/queues.js';
+import { JOBS, SCHEDULES, tickJobId } from '../../infra/queue/queues.js';
 
 /** Cron only enqueues; one job per minute cluster-wide thanks to the deterministic job id. */
 @Injectable()
@@ -10,7 +10,7 @@ export class CreditsScheduler {
 
   constructor(private readonly queues: QueueService) {}
 
-  @Cron(CronExpression.EVERY_MINUTE, { name: JOBS.reconcileCredits.name })
+  @Cron(SCHEDULES.reconcileCredits, { name: JOBS.reconcileCredits.name, timeZone: 'UTC' })
   async tick(): Promise<void> {
     await this.enqueue(new Date());
   }

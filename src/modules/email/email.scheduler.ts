@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Cron } from '@nestjs/schedule';
 import { QueueService } from '../../infra/queue/queue.service.js';
-import { JOBS, tickJobId } from '../../infra/queue/queues.js';
+import { JOBS, SCHEDULES, tickJobId } from '../../infra/queue/queues.js';
 
 /** Cron only enqueues; a day-stamped job id makes replicas firing together produce one job. */
 @Injectable()
@@ -10,7 +10,7 @@ export class EmailScheduler {
 
   constructor(private readonly queues: QueueService) {}
 
-  @Cron('0 3 * * *', { name: 'refresh-blocklist', timeZone: 'UTC' })
+  @Cron(SCHEDULES.refreshBlocklist, { name: JOBS.refreshBlocklist.name, timeZone: 'UTC' })
   async refreshBlocklist(): Promise<void> {
     await this.queues
       .add(JOBS.refreshBlocklist, {}, { jobId: tickJobId(JOBS.refreshBlocklist, new Date(), 'day') })

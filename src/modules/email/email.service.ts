@@ -88,18 +88,24 @@ export class EmailService {
     try {
       ({ id: providerMessageId } = await this.provider.send(message));
     } catch (err) {
-      if (!(err instanceof EmailSendError) || (err.kind !== 'rejected' && !options.finalAttempt)) throw err;
-      const row = await this.recordOutcome(
-        user,
-        job,
-        template.kind,
-        message.subject,
-        'failed',
-        null,
-        err.message,
-      );
-      this.logger.warn({ template: job.templateKey, err: err.message }, 'e-mail failed');
-      return { status: 'failed', reason: err.message, message: row };
+      if (!(err instanceof EmailSendError)) throw err;
+      // The provider already took a request under this key (an earlier attempt whose answer was lost,
+      // the body having changed since): the message went out then.
+      if (err.kind === 'duplicate') providerMessageId = null;
+      else if (err.kind !== 'rejected' && !options.finalAttempt) throw err;
+      else {
+        const row = await this.recordOutcome(
+          user,
+          job,
+          template.kind,
+          message.subject,
+          'failed',
+          null,
+          err.message,
+        );
+        this.logger.warn({ template: job.templateKey, err: err.message }, 'e-mail failed');
+        return { status: 'failed', reason: err.message, message: row };
+      }
     }
     const row = await this.recordOutcome(
       user,

@@ -104,11 +104,14 @@ export const EXPORT_SECTIONS: ExportSection[] = [
   },
   {
     name: 'broadcast_recipients',
+    // A `pending` row is a broadcast handed to the provider whose outcome is not recorded yet (or never
+    // was: the run failed); it is exported as such. The batch idempotency key is provider plumbing.
     page: async (db, owner, cursor, take) => {
       const rows = await db.broadcastRecipient.findMany({
         where: { userId: owner.id, ...after(cursor) },
         orderBy: ORDER,
         take,
+        omit: { batchKey: true },
         include: { run: { select: { templateKey: true, kind: true } } },
       });
       return rows.map(({ run, ...row }) => ({ ...row, templateKey: run.templateKey, kind: run.kind }));

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Cron } from '@nestjs/schedule';
 import { QueueService } from '../../infra/queue/queue.service.js';
-import { JOBS, tickJobId } from '../../infra/queue/queues.js';
+import { JOBS, SCHEDULES, tickJobId } from '../../infra/queue/queues.js';
 
 /** Cron only enqueues; the day's job id makes replicas that fire at the same time produce one job. */
 @Injectable()
@@ -10,7 +10,7 @@ export class UsersScheduler {
 
   constructor(private readonly queues: QueueService) {}
 
-  @Cron('0 4 * * *', { name: 'hard-delete-accounts', timeZone: 'UTC' })
+  @Cron(SCHEDULES.hardDeleteAccounts, { name: JOBS.hardDeleteAccounts.name, timeZone: 'UTC' })
   async hardDeleteAccounts(now = new Date()): Promise<void> {
     try {
       await this.queues.add(

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '../../../infra/prisma/prisma.service.js';
-import { Prisma, type JobRun } from '../../../generated/prisma/client.js';
+import { Prisma } from '../../../generated/prisma/client.js';
 
 export interface TableEstimateRow {
   name: string;
@@ -17,6 +17,17 @@ export interface WebhookCountRow {
   status: string;
   count: number;
   failed_24h: number;
+}
+
+export interface ScheduledJobRow {
+  name: string;
+  schedule: string;
+  last_status: string | null;
+  last_started_at: Date | null;
+  last_finished_at: Date | null;
+  last_duration_ms: number | null;
+  last_error: string | null;
+  runs: number;
 }
 
 export interface OutboxRow {
@@ -70,7 +81,18 @@ export class AdminStatsRepository {
     return row;
   }
 
-  jobRuns(): Promise<JobRun[]> {
-    return this.prisma.jobRun.findMany({ orderBy: { name: 'asc' } });
+  /**
+   * Every given scheduled job, left-joined to its job_runs row: a job that never ran is listed with
+   * nulls (and 0 runs), so a cron that never fires is visible.
+   */
+  scheduledJobRuns(jobs: { name: string; schedule: string }[]): Promise<ScheduledJobRow[]> {
+    const names = jobs.map((job) => job.name);
+    const schedules = jobs.map((job) => job.schedule);
+    return this.prisma.$queryRaw<ScheduledJobRow[]>`
+      SELECT s.name, s.schedule, r.last_status, r.last_started_at, r.last_finished_at, r.last_duration_ms,
+             r.last_error, coalesce(r.runs, 0)::int AS runs
+      FROM unnest(${names}::text[], ${schedules}::text[]) AS s(name, schedule)
+      LEFT JOIN job_runs r ON r.name = s.name
+      ORDER BY s.name`;
   }
 }

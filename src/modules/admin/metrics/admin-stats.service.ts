@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { scheduledJobs } from '../../../infra/queue/queues.js';
 import { AdminStatsRepository } from './admin-stats.repository.js';
 import { Clock } from './clock.js';
 import type { AdminStatsDto, TableCountDto, WebhookStatusCountsDto } from './dto/admin-stats.dto.js';
@@ -33,7 +34,7 @@ export class AdminStatsService {
     const [tables, queues, jobRuns, webhooks, outbox] = await Promise.all([
       this.tableCounts(),
       this.queueHealth.report(now),
-      this.repository.jobRuns(),
+      this.repository.scheduledJobRuns(scheduledJobs()),
       this.repository.webhookCounts(since24h),
       this.repository.outbox(),
     ]);
@@ -57,11 +58,12 @@ export class AdminStatsService {
       queues,
       scheduled_jobs: jobRuns.map((run) => ({
         name: run.name,
-        last_status: run.lastStatus,
-        last_started_at: run.lastStartedAt?.toISOString() ?? null,
-        last_finished_at: run.lastFinishedAt?.toISOString() ?? null,
-        last_duration_ms: run.lastDurationMs,
-        last_error: run.lastError,
+        schedule: run.schedule,
+        last_status: run.last_status,
+        last_started_at: run.last_started_at?.toISOString() ?? null,
+        last_finished_at: run.last_finished_at?.toISOString() ?? null,
+        last_duration_ms: run.last_duration_ms,
+        last_error: run.last_error,
         runs: run.runs,
       })),
       webhooks: { by_status: byStatus, by_provider: byProvider, failed_last_24h: failed24h },

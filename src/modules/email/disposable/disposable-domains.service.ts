@@ -100,12 +100,20 @@ export class DisposableDomainsService {
       this.logger.warn({ reason }, 'disposable-domain refresh failed; the old list stays active');
       throw new BlocklistError(reason);
     }
-    if (previous > 0 && domains.length < previous * BLOCKLIST_LIMITS.minShareOfCurrent) {
+    const source = `url:${new URL(url).host}`;
+    // A shrink is judged against the last list from the same source: a truncated download looks like
+    // one. A list from another source (the shipped package before the first download: 8,883 domains,
+    // against some 5,000 upstream) is no yardstick, or switching to the URL would be refused forever.
+    const current = await this.repository.anySource(this.prisma);
+    if (
+      current === source &&
+      previous > 0 &&
+      domains.length < previous * BLOCKLIST_LIMITS.minShareOfCurrent
+    ) {
       const reason = `the new list has ${domains.length} domains against ${previous} active; refusing a shrink that large`;
       this.logger.warn({ reason }, 'disposable-domain refresh refused; the old list stays active');
       throw new BlocklistError(reason);
     }
-    const source = `url:${new URL(url).host}`;
     await this.prisma.$transaction(async (tx) => {
       await this.repository.lock(tx);
       await this.repository.replaceAll(tx, domains, source);

@@ -5,13 +5,20 @@ export const MAX_BATCH_SIZE = 100;
 
 /**
  * Why a send failed, as far as the caller's next move is concerned:
- * - `rejected`: the provider refused these messages (400/409/422); resending the same thing fails again.
- * - `server_error`: the provider answered 5xx after the retries; it did not accept the request.
+ * - `rejected`: the provider refused these messages (400/422 and other 4xx); nothing was sent, and
+ *   resending the same thing fails again.
+ * - `duplicate`: 409 `invalid_idempotent_request`: the idempotency key was already used for a request
+ *   with another body. The provider has accepted a request under this key before (Resend keeps keys
+ *   for 24 h), so the message went out then; sending it again under any other key would deliver twice.
+ * - `conflict`: any other 409 (Resend: `concurrent_idempotent_requests`, the same key is still being
+ *   processed): the outcome is unknown; only a later retry with the same key and body is safe.
+ * - `server_error`: the provider answered 5xx after the retries; it may or may not have accepted.
  * - `unavailable`: rate limited after the retries, unreachable, or timed out; the request may or may not
  *   have been accepted, so only a retry with the same idempotency key is safe.
  * - `misconfigured`: our credentials or endpoint are wrong (401/403/404); nothing will get through.
  */
-export type SendFailureKind = 'rejected' | 'server_error' | 'unavailable' | 'misconfigured';
+export type SendFailureKind =
+  'rejected' | 'duplicate' | 'conflict' | 'server_error' | 'unavailable' | 'misconfigured';
 
 export class EmailSendError extends Error {
   constructor(

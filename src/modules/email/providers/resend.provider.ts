@@ -19,8 +19,12 @@ const batchSchema = z.object({ data: z.array(sentSchema) });
 /** Resend allows tag names and values of ASCII letters, digits, `_` and `-` only. */
 const tagValue = (value: string) => value.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 256);
 
-function classify(status: number): SendFailureKind {
+function classify(status: number, body: unknown): SendFailureKind {
   if (status === 401 || status === 403 || status === 404) return 'misconfigured';
+  if (status === 409) {
+    const name = (body as { name?: unknown } | null)?.name;
+    return name === 'invalid_idempotent_request' ? 'duplicate' : 'conflict';
+  }
   if (status === 429) return 'unavailable';
   if (status >= 500) return 'server_error';
   return 'rejected';
@@ -84,6 +88,8 @@ export class ResendEmailProvider extends EmailProvider {
           'idempotency-key': idempotencyKey.slice(0, 256),
         },
         json,
+        // The spec's "e-mail send retries: 3": one attempt plus EMAIL_SEND_RETRIES on 429/5xx/network.
+        maxAttempts: this.config.email.sendRetries + 1,
         signal: options.signal,
         beforeAttempt: () => this.ceiling.acquire(options.signal),
         onResponse: ({ status, headers }) => this.ceiling.observe(status, headers),
@@ -92,7 +98,11 @@ export class ResendEmailProvider extends EmailProvider {
     } catch (err) {
       if (options.signal?.aborted) throw err;
       if (err instanceof ProviderHttpError) {
-        throw new EmailSendError(classify(err.httpStatus), err.httpStatus, providerMessage(err));
+        throw new EmailSendError(
+          classify(err.httpStatus, err.responseBody),
+          err.httpStatus,
+          providerMessage(err),
+        );
       }
       throw new EmailSendError('unavailable', null, (err as Error).message);
     }

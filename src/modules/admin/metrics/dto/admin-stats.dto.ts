@@ -40,7 +40,9 @@ export class QueuesDto {
 
 export class JobRunDto {
   name!: string;
-  /** running | ok | failed */
+  /** Cron expression, UTC (six fields: the first is seconds). */
+  schedule!: string;
+  /** running | ok | failed; null (like every last_* field) when the job never ran. */
   @ApiProperty({ type: String, nullable: true })
   last_status!: string | null;
   @ApiProperty({ type: String, nullable: true })
@@ -90,7 +92,7 @@ export class AdminStatsDto {
   })
   tables!: Record<string, TableCountDto>;
   queues!: QueuesDto;
-  @ApiProperty({ type: () => [JobRunDto] })
+  @ApiProperty({ type: () => [JobRunDto], description: 'Every scheduled job, by name, also those never run' })
   scheduled_jobs!: JobRunDto[];
   webhooks!: WebhooksDto;
   outbox!: OutboxDto;
