@@ -167,6 +167,8 @@ export async function benchCredits({ ops = OPS, rounds = ROUNDS } = {}) {
   await deploy({ databaseUrl: url, log: () => {} });
   const admin = new pg.Pool({ connectionString: url, max: 2 });
   const plain = new pg.Pool({ connectionString: url, max: POOL });
+  // DROP DATABASE ... WITH (FORCE) below terminates whatever is still connected: not an error here.
+  for (const pool of [admin, plain]) pool.on('error', () => {});
   let app;
   try {
     const service = await creditsServiceOn(url);

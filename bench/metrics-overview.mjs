@@ -105,6 +105,7 @@ async function explainAll(client, log) {
 /** Baseline: the overview's SQL statements, sent all at once by a plain pg pool; p95 of `REQUESTS` rounds. */
 async function plainSql(url, poolSize) {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, options: '-c jit=off' });
+  pool.on('error', () => {});
   try {
     const db = await capturing(async (text, values) => (await pool.query(text, values)).rows);
     const { overview } = await overviewQueries(db);

@@ -8,7 +8,7 @@ import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import type { AppConfig } from '../config/app-config.js';
 import { buildProblem, sendProblem, toProblem } from '../common/filters/problem-details.filter.js';
-import { requestIdMiddleware } from '../common/http/request-id.middleware.js';
+import { requestIdMiddleware, requestIdOf } from '../common/http/request-id.middleware.js';
 import { httpMetricsMiddleware } from '../infra/metrics/http-metrics.middleware.js';
 import { MetricsService } from '../infra/metrics/metrics.service.js';
 import { HealthService } from '../modules/health/health.service.js';
@@ -40,34 +40,12 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
   app.disable('x-powered-by');
   // Answers are never cached (no-store) or are small aggregates: a SHA-1 of every body buys nothing.
   app.set('etag', false);
+  const securityHeaders = securityHeadersMiddleware();
+  const metrics = app.get(MetricsService);
+  app.use(livenessFastPath(JSON.stringify(app.get(HealthService).liveness()), securityHeaders, metrics));
   app.use(requestIdMiddleware);
-  app.use(httpMetricsMiddleware(app.get(MetricsService)));
-  app.use(
-    helmet({
-      contentSecurityPolicy: {
-        useDefaults: false,
-        directives: {
-          'default-src': ["'self'"],
-          'script-src': ["'self'"],
-          'style-src': ["'self'", "'unsafe-inline'"],
-          'img-src': ["'self'", 'data:'],
-          'object-src': ["'none'"],
-          'base-uri': ["'none'"],
-          'form-action': ["'self'"],
-          'frame-ancestors': ["'none'"],
-        },
-      },
-      strictTransportSecurity: { maxAge: 31_536_000, includeSubDomains: true },
-      frameguard: { action: 'deny' },
-      // The unsubscribe token travels in a URL: never leak it through Referer.
-      referrerPolicy: { policy: 'no-referrer' },
-      crossOriginResourcePolicy: { policy: 'same-origin' },
-    }),
-  );
-  app.use((_req: Request, res: Response, next: NextFunction) => {
-    res.setHeader('Permissions-Policy', PERMISSIONS_POLICY);
-    next();
-  });
+  app.use(httpMetricsMiddleware(metrics));
+  app.use(securityHeaders);
   // API answers carry personal data, tokens and keys: no cache keeps them unless a route opts in with
   // its own @Header('Cache-Control', ...), which is set when the handler answers and so wins.
   app.use(`/${API_PREFIX}`, (_req: Request, res: Response, next: NextFunction) => {
@@ -91,7 +69,6 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
     ],
     maxAge: 600,
   });
-  app.use(livenessFastPath(JSON.stringify(app.get(HealthService).liveness())));
   app.useBodyParser('json', { limit: JSON_BODY_LIMIT });
   app.useBodyParser('urlencoded', { limit: '64kb', extended: false });
   app.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED });
@@ -112,22 +89,88 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
   }
 }
 
-/**
- * GET /health answers a constant with the same headers as every other route (request id, security
- * headers, CORS and metrics run before this), but without body parsing, request logging (health paths
- * are never logged) or Nest's routing: load balancers poll it, and its target is under 1 ms.
- * HealthController keeps the documented route; this serves it first.
- */
-function livenessFastPath(body: string) {
-  const length = String(Buffer.byteLength(body));
+/** helmet's headers (static CSP, HSTS, X-Frame-Options, Referrer-Policy, ...) plus Permissions-Policy. */
+function securityHeadersMiddleware() {
+  const headers = helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        'default-src': ["'self'"],
+        'script-src': ["'self'"],
+        'style-src': ["'self'", "'unsafe-inline'"],
+        'img-src': ["'self'", 'data:'],
+        'object-src': ["'none'"],
+        'base-uri': ["'none'"],
+        'form-action': ["'self'"],
+        'frame-ancestors': ["'none'"],
+      },
+    },
+    strictTransportSecurity: { maxAge: 31_536_000, includeSubDomains: true },
+    frameguard: { action: 'deny' },
+    // The unsubscribe token travels in a URL: never leak it through Referer.
+    referrerPolicy: { policy: 'no-referrer' },
+    crossOriginResourcePolicy: { policy: 'same-origin' },
+  });
   return (req: Request, res: Response, next: NextFunction): void => {
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path !== '/health') return next();
-    res.locals.metricsRoute = '/health';
-    res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('Content-Type', 'application/json; charset=utf-8');
-    res.setHeader('Content-Length', length);
-    res.end(body);
+    res.setHeader('Permissions-Policy', PERMISSIONS_POLICY);
+    headers(req, res, next);
   };
+}
+
+/**
+ * GET /health, the load balancers' probe, answered first: a constant body with the request id, the
+ * security headers and its metrics, but without the request context, body parsing, request logging
+ * (health paths are never logged) or Nest's routing (its target is under 1 ms). A request with an
+ * Origin header takes the normal path, which answers it with the CORS headers. HealthController keeps
+ * the documented route.
+ */
+function livenessFastPath(
+  body: string,
+  securityHeaders: (req: Request, res: Response, next: NextFunction) => void,
+  metrics: MetricsService,
+) {
+  const fixed = [
+    ...headersSetBy(securityHeaders),
+    'Cache-Control',
+    'no-store',
+    'Content-Type',
+    'application/json; charset=utf-8',
+    'Content-Length',
+    String(Buffer.byteLength(body)),
+  ];
+  const labels = { method: 'GET', route: '/health' };
+  const counted = { ...labels, status: '200' };
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.method !== 'GET' || req.url !== '/health' || req.headers.origin !== undefined) return next();
+    const started = performance.now();
+    res.writeHead(200, [...fixed, 'X-Request-Id', requestIdOf(req)]);
+    res.end(body);
+    metrics.httpDuration.observe(labels, (performance.now() - started) / 1000);
+    metrics.httpRequests.inc(counted);
+  };
+}
+
+/**
+ * The headers a middleware sets, recorded once as a flat [name, value, ...] list. For the security
+ * headers that is every response's set: helmet's values are fixed by its configuration.
+ */
+function headersSetBy(middleware: (req: Request, res: Response, next: NextFunction) => void): string[] {
+  const headers: string[] = [];
+  const recorder = {
+    setHeader: (name: string, value: unknown) => headers.push(name, String(value)),
+    removeHeader: () => undefined,
+    getHeader: () => undefined,
+  };
+  let called = false;
+  middleware(
+    { headers: {}, method: 'GET', url: '/health' } as Request,
+    recorder as unknown as Response,
+    () => {
+      called = true;
+    },
+  );
+  if (!called || headers.length === 0) throw new Error('security headers are not static: no fast path');
+  return headers;
 }
 
 const CLIENT_ERRORS: Record<string, [number, string, string]> = {

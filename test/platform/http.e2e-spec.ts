@@ -166,6 +166,22 @@ describe('security headers, CORS and API docs', () => {
     expect(res.headers['x-powered-by']).toBeUndefined();
   });
 
+  it('answers the liveness probe (its fast path) with the headers every other route gets', async () => {
+    const probe = await api.http.get('/health');
+    const routed = await api.http.get('/status');
+    const dynamic = new Set(['date', 'content-length', 'x-request-id', 'connection', 'keep-alive', 'etag']);
+    const expected = Object.fromEntries(
+      Object.entries(routed.headers).filter(([name]) => !dynamic.has(name)),
+    );
+    expect(Object.keys(expected)).toEqual(
+      expect.arrayContaining(['content-security-policy', 'permissions-policy']),
+    );
+    for (const [name, value] of Object.entries(expected))
+      expect([name, probe.headers[name]]).toEqual([name, value]);
+    expect(probe.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(probe.body).toEqual({ status: 'ok', project_slug: 'subscription-service', environment: 'test' });
+  });
+
   it('allows only the configured origins', async () => {
     const allowed = await api.http.get('/health').set('Origin', 'https://app.example.com');
     expect(allowed.headers['access-control-allow-origin']).toBe('https://app.example.com');

@@ -6,10 +6,7 @@ export function httpMetricsMiddleware(metrics: MetricsService) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const stop = metrics.httpDuration.startTimer();
     res.on('finish', () => {
-      // A handler that answers before routing (the liveness fast path) names its route itself.
-      const template =
-        (res.locals.metricsRoute as string | undefined) ??
-        (req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : '');
+      const template = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : '';
       // Nest answers unknown paths from a catch-all route ("/api/v1*path").
       const route = template && !template.includes('*') ? template : 'unmatched';
       stop({ method: req.method, route });
