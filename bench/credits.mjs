@@ -21,7 +21,7 @@ const SERVER = process.env.BENCH_PG_SERVER_URL ?? 'postgresql://postgres@127.0.0
 const OPS = Number(process.env.BENCH_OPS ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const POOL = Number(process.env.BENCH_POOL ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const USERS = 1000;
 const START_BALANCE = 1_000_000_000;
 
