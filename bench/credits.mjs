@@ -2,7 +2,7 @@
 // next to the same SQL sent by a plain `pg` script, in the same run on a scratch database. The ratio
 // is what counts: absolute numbers depend on the machine. Run `npm run build` first.
 //
-//   node bench/credits.mjs            BENCH_OPS=2000 BENCH_CONCURRENCY=16 BENCH_POOL=10 BENCH_ROUNDS=2
+//   node bench/credits.mjs            BENCH_OPS=2000 BENCH_CONCURRENCY=16 BENCH_POOL=10 BENCH_ROUNDS=5
 //
 // Scenarios: one hot user (every deduct waits for the same row lock) with 1k and with 100k history
 // rows, and 1,000 users (no contention). The "spec-literal" rows compute the balance as SUM(delta)
@@ -21,7 +21,7 @@ const SERVER = process.env.BENCH_PG_SERVER_URL ?? 'postgresql://postgres@127.0.0
 const OPS = Number(process.env.BENCH_OPS ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const POOL = Number(process.env.BENCH_POOL ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const USERS = 1000;
 const START_BALANCE = 1_000_000_000;
 
@@ -202,10 +202,10 @@ export async function benchCredits({ ops = OPS, rounds = ROUNDS } = {}) {
       ops: history === 100_000 ? Math.min(ops, 300) : ops,
       run: (r, i) => viaSum(hot[`sum:${history}`], `sum-${history}-${r}-${i}`),
     }));
-    const rows = scenarios.map(([name]) => ({ name, service: 0, pg: 0, ours: 0 }));
-    const literal = literalScenarios.map(({ name }) => ({ name, rate: 0 }));
-    // Every round measures every scenario and both paths one after the other, so load drift on a shared
-    // machine hits all columns alike; each cell keeps its best round.
+    const samples = scenarios.map(() => ({ service: [], pg: [], ours: [] }));
+    const literalSamples = literalScenarios.map(() => []);
+    // Every round measures every scenario and every path one after the other, so load drift on a shared
+    // machine hits all columns alike; each cell reports its median round (the best one is an outlier).
     for (let round = 0; round < rounds; round += 1) {
       for (const [index, [name, target]] of scenarios.entries()) {
         for (const [path, runOne] of [
@@ -214,17 +214,25 @@ export async function benchCredits({ ops = OPS, rounds = ROUNDS } = {}) {
           ['ours', viaOurSql],
         ]) {
           const rate = await measure(ops, (i) => runOne(...target(path, round, i)));
-          rows[index][path] = Math.max(rows[index][path], rate);
+          samples[index][path].push(rate);
           log(`round ${round + 1}, ${name}, ${path}: ${rate.toFixed(0)}/s`);
         }
       }
       for (const [index, scenario] of literalScenarios.entries()) {
         const rate = await measure(scenario.ops, (i) => scenario.run(round, i));
-        literal[index].rate = Math.max(literal[index].rate, rate);
+        literalSamples[index].push(rate);
         log(`round ${round + 1}, ${scenario.name}: ${rate.toFixed(0)}/s`);
       }
     }
 
+    const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+    const rows = scenarios.map(([name], i) => ({
+      name,
+      service: median(samples[i].service),
+      pg: median(samples[i].pg),
+      ours: median(samples[i].ours),
+    }));
+    const literal = literalScenarios.map(({ name }, i) => ({ name, rate: median(literalSamples[i]) }));
     const { rows: drift } = await admin.query(`SELECT count(*)::int AS n FROM users u
       WHERE credit_balance <> (SELECT COALESCE(SUM(delta), 0) FROM credit_transactions t WHERE t.user_id = u.id)`);
     return { rows, literal, drifted: drift[0].n, ops, rounds };
@@ -266,7 +274,7 @@ async function main() {
   const { rows, literal, drifted } = result;
   const table = [
     `Credit deducts per second (${new Date().toISOString()}, Node ${process.version}, ${OPS} deducts per`,
-    `measurement, ${CONCURRENCY} in flight, pool ${POOL}, best of ${ROUNDS} alternating rounds;`,
+    `measurement, ${CONCURRENCY} in flight, pool ${POOL}, median of ${ROUNDS} alternating rounds;`,
     `${cpus().length} cores, load average ${loadavg()[0].toFixed(1)} at the end)`,
     '',
     '| scenario | CreditsService /s | its statement via plain pg /s | plain pg, spec steps /s | service / spec steps |',
