@@ -23,10 +23,7 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
     fake = await FakeEmailApi.start();
     env = await TestEnv.create({
       env: {
-        EMAIL_PROVIDER: 'resend',
-        EMAIL_API_URL: fake.url,
-        EMAIL_API_KEY: fake.apiKey,
-        EMAIL_MAX_REQUESTS_PER_SECOND: '1000',
+        ...fake.env(),
       },
     });
     env.onClose(() => fake.close());

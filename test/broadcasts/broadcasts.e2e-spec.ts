@@ -21,10 +21,7 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
     fake = await FakeEmailApi.start();
     env = await TestEnv.create({
       env: {
-        EMAIL_PROVIDER: 'resend',
-        EMAIL_API_URL: fake.url,
-        EMAIL_API_KEY: fake.apiKey,
-        EMAIL_MAX_REQUESTS_PER_SECOND: '1000',
+        ...fake.env(),
       },
     });
     env.onClose(() => fake.close());

@@ -20,11 +20,8 @@ describe('e-mail: Resend-shaped provider, consent gate, headers and footer, retr
     fake = await FakeEmailApi.start();
     env = await TestEnv.create({
       env: {
-        EMAIL_PROVIDER: 'resend',
-        EMAIL_API_URL: fake.url,
-        EMAIL_API_KEY: fake.apiKey,
+        ...fake.env(),
         EMAIL_FROM: 'Acme <news@acme.test>',
-        EMAIL_MAX_REQUESTS_PER_SECOND: '1000',
       },
     });
     env.onClose(() => fake.close());

@@ -157,6 +157,16 @@ export class FakeEmailApi {
     return this.deliveries.filter((d) => d.to === address.toLowerCase());
   }
 
+  /** The configuration that points the service at this fake, with the client-side ceiling out of the way. */
+  env(): Record<string, string> {
+    return {
+      EMAIL_PROVIDER: 'resend',
+      EMAIL_API_URL: this.url,
+      EMAIL_API_KEY: this.apiKey,
+      EMAIL_MAX_REQUESTS_PER_SECOND: '1000',
+    };
+  }
+
   async close(): Promise<void> {
     this.releaseHung();
     this.held.length = 0;

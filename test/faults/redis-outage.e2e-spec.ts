@@ -41,10 +41,7 @@ describe('fault injection: Redis goes away and comes back', () => {
     [mail, llm] = await Promise.all([FakeEmailApi.start(), FakeLlmServer.start()]);
     env = await TestEnv.create({
       env: {
-        EMAIL_PROVIDER: 'resend',
-        EMAIL_API_URL: mail.url,
-        EMAIL_API_KEY: mail.apiKey,
-        EMAIL_MAX_REQUESTS_PER_SECOND: '1000',
+        ...mail.env(),
         LLM_BASE_URL: llm.baseUrl,
         ADMIN_EMAILS: 'admin@example.com,sweeper@example.com',
       },

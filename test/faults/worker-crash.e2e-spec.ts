@@ -28,10 +28,7 @@ describe('fault injection: a worker killed mid-job', () => {
     mail = await FakeEmailApi.start();
     env = await TestEnv.create({
       env: {
-        EMAIL_PROVIDER: 'resend',
-        EMAIL_API_URL: mail.url,
-        EMAIL_API_KEY: mail.apiKey,
-        EMAIL_MAX_REQUESTS_PER_SECOND: '1000',
+        ...mail.env(),
       },
     });
     env.onClose(() => mail.close());
