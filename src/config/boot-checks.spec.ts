@@ -54,15 +54,36 @@ describe('boot refusals', () => {
     ],
     ['a short billing key', { BILLING_WEBHOOK_SECRET: 'b'.repeat(31) }, /BILLING_WEBHOOK_SECRET/],
     [
-      'a short identity key',
-      { IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(24).toString('base64')}` },
+      'a 16-byte identity key',
+      { IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(16, 1).toString('base64')}` },
+      /IDENTITY_WEBHOOK_SECRET is unset or shorter than 24 bytes/,
+    ],
+    [
+      'a 23-byte identity key',
+      { IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(23, 1).toString('base64')}` },
       /IDENTITY_WEBHOOK_SECRET/,
+    ],
+    [
+      'a 23-byte previous identity key',
+      { IDENTITY_WEBHOOK_SECRET_PREVIOUS: `whsec_${Buffer.alloc(23, 1).toString('base64')}` },
+      /IDENTITY_WEBHOOK_SECRET_PREVIOUS is shorter than 24 bytes/,
     ],
     ['TESTING=1 when deployed', { TESTING: '1' }, /TESTING/],
   ])('refuses secrets: %s', async (_name, override, reason) => {
     const refusal = await check({ ...GOOD, ...override, CORS_ORIGINS: 'http://127.0.0.1:3000' });
     expect(refusal?.check).toBe('secrets');
     expect(refusal?.reason).toMatch(reason);
+  });
+
+  it('accepts the 24-byte whsec_ secrets Svix generates for Standard Webhooks senders', async () => {
+    const svix = `whsec_${Buffer.alloc(24, 9).toString('base64')}`;
+    expect(await check({ ...GOOD, IDENTITY_WEBHOOK_SECRET: svix })).toBeNull();
+    expect(await check({ ...GOOD, IDENTITY_WEBHOOK_SECRET_PREVIOUS: svix })).toBeNull();
+  });
+
+  it('keeps 32 bytes for the secrets we choose ourselves', async () => {
+    const refusal = await check({ ...GOOD, BILLING_WEBHOOK_SECRET: 'b'.repeat(24) });
+    expect(refusal?.reason).toMatch(/BILLING_WEBHOOK_SECRET is unset or shorter than 32 bytes/);
   });
 
   it('refuses a short rotation-overlap key', async () => {

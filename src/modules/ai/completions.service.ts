@@ -110,6 +110,7 @@ export class CompletionsService {
     const body: CompletionResponseDto = {
       id: request.jobId,
       content: completion.content,
+      refusal: completion.refusal,
       usage: completion.usage,
       credits_charged: settlement?.charged ?? 0,
     };

@@ -4,10 +4,27 @@ import { AppConfig } from '../../config/app-config.js';
 import { AppError, BadGatewayError } from '../../common/errors/app-error.js';
 import { HttpClient } from '../../infra/http/http-client.js';
 
-/** The part of an OpenAI-compatible chat completion we use; anything else in the body is ignored. */
+/**
+ * The message of the first choice: an answer (`content`) or, from models that refuse, `content: null`
+ * with `refusal` (OpenAI's structured refusal). A message with neither says nothing and is refused.
+ */
+const messageSchema = z
+  .looseObject({
+    content: z.string().nullish(),
+    refusal: z.string().nullish(),
+  })
+  .refine(
+    (message) => typeof message.content === 'string' || typeof message.refusal === 'string',
+    'expected message.content or message.refusal',
+  );
+
+/**
+ * The part of an OpenAI-compatible chat completion we use; anything else in the body (usage details,
+ * logprobs, system_fingerprint, ...) is ignored.
+ */
 export const chatCompletionSchema = z.object({
   id: z.string().optional(),
-  choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1),
+  choices: z.array(z.looseObject({ message: messageSchema })).min(1),
   usage: z.object({
     prompt_tokens: z.number().int().min(0),
     completion_tokens: z.number().int().min(0),
@@ -15,7 +32,9 @@ export const chatCompletionSchema = z.object({
 });
 
 export interface ChatCompletion {
-  content: string;
+  /** null when the model refused; `refusal` then says why. */
+  content: string | null;
+  refusal: string | null;
   usage: { prompt_tokens: number; completion_tokens: number };
 }
 
@@ -50,7 +69,9 @@ export class LlmClient {
         schema: chatCompletionSchema,
         provider: 'llm',
       });
-      return { content: body.choices[0].message.content, usage: body.usage };
+      const { content, refusal } = body.choices[0].message;
+      // The tokens were spent either way, so a refusal is charged like an answer (DESIGN.md 5c).
+      return { content: content ?? null, refusal: refusal ?? null, usage: body.usage };
     } catch (err) {
       if (err instanceof AppError) throw err;
       throw new BadGatewayError('The language-model provider call failed.', 'upstream_error', err);

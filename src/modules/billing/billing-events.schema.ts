@@ -16,7 +16,27 @@ const timestamp = z
   }, 'expected an ISO 8601 date-time between the years 1900 and 9999')
   .transform((value) => new Date(value));
 
+/**
+ * Paddle writes Go's zero time, `0001-01-01T00:00:00Z`, for a date that was never set (an adjustment not
+ * yet updated): it means null, like `null` itself (DESIGN.md 5c "real payloads").
+ */
+export const PADDLE_UNSET_DATE = /^0001-01-01T00:00:00(\.0+)?(Z|[+-]00:?00)$/;
+
+/** A date the provider may leave unset: null, absent or the zero time all read as null. */
+const optionalTimestamp = z.preprocess(
+  (value) => (typeof value === 'string' && PADDLE_UNSET_DATE.test(value) ? null : value),
+  timestamp.nullish().transform((v) => v ?? null),
+);
+
 const INT4_MAX = 2_147_483_647;
+
+/** A currency the provider may leave unset (Paddle's sandbox sends `null` on a failed renewal's items). */
+const optionalCurrency = z
+  .string()
+  .min(3)
+  .max(3)
+  .nullish()
+  .transform((v) => v ?? null);
 
 /** Paddle amounts are strings in minor units ("1000" = 10.00). Stored as 32-bit integers. */
 const minorUnits = z
@@ -57,7 +77,7 @@ export const subscriptionSchema = z.looseObject({
         price: z.looseObject({
           id,
           unit_price: z
-            .looseObject({ amount: minorUnits, currency_code: z.string().min(3).max(3) })
+            .looseObject({ amount: minorUnits, currency_code: optionalCurrency })
             .nullish(),
           billing_cycle: billingCycle.nullish(),
         }),
@@ -69,11 +89,11 @@ export const subscriptionSchema = z.looseObject({
     .looseObject({
       action: z.string().min(1).max(50),
       effective_at: timestamp,
-      resume_at: timestamp.nullish(),
+      resume_at: optionalTimestamp,
     })
     .nullish(),
-  canceled_at: timestamp.nullish(),
-  paused_at: timestamp.nullish(),
+  canceled_at: optionalTimestamp,
+  paused_at: optionalTimestamp,
   custom_data: z.record(z.string(), z.unknown()).nullish(),
 });
 
@@ -84,7 +104,7 @@ export const transactionSchema = z.looseObject({
   subscription_id: optionalId,
   origin: z.string().max(50).nullish(),
   currency_code: z.string().min(3).max(3).nullish(),
-  billed_at: timestamp.nullish(),
+  billed_at: optionalTimestamp,
   items: z
     .array(z.looseObject({ price: z.looseObject({ id }).nullish() }))
     .nullish()
@@ -104,8 +124,8 @@ export const adjustmentSchema = z.looseObject({
   customer_id: optionalId,
   currency_code: z.string().min(3).max(3).nullish(),
   totals: z.looseObject({ total: minorUnits, currency_code: z.string().min(3).max(3).nullish() }),
-  created_at: timestamp.nullish(),
-  updated_at: timestamp.nullish(),
+  created_at: optionalTimestamp,
+  updated_at: optionalTimestamp,
 });
 
 export type SubscriptionData = z.output<typeof subscriptionSchema>;
