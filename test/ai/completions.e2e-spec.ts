@@ -70,6 +70,7 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
     expect(res.body).toEqual({
       id: expect.stringMatching(/^ai-/),
       content: 'Hello!',
+      refusal: null,
       usage: { prompt_tokens: 20, completion_tokens: 180 },
       credits_charged: 2,
     });

@@ -188,14 +188,19 @@ describe('e-mail: Resend-shaped provider, consent gate, headers and footer, retr
       await api.prisma.auditLog.count({ where: { action: 'email.failed', userId: rejected.identityUserId } }),
     ).toBe(1);
 
-    // Provider down past the retries: the job is retried by BullMQ (throws); its last attempt records it.
+    // Provider down past the retries: the e-mail's 1 + EMAIL_SEND_RETRIES requests are spent, so it is
+    // failed at once; a later job attempt sends nothing more (issue 13 item 9).
     const unlucky = await createMember(api.prisma, 'unlucky', { consent: true });
     fake.reset();
     fake.failNext(8);
     const job = { userId: unlucky.id, templateKey: 'welcome', idempotencyKey: `welcome-${unlucky.id}` };
-    await expect(email.sendTemplate(job)).rejects.toMatchObject({ kind: 'server_error' });
+    expect(await email.sendTemplate(job)).toMatchObject({
+      status: 'failed',
+      reason: expect.stringContaining('503'),
+    });
     expect(fake.requests).toHaveLength(4);
     expect(await email.sendTemplate(job, { finalAttempt: true })).toMatchObject({ status: 'failed' });
+    expect(fake.requests).toHaveLength(4);
     expect(
       await api.prisma.emailMessage.findUnique({ where: { idempotencyKey: job.idempotencyKey } }),
     ).toMatchObject({ status: 'failed' });

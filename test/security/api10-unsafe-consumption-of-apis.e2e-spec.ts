@@ -156,6 +156,7 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
     expect(polluted.body).toEqual({
       id: expect.any(String),
       content: 'ok',
+      refusal: null,
       usage: { prompt_tokens: 1, completion_tokens: 1 },
       credits_charged: 1,
     });

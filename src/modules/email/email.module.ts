@@ -7,6 +7,7 @@ import { EmailConsentRepository } from './email-consent.repository.js';
 import { EmailRepository } from './email.repository.js';
 import { EmailService } from './email.service.js';
 import { EmailTemplates } from './email.templates.js';
+import { EmailSendBudget } from './send-budget.js';
 import { ConsoleEmailProvider } from './providers/console.provider.js';
 import { EmailProvider } from './providers/email-provider.js';
 import { EmailRateCeiling } from './providers/rate-ceiling.js';
@@ -23,6 +24,7 @@ import { UnsubscribeService } from './unsubscribe.service.js';
     UnsubscribeTokens,
     UnsubscribeService,
     EmailRateCeiling,
+    EmailSendBudget,
     DisposableDomainsService,
     DisposableDomainsRepository,
     {

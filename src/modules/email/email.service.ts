@@ -5,6 +5,7 @@ import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { EmailMessage, User } from '../../generated/prisma/client.js';
 import { AuditService, systemActor } from '../audit/audit.service.js';
 import { EmailRepository } from './email.repository.js';
+import { EmailSendBudget } from './send-budget.js';
 import { EmailTemplates } from './email.templates.js';
 import type { EmailKind, OutboundEmail, SendEmailJob } from './email.types.js';
 import { EmailProvider, EmailSendError } from './providers/email-provider.js';
@@ -51,6 +52,7 @@ export class EmailService {
     private readonly unsubscribe: UnsubscribeTokens,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
+    private readonly budget: EmailSendBudget,
   ) {}
 
   /**
@@ -84,15 +86,26 @@ export class EmailService {
     }
 
     const message = this.compose(user, job);
+    // 1 + EMAIL_SEND_RETRIES provider requests per e-mail in total, whatever the job attempt (issue 13).
+    const used = await this.budget.used(job.idempotencyKey);
+    if (used >= this.budget.limit) {
+      const error = `gave up after ${used} provider requests (1 + EMAIL_SEND_RETRIES)`;
+      const row = await this.recordOutcome(user, job, template.kind, message.subject, 'failed', null, error);
+      this.logger.warn({ template: job.templateKey, err: error }, 'e-mail failed');
+      return { status: 'failed', reason: error, message: row };
+    }
     let providerMessageId: string | null;
     try {
-      ({ id: providerMessageId } = await this.provider.send(message));
+      ({ id: providerMessageId } = await this.provider.send(message, {
+        maxRequests: this.budget.limit - used,
+        onRequest: () => this.budget.count(job.idempotencyKey),
+      }));
     } catch (err) {
       if (!(err instanceof EmailSendError)) throw err;
       // The provider already took a request under this key (an earlier attempt whose answer was lost,
       // the body having changed since): the message went out then.
       if (err.kind === 'duplicate') providerMessageId = null;
-      else if (err.kind !== 'rejected' && !options.finalAttempt) throw err;
+      else if (err.kind !== 'rejected' && !options.finalAttempt && !(await this.budgetSpent(job))) throw err;
       else {
         const row = await this.recordOutcome(
           user,
@@ -118,6 +131,11 @@ export class EmailService {
       this.storedBody(message),
     );
     return { status: 'sent', message: row };
+  }
+
+  /** True when the e-mail has no provider request left: a retry of the job could not send it. */
+  private async budgetSpent(job: SendEmailJob): Promise<boolean> {
+    return (await this.budget.used(job.idempotencyKey)) >= this.budget.limit;
   }
 
   /** Renders a template for a user, with List-Unsubscribe headers and the footer on marketing mail. */

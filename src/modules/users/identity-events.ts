@@ -38,3 +38,53 @@ export function primaryEmail(data: IdentityUserData): string | null {
     data.email_addresses[0];
   return primary?.email_address ?? null;
 }
+
+/** Members of the envelope kept in the archive: none of them can hold a name, phone or address. */
+const ENVELOPE_FIELDS = ['type', 'object', 'timestamp', 'instance_id', 'unparsable'] as const;
+/** Members of `data` kept in the archive (SPEC: "No name, phone or address is stored"). */
+const DATA_FIELDS = [
+  'id',
+  'object',
+  'deleted',
+  'created_at',
+  'updated_at',
+  'last_sign_in_at',
+  'primary_email_address_id',
+] as const;
+/** Members of each e-mail address kept: the address, its id and its verification status. */
+const EMAIL_FIELDS = ['id', 'object', 'email_address', 'created_at', 'updated_at'] as const;
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+function pick(source: Json, fields: readonly string[]): Json {
+  const out: Json = {};
+  for (const field of fields) if (Object.hasOwn(source, field)) out[field] = source[field];
+  return out;
+}
+
+/**
+ * What the identity archive keeps of a delivery: an allowlist of ids, type, object, timestamps and
+ * e-mail addresses (with their ids and verification status), never the raw body. Names, phone numbers,
+ * images, metadata and anything the provider adds later stay out. Pure, so every caller (intake,
+ * replay) archives the same thing.
+ */
+export function archivableIdentityPayload(payload: unknown): Json {
+  // A verified body that is JSON but not an object (a string, an array) could hold anything.
+  if (!isObject(payload)) return { not_an_object: true };
+  const out = pick(payload, ENVELOPE_FIELDS);
+  const data = payload.data;
+  if (!isObject(data)) return out;
+  const kept = pick(data, DATA_FIELDS);
+  if (Array.isArray(data.email_addresses)) {
+    kept.email_addresses = data.email_addresses.filter(isObject).map((address) => {
+      const email = pick(address, EMAIL_FIELDS);
+      const verification = address.verification;
+      if (isObject(verification)) email.verification = pick(verification, ['status', 'strategy']);
+      return email;
+    });
+  }
+  out.data = kept;
+  return out;
+}

@@ -12,7 +12,13 @@ import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { unstorablePayload } from '../webhooks/storable-payload.js';
 import { type HandlerOutcome, WebhookInboxService } from '../webhooks/webhook-inbox.service.js';
 import { AccountDeletionService } from './account-deletion.service.js';
-import { identityDeletedData, identityEnvelope, identityUserData, primaryEmail } from './identity-events.js';
+import {
+  archivableIdentityPayload,
+  identityDeletedData,
+  identityEnvelope,
+  identityUserData,
+  primaryEmail,
+} from './identity-events.js';
 import { UsersRepository } from './users.repository.js';
 import { UsersService } from './users.service.js';
 
@@ -55,8 +61,8 @@ export class IdentityWebhookService {
     const eventType = envelope.success ? envelope.data.type : 'invalid';
     const occurredAt =
       envelope.success && envelope.data.timestamp ? new Date(envelope.data.timestamp) : timestamp;
-    const archived = (payload !== null && typeof payload === 'object' ? payload : { raw: payload }) as
-      Prisma.InputJsonObject | Prisma.InputJsonArray;
+    // The archive keeps an allowlist, never the raw body: no name or phone is stored (issue 13 item 10).
+    const archived = archivableIdentityPayload(payload) as Prisma.InputJsonObject;
 
     const result = await this.inbox.process(
       'identity',

@@ -34,6 +34,10 @@ export class EmailSendError extends Error {
 export interface SendOptions {
   /** Cancels the request (a worker shutting down). */
   signal?: AbortSignal;
+  /** At most this many HTTP requests for this call: what is left of the e-mail's budget. */
+  maxRequests?: number;
+  /** Called before each HTTP request, so the caller can count them durably across job attempts. */
+  onRequest?: () => Promise<void>;
 }
 
 /** A provider message id, or null when the provider accepted but its answer did not match the contract. */

@@ -89,9 +89,13 @@ export class ResendEmailProvider extends EmailProvider {
         },
         json,
         // The spec's "e-mail send retries: 3": one attempt plus EMAIL_SEND_RETRIES on 429/5xx/network.
-        maxAttempts: this.config.email.sendRetries + 1,
+        // A caller with a budget across job attempts (EmailService) may allow fewer.
+        maxAttempts: Math.max(1, Math.min(options.maxRequests ?? Infinity, this.config.email.sendRetries + 1)),
         signal: options.signal,
-        beforeAttempt: () => this.ceiling.acquire(options.signal),
+        beforeAttempt: async () => {
+          await this.ceiling.acquire(options.signal);
+          await options.onRequest?.();
+        },
         onResponse: ({ status, headers }) => this.ceiling.observe(status, headers),
       });
       return response.body;
