@@ -24,7 +24,9 @@ export const MIN_STANDARD_WEBHOOKS_KEY_BYTES = 24;
 
 /** The floor for a secret by variable name: Standard Webhooks ones (identity, e-mail) take the sender's 24. */
 export function minKeyBytes(name: string): number {
-  return /^(IDENTITY|EMAIL)_WEBHOOK_SECRET(_PREVIOUS)?$/.test(name) ? MIN_STANDARD_WEBHOOKS_KEY_BYTES : MIN_KEY_BYTES;
+  return /^(IDENTITY|EMAIL)_WEBHOOK_SECRET(_PREVIOUS)?$/.test(name)
+    ? MIN_STANDARD_WEBHOOKS_KEY_BYTES
+    : MIN_KEY_BYTES;
 }
 
 /** Bytes of the HMAC key behind a Standard Webhooks secret (`whsec_<base64>`), or of a raw secret. */

@@ -33,7 +33,11 @@ describe('e-mail retries: at most 1 + EMAIL_SEND_RETRIES provider requests per e
     api.app
       .get(QueueService)
       .queue('email')
-      .add(JOBS.sendEmail.name, { userId, templateKey: 'welcome', idempotencyKey }, { jobId: idempotencyKey });
+      .add(
+        JOBS.sendEmail.name,
+        { userId, templateKey: 'welcome', idempotencyKey },
+        { jobId: idempotencyKey },
+      );
 
   it('spends the budget once when the provider fails every request', async () => {
     const user = await createMember(api.prisma, 'always-down', { consent: true });

@@ -65,6 +65,7 @@ export class FakeEmailApi {
   private holding = false;
   private readonly held: (() => void)[] = [];
   private readonly replays = new Map<string, { bodyHash: string; status: number; answer: unknown }>();
+  private readonly recorded = new Map<string, unknown[]>();
 
   static async start(): Promise<FakeEmailApi> {
     const fake = new FakeEmailApi();
@@ -150,6 +151,17 @@ export class FakeEmailApi {
     this.releaseHung();
     this.holding = false;
     this.held.length = 0;
+    this.recorded.clear();
+  }
+
+  /**
+   * The next successful request to `path` is answered with this exact body, a provider's recorded answer
+   * (test/contracts/fixtures/resend); the deliveries it makes take the ids the answer carries.
+   */
+  replayAnswer(path: '/emails' | '/emails/batch', body: unknown): void {
+    const queue = this.recorded.get(path) ?? [];
+    queue.push(body);
+    this.recorded.set(path, queue);
   }
 
   /** Deliveries per recipient address. */
@@ -270,8 +282,10 @@ export class FakeEmailApi {
       if (seen) return answer(seen.status, seen.answer);
     }
 
-    const ids = messages.map((message) => {
-      const id = randomUUID();
+    const recorded = this.recorded.get(entry.path)?.shift();
+    const recordedIds = recordedIdsOf(recorded, batch);
+    const ids = messages.map((message, index) => {
+      const id = recordedIds[index] ?? randomUUID();
       this.deliveries.push({
         id,
         to: String(Array.isArray(message.to) ? message.to[0] : message.to).toLowerCase(),
@@ -286,7 +300,7 @@ export class FakeEmailApi {
       });
       return { id };
     });
-    const result = batch ? { data: ids } : ids[0];
+    const result = recorded ?? (batch ? { data: ids } : ids[0]);
     if (key) this.replays.set(`${entry.path} ${key}`, { bodyHash, status: 200, answer: result });
 
     if (this.hangAfterCount !== null) {
@@ -303,4 +317,12 @@ export class FakeEmailApi {
     }
     answer(200, result);
   }
+}
+
+/** The ids a recorded Resend answer carries: `{id}` for one e-mail, `{data: [{id}]}` for a batch. */
+function recordedIdsOf(answer: unknown, batch: boolean): string[] {
+  if (answer === undefined || answer === null || typeof answer !== 'object') return [];
+  const items = batch ? (answer as { data?: unknown }).data : [answer];
+  if (!Array.isArray(items)) return [];
+  return items.map((item) => String((item as { id?: unknown })?.id ?? ''));
 }

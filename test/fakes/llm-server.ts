@@ -16,7 +16,9 @@ export type LlmBehaviour =
   /** 200 whose body breaks the contract (no usage). */
   | { kind: 'invalid' }
   /** Holds each request until release() is called, then answers like 'ok'. */
-  | { kind: 'held' };
+  | { kind: 'held' }
+  /** 200 with this exact body: a provider's recorded answer (test/contracts/fixtures/openai). */
+  | { kind: 'recorded'; body: unknown };
 
 /**
  * A local OpenAI-compatible chat completions server (`POST /v1/chat/completions`) for tests: records
@@ -84,6 +86,8 @@ export class FakeLlmServer {
           status: behaviour.status,
           body: { error: { message: 'fake failure', type: 'server_error' } },
         };
+      case 'recorded':
+        return { status: 200, body: behaviour.body };
       case 'invalid':
         return { status: 200, body: { id: 'chatcmpl-x', choices: [{ message: { content: 'no usage' } }] } };
       case 'slow':

@@ -76,9 +76,7 @@ export const subscriptionSchema = z.looseObject({
         quantity: z.number().int().positive().nullish(),
         price: z.looseObject({
           id,
-          unit_price: z
-            .looseObject({ amount: minorUnits, currency_code: optionalCurrency })
-            .nullish(),
+          unit_price: z.looseObject({ amount: minorUnits, currency_code: optionalCurrency }).nullish(),
           billing_cycle: billingCycle.nullish(),
         }),
       }),

@@ -90,7 +90,10 @@ export class ResendEmailProvider extends EmailProvider {
         json,
         // The spec's "e-mail send retries: 3": one attempt plus EMAIL_SEND_RETRIES on 429/5xx/network.
         // A caller with a budget across job attempts (EmailService) may allow fewer.
-        maxAttempts: Math.max(1, Math.min(options.maxRequests ?? Infinity, this.config.email.sendRetries + 1)),
+        maxAttempts: Math.max(
+          1,
+          Math.min(options.maxRequests ?? Infinity, this.config.email.sendRetries + 1),
+        ),
         signal: options.signal,
         beforeAttempt: async () => {
           await this.ceiling.acquire(options.signal);
