@@ -1,0 +1,57 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { adjustmentSchema, subscriptionSchema, transactionSchema } from './billing-events.schema.js';
+
+// Paddle's own published payloads (test/contracts/fixtures/README.md lists their sources).
+const DIR = join(process.cwd(), 'test/contracts/fixtures/paddle');
+const load = (name: string) => JSON.parse(readFileSync(join(DIR, name), 'utf8')) as { data: unknown };
+
+describe('billing event schemas accept what the Paddle SDKs accept', () => {
+  const files = readdirSync(DIR).filter((name) => name.endsWith('.json'));
+
+  it.each(
+    files.filter((name) =>
+      /subscription-(created|updated|activated|resumed|paused|past-due|canceled)/.test(name),
+    ),
+  )('parses subscription data of %s', (name) => {
+    expect(subscriptionSchema.safeParse(load(name).data).error?.issues ?? []).toEqual([]);
+  });
+
+  it.each(files.filter((name) => /transaction-completed/.test(name)))(
+    'parses transaction data of %s',
+    (name) => {
+      expect(transactionSchema.safeParse(load(name).data).error?.issues ?? []).toEqual([]);
+    },
+  );
+
+  it.each(files.filter((name) => /adjustment/.test(name)))('parses adjustment data of %s', (name) => {
+    expect(adjustmentSchema.safeParse(load(name).data).error?.issues ?? []).toEqual([]);
+  });
+
+  it('reads a null unit_price currency as unset', () => {
+    const parsed = subscriptionSchema.parse(
+      load('python-sdk.events.subscription-updated-past-due.json').data,
+    );
+    expect(parsed.items.map((item) => item.price.unit_price?.currency_code)).toEqual([null, null]);
+    expect(parsed.items[0].price.unit_price?.amount).toBe(3600);
+  });
+
+  it("reads Paddle's 0001-01-01T00:00:00Z as unset, and still refuses other impossible dates", () => {
+    const entity = load('python-sdk.adjustments.full-entity.json').data as Record<string, unknown>;
+    expect(adjustmentSchema.parse(entity).updated_at).toBeNull();
+    expect(
+      adjustmentSchema.parse({ ...entity, updated_at: '0001-01-01T00:00:00.000Z' }).updated_at,
+    ).toBeNull();
+    expect(adjustmentSchema.safeParse({ ...entity, updated_at: '0001-01-02T00:00:00Z' }).success).toBe(false);
+    expect(adjustmentSchema.safeParse({ ...entity, updated_at: 'soon' }).success).toBe(false);
+    const { updated_at: _omit, ...absent } = entity;
+    expect(adjustmentSchema.parse(absent).updated_at).toBeNull();
+  });
+
+  it('still validates what the handlers read', () => {
+    const data = load('node-sdk.subscription-created.json').data as Record<string, unknown>;
+    expect(subscriptionSchema.safeParse({ ...data, status: 'hacked' }).success).toBe(false);
+    expect(subscriptionSchema.safeParse({ ...data, items: [] }).success).toBe(false);
+  });
+});
