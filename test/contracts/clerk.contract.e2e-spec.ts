@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { waitFor } from '../support/wait.js';
 import { fixture, type Json, standardWebhookHeaders, svixSecret } from './contract-support.js';
 
 type ClerkEvent = { type: string; data: Json & { id: string } };
@@ -24,9 +25,24 @@ describe('contract: Clerk user.* webhooks (Svix / Standard Webhooks)', () => {
   });
   afterAll(() => env.close());
 
-  // No assertion on `status` beyond `received` (the asynchronous pipeline changes that answer).
-  const post = (body: string, headers: Record<string, string>) =>
-    api.http.post('/webhooks/identity').set(headers).send(body);
+  /**
+   * POSTs a signed delivery; an accepted one is awaited until its archive row is settled, so effects are
+   * read after processing whether it runs in the request or in the worker. No assertion on `status`
+   * beyond `received` (the asynchronous pipeline changes that answer).
+   */
+  const post = async (body: string, headers: Record<string, string>) => {
+    const res = await api.http.post('/webhooks/identity').set(headers).send(body);
+    const id = headers['svix-id'] ?? headers['webhook-id'];
+    if (res.status === 200) {
+      await waitFor(async () => {
+        const row = await api.prisma.webhookEvent.findUnique({
+          where: { provider_eventId: { provider: 'identity', eventId: id } },
+        });
+        return row !== null && row.status !== 'RECEIVED';
+      }, 10_000);
+    }
+    return res;
+  };
   const archiveOf = (messageId: string) =>
     api.prisma.webhookEvent.findUniqueOrThrow({
       where: { provider_eventId: { provider: 'identity', eventId: messageId } },
