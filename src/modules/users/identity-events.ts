@@ -2,7 +2,8 @@ import { z } from 'zod';
 
 /**
  * Clerk-shaped identity events (DESIGN.md section 4), validated after the signature (spec rule 5). Only
- * what we use is required; unknown members pass through untouched (they are archived raw anyway).
+ * what we use is required; unknown members pass through untouched (the archive keeps only the allowlist
+ * of archivableIdentityPayload).
  */
 const MAX_TIMESTAMP_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 

@@ -107,7 +107,8 @@ export class UsersRepository {
 
   /**
    * The identity webhook archive has no user foreign key but holds the user's e-mail addresses in its
-   * raw payloads: keep the rows (dedupe history) and replace their payloads.
+   * archived payloads (archivableIdentityPayload keeps them): keep the rows (dedupe history) and replace
+   * their payloads.
    */
   async scrubIdentityArchive(tx: Tx, identityUserId: string): Promise<number> {
     return tx.$executeRaw`
