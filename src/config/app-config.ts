@@ -36,8 +36,6 @@ export abstract class AppConfig {
     apiUrl: string;
     apiKey: string | null;
     checkoutTokenTtlSeconds: number;
-    /** past_due / paused subscriptions are downgraded this long after their period end. */
-    lapseGraceDays: number;
   };
   declare email: {
     provider: 'console' | 'resend';

@@ -98,7 +98,6 @@ const schema = z.object({
   BILLING_API_KEY: optional,
   BILLING_PRICE_TIERS: optional,
   BILLING_CHECKOUT_TOKEN_TTL_SECONDS: int(3600, 60),
-  BILLING_LAPSE_GRACE_DAYS: int(14, 0),
   EMAIL_PROVIDER: optional.pipe(z.enum(['console', 'resend']).optional()),
   EMAIL_API_URL: url,
   EMAIL_API_KEY: optional,
@@ -214,7 +213,6 @@ export function loadConfig(
       apiUrl: e.BILLING_API_URL ?? 'https://sandbox-api.paddle.com',
       apiKey: e.BILLING_API_KEY ?? null,
       checkoutTokenTtlSeconds: e.BILLING_CHECKOUT_TOKEN_TTL_SECONDS,
-      lapseGraceDays: e.BILLING_LAPSE_GRACE_DAYS,
     },
     email: {
       provider: e.EMAIL_PROVIDER ?? 'console',

@@ -140,13 +140,32 @@ describe('billing endpoints and provider operations', () => {
       expect((await api.http.post('/api/v1/billing/checkout-token').send({ tier: 'PRO' })).status).toBe(401);
     });
 
-    it('refuses a second subscription through checkout: changes go through /subscription/change', async () => {
-      const { user } = await subscribed('PRO');
-      const res = await post(user, 'checkout', { tier: 'TEAM' });
-      expect(res.status).toBe(409);
-      expect(res.body).toMatchObject({ code: 'subscription_exists' });
-      // A bare token charges nobody and is still issued.
+    it('refuses a second subscription through checkout and checkout-token while one is live (active, past_due, paused)', async () => {
+      for (const status of ['active', 'past_due', 'paused'] as const) {
+        const { user } = await subscribed('PRO', status);
+        for (const path of ['checkout', 'checkout-token']) {
+          const res = await post(user, path, { tier: 'TEAM' });
+          expect(res.status).toBe(409);
+          expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+          expect(res.body).toMatchObject({ status: 409, code: 'subscription_exists' });
+        }
+      }
+    });
+
+    it('issues a checkout token again once the subscription is canceled and its access over', async () => {
+      const { user, subId } = await subscribed('PRO');
+      await deliver(
+        api,
+        subscriptionEvent({
+          type: 'subscription.canceled',
+          subId,
+          status: 'canceled',
+          periodEnd: null,
+          canceledAt: new Date(),
+        }),
+      );
       expect((await post(user, 'checkout-token', { tier: 'TEAM' })).status).toBe(200);
+      expect((await post(user, 'checkout', { tier: 'TEAM' })).status).toBe(200);
     });
 
     it('documents the billing routes in the OpenAPI document', async () => {

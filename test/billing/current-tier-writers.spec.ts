@@ -20,6 +20,8 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ALLOWED_WRITER = 'src/modules/billing/billing-users.repository.ts';
 const TIER_SERVICE = 'src/modules/billing/billing-tier.service.ts';
 const TIER_CALLERS = [
+  // transaction.completed of a renewal applies a tier change that its period end made due.
+  'src/modules/billing/payments.service.ts',
   'src/modules/billing/subscription-expiry.service.ts',
   'src/modules/billing/subscription-state.service.ts',
 ];

@@ -23,7 +23,7 @@ describe('billing jobs: subscription expiry and webhook archive retention', () =
 
   beforeAll(async () => {
     env = await TestEnv.create({
-      env: { BILLING_LAPSE_GRACE_DAYS: '7', PROCESSED_WEBHOOK_RETENTION_DAYS: '120' },
+      env: { PROCESSED_WEBHOOK_RETENTION_DAYS: '120' },
     });
     api = await env.startApi();
     worker = await env.startWorker();
@@ -70,16 +70,16 @@ describe('billing jobs: subscription expiry and webhook archive retention', () =
     return { user, subId };
   }
 
-  it('downgrades what lapsed, keeps what did not, audits each once', async () => {
+  it('downgrades a CANCELED subscription whose period ended, never PAUSED or PAST_DUE however old, audits once', async () => {
     const now = Date.now();
     const endedCancel = await inState('subscription.canceled', 'canceled', new Date(now + 2 * DAY), {
       tier: 'TEAM',
     });
     const runningCancel = await inState('subscription.canceled', 'canceled', new Date(now + 5 * DAY));
-    const pastDueLong = await inState('subscription.past_due', 'past_due', new Date(now - 8 * DAY));
+    const pastDueLong = await inState('subscription.past_due', 'past_due', new Date(now - 40 * DAY));
     const pastDueShort = await inState('subscription.past_due', 'past_due', new Date(now - 1 * DAY));
     const pausedLong = await inState('subscription.paused', 'paused', null, {
-      pausedAt: new Date(now - 9 * DAY),
+      pausedAt: new Date(now - 50 * DAY),
     });
     const pausedShort = await inState('subscription.paused', 'paused', null, {
       pausedAt: new Date(now - 1 * DAY),
@@ -88,60 +88,73 @@ describe('billing jobs: subscription expiry and webhook archive retention', () =
       expect(await tierOf(s.user.id)).not.toBe('FREE');
     }
 
-    // Three days later the first cancellation's paid period is over.
+    // Three days later the first cancellation's paid period is over. The state table: a paused
+    // subscription's "tier is NOT downgraded" and a past_due one's "access is NOT revoked"; the provider
+    // ends those with subscription.canceled.
     const expiry = api.app.get(SubscriptionExpiryService);
     const result = await expiry.expireLapsed(new Date(now + 3 * DAY));
-    expect(result.expired).toBe(3);
+    expect(result.expired).toBe(1);
     expect(await tierOf(endedCancel.user.id)).toBe('FREE');
-    expect(await tierOf(pastDueLong.user.id)).toBe('FREE');
-    expect(await tierOf(pausedLong.user.id)).toBe('FREE');
-    expect(await tierOf(runningCancel.user.id)).toBe('PRO');
-    expect(await tierOf(pastDueShort.user.id)).toBe('PRO');
-    expect(await tierOf(pausedShort.user.id)).toBe('PRO');
+    for (const s of [runningCancel, pastDueLong, pastDueShort, pausedLong, pausedShort]) {
+      expect(await tierOf(s.user.id)).toBe('PRO');
+    }
+    for (const s of [pastDueLong, pausedLong]) {
+      const row = await api.prisma.subscription.findUniqueOrThrow({
+        where: { providerSubscriptionId: s.subId },
+      });
+      expect(row.expiredAt).toBeNull();
+    }
 
     const audits = await api.prisma.auditLog.findMany({ where: { action: 'subscription.expired' } });
-    expect(audits).toHaveLength(3);
-    const byUser = Object.fromEntries(audits.map((a) => [a.userId, a.details]));
-    expect(byUser[endedCancel.user.identityUserId]).toMatchObject({
+    expect(audits).toHaveLength(1);
+    expect(audits[0]).toMatchObject({
+      actor: 'system:subscription-expiry',
+      userId: endedCancel.user.identityUserId,
+    });
+    expect(audits[0].details).toMatchObject({
       reason: 'canceled_period_ended',
       previous_tier: 'TEAM',
       tier: 'FREE',
       subscription_id: endedCancel.subId,
     });
-    expect(byUser[pastDueLong.user.identityUserId]).toMatchObject({ reason: 'past_due_grace_elapsed' });
-    expect(byUser[pausedLong.user.identityUserId]).toMatchObject({ reason: 'paused_grace_elapsed' });
-    expect(audits[0].actor).toBe('system:subscription-expiry');
 
-    expect((await expiry.expireLapsed(new Date(now + 3 * DAY))).expired).toBe(0);
-    expect(await api.prisma.auditLog.count({ where: { action: 'subscription.expired' } })).toBe(3);
+    // A year on, still nothing for the paused and past_due ones.
+    expect((await expiry.expireLapsed(new Date(now + 365 * DAY))).expired).toBe(1); // runningCancel's period ended
+    expect(await tierOf(pastDueLong.user.id)).toBe('PRO');
+    expect(await tierOf(pausedLong.user.id)).toBe('PRO');
+    expect(await api.prisma.auditLog.count({ where: { action: 'subscription.expired' } })).toBe(2);
   });
 
-  it('a payment that recovers an expired past_due subscription restores the tier', async () => {
+  it('a long past_due subscription keeps its tier until the provider cancels it', async () => {
     const now = Date.now();
-    const { user, subId } = await inState('subscription.past_due', 'past_due', new Date(now - 8 * DAY));
+    const { user, subId } = await inState('subscription.past_due', 'past_due', new Date(now - 30 * DAY));
     await api.app.get(SubscriptionExpiryService).expireLapsed(new Date(now));
-    expect(await tierOf(user.id)).toBe('FREE');
+    expect(await tierOf(user.id)).toBe('PRO');
     await deliver(
       api,
       subscriptionEvent({
-        type: 'subscription.updated',
+        type: 'subscription.canceled',
         subId,
-        status: 'active',
-        periodEnd: new Date(now + 30 * DAY),
+        status: 'canceled',
+        periodEnd: null,
+        canceledAt: new Date(now),
       }),
     );
-    expect(await tierOf(user.id)).toBe('PRO');
+    expect(await tierOf(user.id)).toBe('FREE');
     expect(
       (await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }))
         .expiredAt,
-    ).toBeNull();
+    ).not.toBeNull();
   });
 
   it('runs hourly through the worker: one job per tick, recorded in job_runs', async () => {
     const { user } = await inState('subscription.canceled', 'canceled', new Date(Date.now() - 1000));
     // The cancellation webhook already ended access (period over): expiry finds nothing left for it.
     expect(await tierOf(user.id)).toBe('FREE');
-    const lapsed = await inState('subscription.past_due', 'past_due', new Date(Date.now() - 30 * DAY));
+    const periodEnd = new Date(Date.now() + 1500);
+    const lapsed = await inState('subscription.canceled', 'canceled', periodEnd);
+    expect(await tierOf(lapsed.user.id)).toBe('PRO');
+    await new Promise((resolve) => setTimeout(resolve, periodEnd.getTime() - Date.now() + 50));
     const queues = worker.get(QueueService);
     const jobId = tickJobId(JOBS.expireSubscriptions, new Date(), 'hour');
     await queues.add(JOBS.expireSubscriptions, {}, { jobId });

@@ -3,6 +3,7 @@ import {
   adjustmentEvent,
   checkoutToken,
   createUser,
+  DAY,
   deliver,
   grants,
   newSubId,
@@ -67,7 +68,7 @@ describe('billing webhooks: payments and adjustments', () => {
     await deliver(api, { ...renewal, event_id: `${renewal.event_id}_again` });
     const ledger = await grants(api, user.id);
     expect(ledger.map((g) => [g.jobId, g.delta])).toEqual([
-      [expect.stringMatching(/^evt_/), 5000],
+      [expect.stringMatching(/^first-period:sub_/), 5000],
       [renewal.data.id, 5000],
     ]);
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).creditBalance).toBe(10000);
@@ -89,7 +90,9 @@ describe('billing webhooks: payments and adjustments', () => {
     // The $0 checkout transaction of a trial (origin web) grants nothing.
     const checkout = transactionEvent({ subId, origin: 'web', total: '0', occurredAt: trialStart });
     expect((await deliver(api, checkout)).body).toEqual({ received: true, status: 'processed' });
-    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([[created.event_id, 1000]]);
+    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([
+      [`first-period:${subId}`, 1000],
+    ]);
 
     // Trial ends: activated (no grant) and the first paid charge, a subscription_recurring transaction.
     await deliver(api, subscriptionEvent({ type: 'subscription.activated', subId, status: 'active' }));
@@ -99,7 +102,7 @@ describe('billing webhooks: payments and adjustments', () => {
       body: { status: 'duplicate' },
     });
     expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([
-      [created.event_id, 1000],
+      [`first-period:${subId}`, 1000],
       [firstCharge.data.id, 1000],
     ]);
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).creditBalance).toBe(2000);
@@ -136,16 +139,45 @@ describe('billing webhooks: payments and adjustments', () => {
     ).toBe(user.id);
   });
 
-  it('a renewal for an unknown subscription records the revenue and skips the grant', async () => {
-    const txn = transactionEvent({ subId: newSubId(), customerId: null });
-    expect((await deliver(api, txn)).body).toEqual({ received: true, status: 'skipped' });
+  it('a renewal that arrives before any event of its subscription is parked, then granted once by the created', async () => {
+    const user = await createUser(api);
+    const subId = newSubId();
+    const renewal = transactionEvent({ subId, customerId: null });
+    expect((await deliver(api, renewal)).body).toEqual({ received: true, status: 'skipped' });
     expect(
-      await api.prisma.payment.findUniqueOrThrow({ where: { providerTransactionId: txn.data.id } }),
+      await api.prisma.payment.findUniqueOrThrow({ where: { providerTransactionId: renewal.data.id } }),
     ).toMatchObject({ userId: null, amountTotal: 1500 });
-    expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: txn.event_id } })).toMatchObject({
+    expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: renewal.event_id } })).toMatchObject({
       status: 'SKIPPED',
-      error: 'renewal_credits_unknown_owner',
+      error: 'unknown_subscription',
     });
+    expect(await grants(api, user.id)).toEqual([]);
+
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      token: checkoutToken(api, user),
+      occurredAt: new Date(Date.now() - 40 * DAY),
+    });
+    expect((await deliver(api, created)).body).toEqual({ received: true, status: 'processed' });
+    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta]).sort()).toEqual(
+      [
+        [`first-period:${subId}`, 1000],
+        [renewal.data.id, 1000],
+      ].sort(),
+    );
+    expect(
+      await api.prisma.payment.findUniqueOrThrow({ where: { providerTransactionId: renewal.data.id } }),
+    ).toMatchObject({ userId: user.id });
+    expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: renewal.event_id } })).toMatchObject({
+      status: 'PROCESSED',
+      error: null,
+    });
+    // The same renewal again under a new event id, and the created again: nothing more.
+    await deliver(api, { ...renewal, event_id: `${renewal.event_id}_again` });
+    await deliver(api, { ...created, event_id: `${created.event_id}_again` });
+    expect(await grants(api, user.id)).toHaveLength(2);
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).creditBalance).toBe(2000);
   });
 
   it('adjustments record refunds and credits, audited, and an older update never overwrites a newer one', async () => {

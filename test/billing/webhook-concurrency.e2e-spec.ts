@@ -72,7 +72,7 @@ describe('billing webhooks under concurrency and failure', () => {
       lastEventId: expectedLast,
     });
     const ledger = await grants(api, pair.user.id);
-    expect(ledger.map((g) => [g.jobId, g.delta])).toEqual([[pair.created.event_id, 1000]]);
+    expect(ledger.map((g) => [g.jobId, g.delta])).toEqual([[`first-period:${pair.subId}`, 1000]]);
     const user = await api.prisma.user.findUniqueOrThrow({ where: { id: pair.user.id } });
     expect(user).toMatchObject({ currentTier: 'PRO', creditBalance: 1000 });
     expect(await api.prisma.outboxEntry.count({ where: { jobId: `subscription-welcome-${row.id}` } })).toBe(
@@ -196,7 +196,7 @@ describe('billing webhooks under concurrency and failure', () => {
       CREATE FUNCTION fail_grant() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'injected ledger failure'; END $$;
       CREATE TRIGGER fail_grant BEFORE INSERT ON credit_transactions
-        FOR EACH ROW WHEN (NEW.job_id = '${created.event_id}') EXECUTE FUNCTION fail_grant();`);
+        FOR EACH ROW WHEN (NEW.job_id = 'first-period:${subId}') EXECUTE FUNCTION fail_grant();`);
 
     const failed = await deliver(api, created);
     expect(failed.status).toBe(500);
@@ -225,7 +225,7 @@ describe('billing webhooks under concurrency and failure', () => {
       'duplicate',
       'processed',
     ]);
-    expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([created.event_id]);
+    expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([`first-period:${subId}`]);
     expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: created.event_id } })).toMatchObject({
       status: 'PROCESSED',
       attempts: 2,
@@ -236,9 +236,10 @@ describe('billing webhooks under concurrency and failure', () => {
 
   it('a failed attempt whose failure record lands after a concurrent delivery succeeded does not overwrite it', async () => {
     const user = await createUser(api);
+    const holdSubId = newSubId();
     const created = subscriptionEvent({
       type: 'subscription.created',
-      subId: newSubId(),
+      subId: holdSubId,
       priceId: 'pri_late_price',
       token: checkoutToken(api, user),
     });
@@ -282,7 +283,7 @@ describe('billing webhooks under concurrency and failure', () => {
     expect(
       await api.prisma.auditLog.count({ where: { action: 'webhook.failed', resourceId: created.event_id } }),
     ).toBe(0);
-    expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([created.event_id]);
+    expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([`first-period:${holdSubId}`]);
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('PRO');
   });
 

@@ -112,7 +112,9 @@ describe('billing webhooks: ordering, ownership and unknown subscriptions', () =
     expect(res.body).toEqual({ received: true, status: 'processed' });
     expect(await subRow(subId)).toMatchObject({ userId: user.id, status: 'ACTIVE', tier: 'PRO' });
     expect(await userRow(user.id)).toMatchObject({ currentTier: 'PRO', creditBalance: 1000 });
-    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([[created.event_id, 1000]]);
+    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([
+      [`first-period:${subId}`, 1000],
+    ]);
     expect(await archived(created.event_id)).toMatchObject({ status: 'PROCESSED', error: null });
     const [audit] = await audits('subscription.created', (await subRow(subId)).id);
     expect(audit.details).toMatchObject({

@@ -46,7 +46,9 @@ describe('billing webhooks: every row of the subscription state table', () => {
     });
     const u = await userRow(user.id);
     expect(u).toMatchObject({ currentTier: 'PRO', creditBalance: 1000, billingCustomerId: `ctm_${subId}` });
-    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([[created.event_id, 1000]]);
+    expect((await grants(api, user.id)).map((g) => [g.jobId, g.delta])).toEqual([
+      [`first-period:${subId}`, 1000],
+    ]);
     const [audit] = await audits('subscription.created', row.id);
     expect(audit).toMatchObject({ actor: 'webhook:billing', userId: user.identityUserId });
     expect(audit.details).toMatchObject({

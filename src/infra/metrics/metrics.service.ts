@@ -33,6 +33,19 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly webhookRefusals = new Counter({
+    name: 'webhook_refusals_total',
+    help: 'Inbound webhook deliveries refused before processing, by provider and reason',
+    labelNames: ['provider', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly duplicateSubscriptions = new Counter({
+    name: 'billing_duplicate_subscriptions_total',
+    help: 'Second live subscriptions of one user that arrived anyway (an operator should refund one)',
+    registers: [this.registry],
+  });
+
   readonly credits = new Counter({
     name: 'credits_total',
     help: 'Credits moved through the ledger, by kind (grant, spend, refund, ...)',

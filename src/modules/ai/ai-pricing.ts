@@ -40,5 +40,5 @@ export function actualCredits(
 
 /** The tier's limits; a tier missing from the configuration gets FREE's (never unlimited). */
 export function tierLimits(project: ProjectConfig, tier: string): TierLimits {
-  return (project.tiers[tier] ?? project.tiers.FREE).limits;
+  return (Object.hasOwn(project.tiers, tier) ? project.tiers[tier] : project.tiers.FREE).limits;
 }

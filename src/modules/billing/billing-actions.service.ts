@@ -41,22 +41,17 @@ export class BillingActionsService {
     private readonly audit: AuditService,
   ) {}
 
-  /** The token alone charges nobody, so it is issued to any user for any purchasable tier. */
+  /** One live subscription per user: the token is what a checkout opens a second one with. */
   async checkoutToken(user: User, tier: string): Promise<CheckoutTokenResponseDto> {
     this.assertPurchasable(tier);
+    await this.assertNoLiveSubscription(user);
     const { token, expiresAt } = this.tokens.issue(user.id, tier);
     return { token, expires_at: expiresAt.toISOString() };
   }
 
   async checkout(user: User, tier: string): Promise<CheckoutResponseDto> {
     this.assertPurchasable(tier);
-    // A second subscription would bill the user twice: changes go through /subscription/change.
-    if (await this.subscriptions.findLiveForUser(this.prisma, user.id)) {
-      throw new ConflictError(
-        'You already have a subscription; use /billing/subscription/change.',
-        'subscription_exists',
-      );
-    }
+    await this.assertNoLiveSubscription(user);
     const { token, expiresAt } = this.tokens.issue(user.id, tier);
     return {
       price_id: this.catalog.priceForTier(tier)!,
@@ -109,7 +104,9 @@ export class BillingActionsService {
       ]);
     }
     const row = await this.subscriptions.findLiveForUser(this.prisma, user.id);
-    if ((row?.tier ?? user.currentTier) === targetTier) {
+    // The tier the provider bills next: a pending change counts as made (changing back to the tier still
+    // in effect reverts it).
+    if ((row ? (row.pendingTier ?? row.tier) : user.currentTier) === targetTier) {
       throw new ConflictError(`You are already on the ${targetTier} tier.`, 'same_tier');
     }
     if (!row) {
@@ -196,6 +193,19 @@ export class BillingActionsService {
       );
     }
     return rows.length;
+  }
+
+  /**
+   * A second subscription would bill the user twice (ACTIVE, TRIALING, PAST_DUE or PAUSED, not expired):
+   * changes go through /subscription/change.
+   */
+  private async assertNoLiveSubscription(user: User): Promise<void> {
+    if (await this.subscriptions.findLiveForUser(this.prisma, user.id)) {
+      throw new ConflictError(
+        'You already have a subscription; use /billing/subscription/change.',
+        'subscription_exists',
+      );
+    }
   }
 
   /** The row's scheduled change is the provider's, synced by the last webhook. */

@@ -30,20 +30,37 @@ const optionalTimestamp = z.preprocess(
 
 const INT4_MAX = 2_147_483_647;
 
-/** A currency the provider may leave unset (Paddle's sandbox sends `null` on a failed renewal's items). */
-const optionalCurrency = z
+/**
+ * An ISO 4217 code: three letters (upper-cased). Anything else (`u$d`, digits) would split the revenue
+ * metrics into a bogus currency, so it is refused as an invalid payload.
+ */
+const currency = z
   .string()
-  .min(3)
-  .max(3)
-  .nullish()
-  .transform((v) => v ?? null);
+  .regex(/^[A-Za-z]{3}$/, 'expected a three-letter ISO 4217 currency code')
+  .transform((v) => v.toUpperCase());
 
-/** Paddle amounts are strings in minor units ("1000" = 10.00). Stored as 32-bit integers. */
+/** A currency the provider may leave unset (Paddle's sandbox sends `null` on a failed renewal's items). */
+const optionalCurrency = currency.nullish().transform((v) => v ?? null);
+
+/**
+ * Paddle amounts are strings in minor units ("1000" = 10.00), never negative (a refund is an adjustment
+ * with a positive total). Stored as 32-bit integers.
+ */
 const minorUnits = z
   .string()
-  .regex(/^-?\d{1,10}$/, 'expected an integer amount in minor units')
+  .regex(/^\d{1,10}$/, 'expected a non-negative integer amount in minor units')
   .transform(Number)
-  .refine((n) => Math.abs(n) <= INT4_MAX, 'amount out of range');
+  .refine((n) => n <= INT4_MAX, 'amount out of range');
+
+/**
+ * The price of one unit of a subscription: at most 100,000,000 minor units (1,000,000.00 in a two-decimal
+ * currency). A larger unit price is not a plan a small team sells; it would only poison MRR.
+ */
+export const MAX_UNIT_PRICE = 100_000_000;
+const unitPrice = minorUnits.refine((n) => n <= MAX_UNIT_PRICE, `unit price above ${MAX_UNIT_PRICE}`);
+
+/** Seats on one subscription item: at most 10,000 (the row stores a 32-bit integer; 2^31 failed the insert). */
+export const MAX_QUANTITY = 10_000;
 
 const id = z.string().min(1).max(200);
 const optionalId = id.nullish().transform((v) => v ?? null);
@@ -68,15 +85,15 @@ export const subscriptionSchema = z.looseObject({
   id,
   status: z.enum(['active', 'trialing', 'past_due', 'paused', 'canceled']),
   customer_id: optionalId,
-  currency_code: z.string().min(3).max(3).nullish(),
+  currency_code: optionalCurrency,
   billing_cycle: billingCycle.nullish(),
   items: z
     .array(
       z.looseObject({
-        quantity: z.number().int().positive().nullish(),
+        quantity: z.number().int().positive().max(MAX_QUANTITY).nullish(),
         price: z.looseObject({
           id,
-          unit_price: z.looseObject({ amount: minorUnits, currency_code: optionalCurrency }).nullish(),
+          unit_price: z.looseObject({ amount: unitPrice, currency_code: optionalCurrency }).nullish(),
           billing_cycle: billingCycle.nullish(),
         }),
       }),
@@ -101,14 +118,14 @@ export const transactionSchema = z.looseObject({
   customer_id: optionalId,
   subscription_id: optionalId,
   origin: z.string().max(50).nullish(),
-  currency_code: z.string().min(3).max(3).nullish(),
+  currency_code: optionalCurrency,
   billed_at: optionalTimestamp,
   items: z
     .array(z.looseObject({ price: z.looseObject({ id }).nullish() }))
     .nullish()
     .transform((v) => v ?? []),
   details: z.looseObject({
-    totals: z.looseObject({ total: minorUnits, currency_code: z.string().min(3).max(3).nullish() }),
+    totals: z.looseObject({ total: minorUnits, currency_code: optionalCurrency }),
   }),
   custom_data: z.record(z.string(), z.unknown()).nullish(),
 });
@@ -120,8 +137,8 @@ export const adjustmentSchema = z.looseObject({
   transaction_id: optionalId,
   subscription_id: optionalId,
   customer_id: optionalId,
-  currency_code: z.string().min(3).max(3).nullish(),
-  totals: z.looseObject({ total: minorUnits, currency_code: z.string().min(3).max(3).nullish() }),
+  currency_code: optionalCurrency,
+  totals: z.looseObject({ total: minorUnits, currency_code: optionalCurrency }),
   created_at: optionalTimestamp,
   updated_at: optionalTimestamp,
 });

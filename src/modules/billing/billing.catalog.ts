@@ -3,6 +3,10 @@ import { AppConfig } from '../../config/app-config.js';
 
 export const FREE_TIER = 'FREE';
 
+/** A lookup in a configured table that never reaches Object.prototype (`constructor`, `__proto__`). */
+const own = <T>(table: Record<string, T>, key: string): T | undefined =>
+  Object.hasOwn(table, key) ? table[key] : undefined;
+
 /**
  * Tiers and prices from the project configuration: which tiers can be bought, the price of a tier, the
  * tier of a price, and how tiers rank when a user holds several subscriptions at once.
@@ -13,7 +17,7 @@ export class BillingCatalog {
 
   /** Tier of a billing price id, or null when the price is not configured. */
   tierForPrice(priceId: string): string | null {
-    return this.config.project.priceTiers[priceId] ?? null;
+    return own(this.config.project.priceTiers, priceId) ?? null;
   }
 
   /** The configured price of a paid tier (the first one listed), or null. */
@@ -25,7 +29,9 @@ export class BillingCatalog {
   /** A paid tier that has a price and can therefore be bought. */
   isPurchasable(tier: string): boolean {
     return (
-      tier !== FREE_TIER && this.config.project.tiers[tier] !== undefined && this.priceForTier(tier) !== null
+      tier !== FREE_TIER &&
+      own(this.config.project.tiers, tier) !== undefined &&
+      this.priceForTier(tier) !== null
     );
   }
 
@@ -34,7 +40,7 @@ export class BillingCatalog {
   }
 
   monthlyCredits(tier: string): number {
-    return this.config.project.tiers[tier]?.monthlyCredits ?? 0;
+    return own(this.config.project.tiers, tier)?.monthlyCredits ?? 0;
   }
 
   /**
@@ -42,7 +48,9 @@ export class BillingCatalog {
    * one (by monthly credits, then by name so the choice is deterministic), FREE when there is none.
    */
   bestTier(tiers: string[]): string {
-    const known = tiers.filter((tier) => tier !== FREE_TIER && this.config.project.tiers[tier] !== undefined);
+    const known = tiers.filter(
+      (tier) => tier !== FREE_TIER && own(this.config.project.tiers, tier) !== undefined,
+    );
     if (known.length === 0) return FREE_TIER;
     return [...known].sort(
       (a, b) => this.monthlyCredits(b) - this.monthlyCredits(a) || a.localeCompare(b),

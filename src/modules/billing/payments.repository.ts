@@ -29,13 +29,29 @@ export interface AdjustmentRecord {
 /** Payments and adjustments: the accounting records revenue metrics read (kept after user erasure). */
 @Injectable()
 export class PaymentsRepository {
-  upsertPayment(tx: Tx, record: PaymentRecord) {
-    const { providerTransactionId, ...rest } = record;
-    return tx.payment.upsert({
-      where: { providerTransactionId },
-      create: record,
-      // A known owner is never replaced by "unknown".
-      update: { ...rest, userId: rest.userId ?? undefined },
+  /**
+   * The first record of a transaction is kept: a repeat (a replay under a new event id, or a forged one
+   * signed with a leaked secret) never rewrites the amount, currency or date revenue is computed from. It
+   * only fills what was unknown: the owner, and the tier of a price configured since.
+   */
+  async upsertPayment(tx: Tx, record: PaymentRecord) {
+    const { providerTransactionId } = record;
+    await tx.payment.createMany({ data: [record], skipDuplicates: true });
+    const row = await tx.payment.findUniqueOrThrow({ where: { providerTransactionId } });
+    if ((row.userId === null && record.userId) || (row.tier === null && record.tier)) {
+      return tx.payment.update({
+        where: { providerTransactionId },
+        data: { userId: row.userId ?? record.userId, tier: row.tier ?? record.tier },
+      });
+    }
+    return row;
+  }
+
+  /** Completed renewals of one subscription, oldest first. */
+  renewalsOf(db: Db, providerSubscriptionId: string, origin: string) {
+    return db.payment.findMany({
+      where: { providerSubscriptionId, origin, status: 'completed' },
+      orderBy: [{ occurredAt: 'asc' }, { providerTransactionId: 'asc' }],
     });
   }
 

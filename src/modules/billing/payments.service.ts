@@ -2,14 +2,17 @@ import { Injectable } from '@nestjs/common';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { CreditsService } from '../credits/credits.service.js';
+import type { Subscription } from '../../generated/prisma/client.js';
 import type { HandlerOutcome } from '../webhooks/webhook-inbox.service.js';
 import { BillingCatalog, FREE_TIER } from './billing.catalog.js';
 import { parsePayload } from './billing.errors.js';
 import { adjustmentSchema, type BillingEvent, transactionSchema } from './billing-events.schema.js';
 import { BillingOwnersService } from './billing-owners.service.js';
-import { BillingUsersRepository } from './billing-users.repository.js';
+import { BillingTierService } from './billing-tier.service.js';
+import { BillingUsersRepository, type LockedUser } from './billing-users.repository.js';
 import { PaymentsRepository } from './payments.repository.js';
 import { SubscriptionsRepository } from './subscriptions.repository.js';
+import { PARKED_REASON, WebhookArchiveRepository } from './webhook-archive.repository.js';
 
 /** Paddle's origin of a transaction that renews a subscription (as opposed to the first payment or a proration). */
 const RENEWAL_ORIGIN = 'subscription_recurring';
@@ -18,6 +21,11 @@ const RENEWAL_ORIGIN = 'subscription_recurring';
  * Money events: transaction.completed records the payment for revenue and, for a renewal, grants the
  * tier's monthly credits keyed on the transaction id; adjustment.created/updated record refunds and
  * credits. The records keep their rows when the user is erased (user link set to null).
+ *
+ * A transaction of a subscription takes the subscription's advisory lock first, like every subscription
+ * event, so a renewal and the events that create its subscription are serialized: either the renewal finds
+ * the subscription's owner, or it is recorded without one, parked, and granted by the transaction that
+ * creates the subscription row (grantParkedRenewals). Its credits are keyed on the transaction id either way.
  */
 @Injectable()
 export class PaymentsService {
@@ -27,12 +35,15 @@ export class PaymentsService {
     private readonly subscriptions: SubscriptionsRepository,
     private readonly owners: BillingOwnersService,
     private readonly users: BillingUsersRepository,
+    private readonly tiers: BillingTierService,
+    private readonly archive: WebhookArchiveRepository,
     private readonly credits: CreditsService,
     private readonly audit: AuditService,
   ) {}
 
   async transactionCompleted(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
     const data = parsePayload(transactionSchema, event.data, 'transaction.completed data');
+    if (data.subscription_id) await this.subscriptions.lock(tx, data.subscription_id);
     const subscription = data.subscription_id
       ? await this.subscriptions.findByProviderId(tx, data.subscription_id)
       : null;
@@ -56,21 +67,11 @@ export class PaymentsService {
     let credits = 0;
     let reason: string | undefined;
     if (data.origin === RENEWAL_ORIGIN) {
-      if (!userId) reason = 'unknown_owner';
+      // The renewal opens the next period: a tier change scheduled for its start takes effect now.
+      if (subscription && userId) await this.applyDueTierChange(tx, subscription, userId);
+      if (!userId) reason = data.subscription_id ? PARKED_REASON : 'unknown_owner';
       else if (!tier || tier === FREE_TIER) reason = 'unknown_tier';
-      else {
-        const amount = this.catalog.monthlyCredits(tier);
-        if (amount > 0) {
-          const grant = await this.credits.grant(tx, {
-            userId,
-            amount,
-            jobId: data.id,
-            kind: 'grant',
-            details: { tier, source: 'renewal', transaction_id: data.id },
-          });
-          credits = grant.applied ? amount : 0;
-        }
-      }
+      else credits = await this.grantRenewal(tx, userId, tier, data.id);
     }
 
     await this.audit.record(tx, {
@@ -91,7 +92,73 @@ export class PaymentsService {
         ...(reason ? { reason } : {}),
       },
     });
+    if (reason === PARKED_REASON) return { status: 'skipped', reason };
     return reason ? { status: 'skipped', reason: `renewal_credits_${reason}` } : { status: 'processed' };
+  }
+
+  /**
+   * Called in the transaction that creates a subscription row (under its lock): renewals of that
+   * subscription that were paid before anything tied it to a user now grant their credits (keyed on the
+   * transaction id, so a renewal already granted grants nothing), and their parked archive rows are marked
+   * processed. Returns the credits granted.
+   */
+  async grantParkedRenewals(tx: Tx, row: Subscription, user: LockedUser, now: Date): Promise<number> {
+    let credits = 0;
+    const renewals = await this.payments.renewalsOf(tx, row.providerSubscriptionId, RENEWAL_ORIGIN);
+    for (const payment of renewals) {
+      const tier = payment.tier ?? row.tier;
+      if (tier === FREE_TIER) continue;
+      const granted = await this.grantRenewal(tx, user.id, tier, payment.providerTransactionId);
+      if (granted === 0) continue;
+      credits += granted;
+      await this.audit.record(tx, {
+        actor: webhookActor('billing'),
+        action: 'transaction.completed',
+        userId: user.identity_user_id,
+        resourceType: 'payment',
+        resourceId: payment.id,
+        details: {
+          transaction_id: payment.providerTransactionId,
+          subscription_id: row.providerSubscriptionId,
+          origin: RENEWAL_ORIGIN,
+          tier,
+          credits: granted,
+          reason: 'replayed_after_park',
+        },
+      });
+    }
+    for (const parked of await this.archive.parkedFor(tx, row.providerSubscriptionId, now, 'transaction.')) {
+      await this.archive.markReplayed(tx, parked.id, now);
+    }
+    return credits;
+  }
+
+  private async grantRenewal(tx: Tx, userId: string, tier: string, transactionId: string): Promise<number> {
+    const amount = this.catalog.monthlyCredits(tier);
+    if (amount <= 0) return 0;
+    const grant = await this.credits.grant(tx, {
+      userId,
+      amount,
+      jobId: transactionId,
+      kind: 'grant',
+      details: { tier, source: 'renewal', transaction_id: transactionId },
+    });
+    return grant.applied ? amount : 0;
+  }
+
+  /** A tier change whose period has ended takes effect with the renewal that opens the next period. */
+  private async applyDueTierChange(
+    tx: Tx,
+    subscription: Subscription,
+    userId: string,
+  ): Promise<Subscription> {
+    if (!subscription.pendingTier) return subscription;
+    const now = new Date();
+    const changed = await this.subscriptions.applyPendingTier(tx, subscription.id, now);
+    if (!changed) return subscription;
+    const user = await this.users.lock(tx, userId);
+    if (user) await this.tiers.recompute(tx, user, now);
+    return changed;
   }
 
   async adjustment(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {

@@ -25,6 +25,9 @@ export interface SubscriptionSnapshot {
   canceledAt: Date | null;
   pausedAt: Date | null;
   scheduledChange: ScheduledChange | null;
+  /** A change to another paid tier that takes effect at pendingTierAt (see deferTierChange). */
+  pendingTier: string | null;
+  pendingTierAt: Date | null;
 }
 
 const STATUS: Record<SubscriptionData['status'], SubscriptionStatus> = {
@@ -56,6 +59,21 @@ export const SUBSCRIPTION_EVENTS = [
 
 /** Statuses under which a subscription still grants its tier (until the expiry job says otherwise). */
 export const LIVE_STATUSES: SubscriptionStatus[] = ['ACTIVE', 'TRIALING', 'PAST_DUE', 'PAUSED'];
+
+/**
+ * Whether a stored subscription grants its tier at `now` (the rule users.current_tier is derived from):
+ * live and not expired, or CANCELED with the paid period still running.
+ */
+export function grantsAccess(
+  row: { status: SubscriptionStatus; expiredAt: Date | null; currentPeriodEnd: Date | null },
+  now: Date,
+): boolean {
+  if (row.expiredAt) return false;
+  if (LIVE_STATUSES.includes(row.status)) return true;
+  return (
+    row.status === 'CANCELED' && !!row.currentPeriodEnd && row.currentPeriodEnd.getTime() > now.getTime()
+  );
+}
 
 /** The audit action of an event: the British spelling is folded so one query finds every cancellation. */
 export const auditActionOf = (eventType: string): string =>
@@ -101,8 +119,45 @@ export function toSnapshot(
           resume_at: data.scheduled_change.resume_at?.toISOString() ?? null,
         }
       : null,
+    pendingTier: null,
+    pendingTierAt: null,
   };
 }
+
+/** The stored columns deferTierChange reads. */
+export interface StoredTier {
+  tier: string;
+  currentPeriodStart: Date | null;
+  currentPeriodEnd: Date | null;
+}
+
+/**
+ * Spec operation table: a change to another paid tier (higher or lower) keeps "access at the current tier
+ * until current_period_end, then the new price". The provider's subscription.updated after the price change
+ * already names the new price for the period that is running, so a snapshot whose price maps to another
+ * tier within the same billing period keeps the stored tier and records the new one as pending until the
+ * period end. A snapshot of a new period (the renewal), of a period that has already ended, or naming the
+ * stored tier again (the change was reverted) applies its tier at once and clears any pending change.
+ */
+export function deferTierChange(
+  snapshot: SubscriptionSnapshot,
+  stored: StoredTier,
+  now: Date,
+): SubscriptionSnapshot {
+  const cleared = { ...snapshot, pendingTier: null, pendingTierAt: null };
+  if (snapshot.tier === stored.tier) return cleared;
+  const end = stored.currentPeriodEnd;
+  if (!end || end.getTime() <= now.getTime()) return cleared;
+  if (!LIVE_STATUSES.includes(snapshot.status)) return cleared;
+  const samePeriod =
+    sameInstant(snapshot.currentPeriodStart, stored.currentPeriodStart) &&
+    sameInstant(snapshot.currentPeriodEnd, stored.currentPeriodEnd);
+  if (!samePeriod) return cleared;
+  return { ...snapshot, tier: stored.tier, pendingTier: snapshot.tier, pendingTierAt: end };
+}
+
+const sameInstant = (a: Date | null, b: Date | null): boolean =>
+  a === null || b === null ? a === b : a.getTime() === b.getTime();
 
 /**
  * The state table says a cancellation "sets canceled_at". A canceled payload without one falls back to

@@ -4,6 +4,7 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { Subscription, WebhookEvent } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
+import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { CreditsService } from '../credits/credits.service.js';
 import type { SendEmailJob } from '../email/email.types.js';
 import type { HandlerOutcome } from '../webhooks/webhook-inbox.service.js';
@@ -14,10 +15,14 @@ import { BillingOwnersService } from './billing-owners.service.js';
 import { BillingTierService } from './billing-tier.service.js';
 import { BillingUsersRepository, type LockedUser } from './billing-users.repository.js';
 import { PaymentsRepository } from './payments.repository.js';
+import { PaymentsService } from './payments.service.js';
 import {
   auditActionOf,
+  deferTierChange,
   expiryAfter,
+  grantsAccess,
   isNewer,
+  LIVE_STATUSES,
   type SubscriptionSnapshot,
   toSnapshot,
 } from './subscription-snapshot.js';
@@ -25,6 +30,10 @@ import { SubscriptionsRepository } from './subscriptions.repository.js';
 import { WebhookArchiveRepository } from './webhook-archive.repository.js';
 
 const CREATED = 'subscription.created';
+
+/** Job id of a subscription's first-period grant: one per subscription, whatever the event ids. */
+export const firstPeriodGrantId = (providerSubscriptionId: string): string =>
+  `first-period:${providerSubscriptionId}`;
 
 /**
  * The subscription state machine driven by billing webhooks (spec "States and transitions"). Every
@@ -43,10 +52,12 @@ export class SubscriptionStateService {
     private readonly owners: BillingOwnersService,
     private readonly tiers: BillingTierService,
     private readonly payments: PaymentsRepository,
+    private readonly paymentEvents: PaymentsService,
     private readonly archive: WebhookArchiveRepository,
     private readonly credits: CreditsService,
     private readonly outbox: OutboxService,
     private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
   ) {}
 
   async handle(tx: Tx, event: BillingEvent, outboxIds: string[]): Promise<HandlerOutcome> {
@@ -77,14 +88,17 @@ export class SubscriptionStateService {
     if (snapshot.providerCustomerId && !user.billing_customer_id) {
       await this.users.linkCustomer(tx, user.id, snapshot.providerCustomerId);
     }
+    let credits = 0;
     if (!existing) {
       await this.payments.linkPaymentsToUser(tx, row.providerSubscriptionId, user.id);
       row = await this.replayParked(tx, row, user, now);
+      // Renewals paid before anything tied the subscription to its user get their credits now, once.
+      credits += await this.paymentEvents.grantParkedRenewals(tx, row, user, now);
+      await this.auditDuplicate(tx, row, user);
     }
 
-    let credits = 0;
     if (event.eventType === CREATED)
-      credits = await this.onCreated(tx, event, row, snapshot, user, outboxIds);
+      credits += await this.onCreated(tx, event, row, snapshot, user, outboxIds, now);
     const tier = await this.tiers.recompute(tx, user, now);
 
     await this.audit.record(tx, {
@@ -149,12 +163,19 @@ export class SubscriptionStateService {
       eventId: existing.lastEventId ?? '',
     };
     if (!isNewer(incoming, stored)) return { row: existing, applied: false };
-    const expiredAt = expiryAfter(snapshot, existing.expiredAt, now);
-    const row = await this.subscriptions.apply(tx, existing.id, snapshot, { ...event, expiredAt });
+    const next = deferTierChange(snapshot, existing, now);
+    const expiredAt = expiryAfter(next, existing.expiredAt, now);
+    const row = await this.subscriptions.apply(tx, existing.id, next, { ...event, expiredAt });
     return { row, applied: true };
   }
 
-  /** Credits for the first period (once per created event id) and the welcome e-mail after commit. */
+  /**
+   * Credits for the first period and the welcome e-mail after commit. The grant is keyed on the
+   * subscription, not the event id: a second subscription.created of the same subscription (a new event id)
+   * is the same first period and grants nothing more. A created that arrives after the subscription's
+   * access has already ended keeps its grant (the first period was paid; a refund comes as an adjustment)
+   * but sends no "your plan is active" e-mail.
+   */
   private async onCreated(
     tx: Tx,
     event: BillingEvent,
@@ -162,6 +183,7 @@ export class SubscriptionStateService {
     snapshot: SubscriptionSnapshot,
     user: LockedUser,
     outboxIds: string[],
+    now: Date,
   ): Promise<number> {
     let granted = 0;
     const amount = this.catalog.monthlyCredits(snapshot.tier);
@@ -169,11 +191,23 @@ export class SubscriptionStateService {
       const grant = await this.credits.grant(tx, {
         userId: user.id,
         amount,
-        jobId: event.eventId,
+        jobId: firstPeriodGrantId(row.providerSubscriptionId),
         kind: 'grant',
-        details: { tier: snapshot.tier, source: CREATED, subscription_id: row.providerSubscriptionId },
+        details: {
+          tier: snapshot.tier,
+          source: CREATED,
+          subscription_id: row.providerSubscriptionId,
+          event_id: event.eventId,
+        },
       });
       granted = grant.applied ? amount : 0;
+    }
+    if (!grantsAccess(row, now)) {
+      this.logger.log(
+        { event_id: event.eventId, subscription_id: row.providerSubscriptionId, status: row.status },
+        'subscription.created arrived after its access ended; no welcome e-mail',
+      );
+      return granted;
     }
     const welcome = `subscription-welcome-${row.id}`;
     outboxIds.push(
@@ -190,6 +224,37 @@ export class SubscriptionStateService {
       ),
     );
     return granted;
+  }
+
+  /**
+   * A second live subscription for one user (two checkout tabs): it is processed (the customer paid) and
+   * the user keeps the richest tier, but an operator must refund one, so it is audited and counted.
+   */
+  private async auditDuplicate(tx: Tx, row: Subscription, user: LockedUser): Promise<void> {
+    if (!LIVE_STATUSES.includes(row.status) || row.expiredAt) return;
+    const others = (await this.subscriptions.findAllLiveForUser(tx, user.id)).filter((s) => s.id !== row.id);
+    if (others.length === 0) return;
+    this.metrics.duplicateSubscriptions.inc();
+    this.logger.warn(
+      {
+        subscription_id: row.providerSubscriptionId,
+        other_subscription_ids: others.map((s) => s.providerSubscriptionId),
+      },
+      'a second live subscription for one user: refund one',
+    );
+    await this.audit.record(tx, {
+      actor: webhookActor('billing'),
+      action: 'billing.duplicate_subscription',
+      userId: user.identity_user_id,
+      resourceType: 'subscription',
+      resourceId: row.id,
+      details: {
+        subscription_id: row.providerSubscriptionId,
+        other_subscription_id: others.map((s) => s.providerSubscriptionId),
+        tier: row.tier,
+        status: row.status,
+      },
+    });
   }
 
   /**

@@ -16,6 +16,20 @@ export interface LapsedSubscription {
   status: string;
 }
 
+/** One row (`id`, the re-check under the lock) or a page of rows after `after` (the job's cursor). */
+export interface SweepOptions {
+  id?: string;
+  after?: string;
+  limit?: number;
+}
+
+const narrow = (options: SweepOptions) =>
+  options.id
+    ? Prisma.sql`AND id = ${options.id}::uuid`
+    : options.after
+      ? Prisma.sql`AND id > ${options.after}::uuid`
+      : Prisma.empty;
+
 const columns = (snapshot: SubscriptionSnapshot) => ({
   providerCustomerId: snapshot.providerCustomerId,
   status: snapshot.status,
@@ -31,6 +45,8 @@ const columns = (snapshot: SubscriptionSnapshot) => ({
   canceledAt: snapshot.canceledAt,
   pausedAt: snapshot.pausedAt,
   scheduledChange: snapshot.scheduledChange ?? Prisma.DbNull,
+  pendingTier: snapshot.pendingTier,
+  pendingTierAt: snapshot.pendingTierAt,
 });
 
 @Injectable()
@@ -114,22 +130,38 @@ export class SubscriptionsRepository {
   }
 
   /**
-   * Subscriptions whose access has lapsed: canceled with the paid period over, or past_due/paused for
-   * longer than the grace after the later of period end and pause. `id` narrows the check to one row
-   * (the re-check under the lock).
+   * Subscriptions whose access has lapsed: canceled with the paid period over. PAUSED and PAST_DUE are never
+   * lapsed here (state table: "tier is NOT downgraded", "access is NOT revoked"); the provider ends them
+   * with subscription.canceled. `id` narrows the check to one row (the re-check under the lock).
    */
-  lapsed(db: Db, now: Date, graceCutoff: Date, options: { id?: string; limit?: number } = {}) {
-    const only = options.id ? Prisma.sql`AND id = ${options.id}::uuid` : Prisma.empty;
+  lapsed(db: Db, now: Date, options: SweepOptions = {}) {
+    const only = narrow(options);
     return db.$queryRaw<LapsedSubscription[]>`
       SELECT id, provider_subscription_id, user_id, status::text AS status FROM subscriptions
       WHERE expired_at IS NULL ${only}
-        AND (
-          (status = 'CANCELED' AND (current_period_end IS NULL OR current_period_end <= ${now}))
-          OR (status IN ('PAST_DUE', 'PAUSED')
-              AND COALESCE(GREATEST(current_period_end, paused_at), last_event_at) <= ${graceCutoff})
-        )
+        AND status = 'CANCELED' AND (current_period_end IS NULL OR current_period_end <= ${now})
       ORDER BY id
       LIMIT ${options.limit ?? 1}`;
+  }
+
+  /** Subscriptions whose pending tier change is due at `now` (`id` narrows to one row, under the lock). */
+  dueTierChanges(db: Db, now: Date, options: SweepOptions = {}) {
+    const only = narrow(options);
+    return db.$queryRaw<LapsedSubscription[]>`
+      SELECT id, provider_subscription_id, user_id, status::text AS status FROM subscriptions
+      WHERE pending_tier IS NOT NULL AND pending_tier_at <= ${now} ${only}
+      ORDER BY id
+      LIMIT ${options.limit ?? 1}`;
+  }
+
+  /** Makes the pending tier the subscription's tier (its period has ended); null when none was due. */
+  async applyPendingTier(tx: Tx, id: string, now: Date): Promise<Subscription | null> {
+    const row = await tx.subscription.findUnique({ where: { id } });
+    if (!row?.pendingTier || !row.pendingTierAt || row.pendingTierAt.getTime() > now.getTime()) return null;
+    return tx.subscription.update({
+      where: { id },
+      data: { tier: row.pendingTier, pendingTier: null, pendingTierAt: null },
+    });
   }
 
   markExpired(tx: Tx, id: string, at: Date): Promise<Subscription> {

@@ -14,7 +14,14 @@ export class WebhookArchiveRepository {
    * Parked events of one subscription, oldest first: they arrived before any event that could tie the
    * subscription to a user, and are replayed once the subscription row exists.
    */
-  parkedFor(tx: Tx, providerSubscriptionId: string, now: Date): Promise<WebhookEvent[]> {
+  parkedFor(
+    tx: Tx,
+    providerSubscriptionId: string,
+    now: Date,
+    kind: 'subscription.' | 'transaction.' = 'subscription.',
+  ): Promise<WebhookEvent[]> {
+    // A subscription's id is data.id; a transaction names its subscription in data.subscription_id.
+    const path = kind === 'subscription.' ? ['data', 'id'] : ['data', 'subscription_id'];
     return tx.webhookEvent.findMany({
       where: {
         provider: 'billing',
@@ -23,8 +30,8 @@ export class WebhookArchiveRepository {
         // within days, so older parked rows cannot belong to a subscription created now.
         receivedAt: { gte: new Date(now.getTime() - PARKED_WINDOW_MS) },
         error: PARKED_REASON,
-        eventType: { startsWith: 'subscription.' },
-        payload: { path: ['data', 'id'], equals: providerSubscriptionId },
+        eventType: { startsWith: kind },
+        payload: { path, equals: providerSubscriptionId },
       },
       orderBy: [{ occurredAt: 'asc' }, { eventId: 'asc' }],
     });

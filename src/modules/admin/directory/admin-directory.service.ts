@@ -24,7 +24,7 @@ export class AdminDirectoryService {
   ) {}
 
   async users(query: ListAdminUsersQueryDto): Promise<AdminUserListDto> {
-    if (query.tier !== undefined && !this.config.project.tiers[query.tier]) {
+    if (query.tier !== undefined && !Object.hasOwn(this.config.project.tiers, query.tier)) {
       throw new ValidationError(`tier must be one of ${Object.keys(this.config.project.tiers).join(', ')}`, [
         { field: 'tier', message: 'unknown tier' },
       ]);

@@ -19,9 +19,12 @@ export class CheckoutResponseDto {
 }
 
 export class ScheduledChangeDto {
+  /** `cancel`, `pause` or `resume` (the provider's), or `tier_change` (a change to another paid tier). */
   action!: string;
   effective_at!: string;
   resume_at!: string | null;
+  /** The tier from effective_at on (action `tier_change` only). */
+  tier?: string;
 }
 
 export class SubscriptionResponseDto {
@@ -60,8 +63,26 @@ export function toSubscriptionResponse(row: Subscription): SubscriptionResponseD
     current_period_start: iso(row.currentPeriodStart),
     current_period_end: iso(row.currentPeriodEnd),
     canceled_at: iso(row.canceledAt),
-    scheduled_change: (row.scheduledChange as ScheduledChangeDto | null) ?? null,
+    scheduled_change: scheduledChangeOf(row),
   };
+}
+
+/**
+ * The provider's scheduled change (a cancel at period end wins: the tier change would never start), else
+ * a pending change to another paid tier.
+ */
+function scheduledChangeOf(row: Subscription): ScheduledChangeDto | null {
+  const provider = row.scheduledChange as ScheduledChangeDto | null;
+  if (provider) return provider;
+  if (row.pendingTier && row.pendingTierAt) {
+    return {
+      action: 'tier_change',
+      tier: row.pendingTier,
+      effective_at: row.pendingTierAt.toISOString(),
+      resume_at: null,
+    };
+  }
+  return null;
 }
 
 export function toActionResponse(
