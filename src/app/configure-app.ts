@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { RequestMethod } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import type { NextFunction, Request, Response } from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import type { AppConfig } from '../config/app-config.js';
@@ -26,6 +26,10 @@ const UNPREFIXED = [
   { path: 'webhooks/identity', method: RequestMethod.POST },
   { path: 'webhooks/billing', method: RequestMethod.POST },
 ];
+
+const WEBHOOK_PATHS = UNPREFIXED.filter((route) => route.path.startsWith('webhooks/')).map(
+  (route) => `/${route.path}`,
+);
 
 const PERMISSIONS_POLICY =
   'accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), payment=(), usb=(), interest-cohort=()';
@@ -69,6 +73,16 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
     ],
     maxAge: 600,
   });
+  // Webhook receivers verify the signature over the exact bytes and parse the JSON themselves, so an
+  // authentic body that is not JSON is theirs to trace (audit + log), not a bare 400 from the parser.
+  app.use(
+    WEBHOOK_PATHS,
+    express.raw({ type: () => true, limit: JSON_BODY_LIMIT }),
+    (req: Request & { rawBody?: Buffer }, _res: Response, next: NextFunction) => {
+      if (Buffer.isBuffer(req.body)) req.rawBody = req.body;
+      next();
+    },
+  );
   app.useBodyParser('json', { limit: JSON_BODY_LIMIT });
   app.useBodyParser('urlencoded', { limit: '64kb', extended: false });
   app.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED });

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import {
   checkoutToken,
   createUser,
@@ -126,18 +128,59 @@ describe('billing webhooks: signature, envelope and payload validation', () => {
     });
     expect(await audits('webhook.failed', badTime.event_id)).toHaveLength(1);
 
+    // A signed body that is not JSON, or JSON without an event id, cannot be keyed or archived: it leaves a
+    // webhook.failed audit entry with the body's SHA-256 and a warning with the reason (issue 13 item 8).
     const garbage = await deliver(api, {}, { rawBody: 'not json' });
     expect(garbage.status).toBe(400);
-    // Signed JSON without an event id cannot be keyed, so it is not archived: the warning is the
-    // operator's only trace of it.
-    const unkeyed = await deliver(api, { event_type: 'subscription.created', data: {} });
+    const unkeyedBody = JSON.stringify({ event_type: 'subscription.created', data: {} });
+    const unkeyed = await deliver(api, {}, { rawBody: unkeyedBody });
     expect(unkeyed.status).toBe(400);
     expect(unkeyed.body).toMatchObject({ code: 'invalid_payload' });
-    expect(env.logs.lines.some((line) => line.includes('envelope cannot be archived'))).toBe(true);
+    for (const [body, reason] of [
+      ['not json', 'not_json'],
+      [unkeyedBody, 'no_event_id'],
+    ]) {
+      const digest = `sha256:${createHash('sha256').update(body).digest('hex')}`;
+      const entries = await audits('webhook.failed', digest);
+      expect(entries).toHaveLength(1);
+      expect(entries[0]).toMatchObject({ actor: 'webhook:billing' });
+      expect(entries[0].details).toEqual({
+        provider: 'billing',
+        reason,
+        body_digest: digest,
+        event_id: null,
+      });
+      expect(env.logs.lines.some((line) => line.includes(`billing webhook refused: ${reason}`))).toBe(true);
+    }
 
     // Same event id, corrected body (e.g. after a schema fix): processed once.
     expect((await deliver(api, e)).body).toEqual({ received: true, status: 'processed' });
     expect(await archived(e.event_id)).toMatchObject({ status: 'PROCESSED', attempts: 2 });
+  });
+
+  it('counts every refused delivery by provider and reason, and logs the reason at warn', async () => {
+    const metrics = api.app.get(MetricsService);
+    const count = async (reason: string) =>
+      (await metrics.webhookRefusals.get()).values.find(
+        (v) => v.labels.provider === 'billing' && v.labels.reason === reason,
+      )?.value ?? 0;
+    const before = {
+      signature: await count('invalid_signature'),
+      payload: await count('invalid_payload'),
+      json: await count('not_json'),
+    };
+    const e = subscriptionEvent({ type: 'subscription.updated', subId: newSubId() });
+    await deliver(api, e, { signature: 'garbage' });
+    await deliver(api, e, { signature: 'garbage' });
+    await deliver(api, { ...e, data: { ...e.data, items: [] } });
+    await deliver(api, {}, { rawBody: '{' });
+    expect(await count('invalid_signature')).toBe(before.signature + 2);
+    expect(await count('invalid_payload')).toBe(before.payload + 1);
+    expect(await count('not_json')).toBe(before.json + 1);
+    expect(env.logs.lines.some((l) => l.includes('billing webhook refused: invalid_signature'))).toBe(true);
+    expect(env.logs.lines.some((l) => l.includes('billing webhook refused: invalid_payload'))).toBe(true);
+    // An unsigned delivery is counted and logged, never audited (anyone could flood the audit log).
+    expect(await audits('webhook.failed', e.event_id)).toHaveLength(1);
   });
 
   it('acknowledges event types it does not handle', async () => {

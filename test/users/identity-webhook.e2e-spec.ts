@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import type { User } from '../../src/generated/prisma/client.js';
+import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import {
   identityDeletedEvent,
@@ -291,5 +293,36 @@ describe('POST /webhooks/identity', () => {
     // A body without a type at all is malformed too.
     const noType = await deliver(signIdentityEvent({ data: {} }));
     expect(noType.status).toBe(400);
+  });
+
+  it('leaves a trace of every refused delivery: counted and logged by reason, audited when authentic', async () => {
+    const metrics = api.app.get(MetricsService);
+    const count = async (reason: string) =>
+      (await metrics.webhookRefusals.get()).values.find(
+        (v) => v.labels.provider === 'identity' && v.labels.reason === reason,
+      )?.value ?? 0;
+    const before = { signature: await count('invalid_signature'), unstorable: await count('unstorable') };
+
+    const forged = signIdentityEvent(identityUserEvent('user.created', 'user_forged', 'forged@example.com'), {
+      secret: 'whsec_' + Buffer.from('another-secret-of-32-bytes-00000').toString('base64'),
+    });
+    expect((await deliver(forged)).status).toBe(401);
+    expect(await count('invalid_signature')).toBe(before.signature + 1);
+    expect(env.logs.lines.some((l) => l.includes('identity webhook refused: invalid_signature'))).toBe(true);
+    expect(await api.prisma.auditLog.count({ where: { resourceId: forged.id } })).toBe(0);
+
+    // Authentic, but jsonb cannot hold it (a NUL character): not archived, so audited with the body digest.
+    const nul = signIdentityEvent('{"type":"user.created","data":{"id":"user_\\u0000"}}');
+    expect((await deliver(nul)).status).toBe(400);
+    expect(await count('unstorable')).toBe(before.unstorable + 1);
+    const [entry] = await api.prisma.auditLog.findMany({
+      where: { action: 'webhook.failed', resourceId: nul.id },
+    });
+    expect(entry.details).toEqual({
+      provider: 'identity',
+      reason: 'unstorable',
+      event_id: nul.id,
+      body_digest: `sha256:${createHash('sha256').update(nul.body).digest('hex')}`,
+    });
   });
 });

@@ -7,6 +7,7 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { unstorablePayload } from '../webhooks/storable-payload.js';
 import { type HandlerOutcome, WebhookInboxService } from '../webhooks/webhook-inbox.service.js';
+import { WebhookRefusalsService } from '../webhooks/webhook-refusals.service.js';
 import {
   InvalidSignatureError,
   InvalidWebhookPayloadError,
@@ -41,6 +42,7 @@ export class BillingWebhookService {
     private readonly outbox: OutboxService,
     private readonly subscriptions: SubscriptionStateService,
     private readonly payments: PaymentsService,
+    private readonly refusals: WebhookRefusalsService,
   ) {}
 
   async receive(rawBody: Buffer | undefined, signature: string | undefined): Promise<WebhookReceipt> {
@@ -52,22 +54,23 @@ export class BillingWebhookService {
     // During a secret rotation deliveries signed with the previous secret are still genuine.
     if (!check.ok && previous) check = verifyPaddleSignature(signature, body, previous);
     if (!check.ok) {
-      this.logger.warn({ reason: check.reason }, 'billing webhook refused: bad signature');
+      this.refusals.refused('billing', { reason: 'invalid_signature', detail: check.reason });
       throw new InvalidSignatureError();
     }
 
-    let envelope;
-    try {
-      envelope = this.parseEnvelope(body);
-    } catch (err) {
-      // Authentic but impossible to key or store, so nothing is archived: the log is the only trace,
-      // and the provider keeps retrying it (non-2xx) until someone looks.
-      this.logger.warn(
-        { reason: (err as Error).message, bytes: body.length },
-        'signed billing webhook refused: envelope cannot be archived',
-      );
-      throw err;
+    const parsed = this.parseEnvelope(body);
+    if (!parsed.ok) {
+      // Authentic but impossible to key or store, so nothing is archived: the audit entry (with the body's
+      // SHA-256) and the log are the trace, and the provider keeps retrying it (non-2xx) until someone looks.
+      await this.refusals.unarchivable('billing', {
+        reason: parsed.reason,
+        body,
+        eventId: parsed.eventId,
+        detail: parsed.error.message,
+      });
+      throw parsed.error;
     }
+    const envelope = parsed.envelope;
     const occurredAt = occurredAtSchema.safeParse(envelope.occurred_at);
     let result;
     try {
@@ -114,16 +117,31 @@ export class BillingWebhookService {
   }
 
   /** Without an event id and type, or with content jsonb refuses, the body cannot be archived: 400, nothing stored. */
-  private parseEnvelope(body: Buffer) {
+  private parseEnvelope(
+    body: Buffer,
+  ):
+    | { ok: true; envelope: ReturnType<typeof envelopeSchema.parse> }
+    | { ok: false; reason: string; eventId: string | null; error: InvalidWebhookPayloadError } {
     let json: unknown;
     try {
       json = JSON.parse(body.toString('utf8'));
     } catch {
-      throw new InvalidWebhookPayloadError('The webhook body is not valid JSON.');
+      const error = new InvalidWebhookPayloadError('The webhook body is not valid JSON.');
+      return { ok: false, reason: 'not_json', eventId: null, error };
     }
+    const named = (json as { event_id?: unknown } | null)?.event_id;
+    const eventId = typeof named === 'string' && named.length > 0 ? named.slice(0, 200) : null;
     const unstorable = unstorablePayload(json);
-    if (unstorable) throw new InvalidWebhookPayloadError(`The webhook body cannot be stored: ${unstorable}.`);
-    return parsePayload(envelopeSchema, json, 'The webhook envelope');
+    if (unstorable) {
+      const error = new InvalidWebhookPayloadError(`The webhook body cannot be stored: ${unstorable}.`);
+      return { ok: false, reason: 'unstorable', eventId, error };
+    }
+    try {
+      return { ok: true, envelope: parsePayload(envelopeSchema, json, 'The webhook envelope') };
+    } catch (err) {
+      if (!(err instanceof InvalidWebhookPayloadError)) throw err;
+      return { ok: false, reason: eventId ? 'invalid_envelope' : 'no_event_id', eventId, error: err };
+    }
   }
 
   /** Handler failures must make the provider retry: 503 for an unavailable store, else 500; never a 4xx. */

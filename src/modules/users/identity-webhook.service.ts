@@ -11,6 +11,7 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { unstorablePayload } from '../webhooks/storable-payload.js';
 import { type HandlerOutcome, WebhookInboxService } from '../webhooks/webhook-inbox.service.js';
+import { WebhookRefusalsService } from '../webhooks/webhook-refusals.service.js';
 import { AccountDeletionService } from './account-deletion.service.js';
 import {
   archivableIdentityPayload,
@@ -49,6 +50,7 @@ export class IdentityWebhookService {
     private readonly deletion: AccountDeletionService,
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
+    private readonly refusals: WebhookRefusalsService,
   ) {
     this.verifiers = [config.identity.webhookSecret, config.identity.previousWebhookSecret]
       .filter((secret): secret is string => !!secret)
@@ -56,7 +58,7 @@ export class IdentityWebhookService {
   }
 
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<WebhookReceipt> {
-    const { id, timestamp, payload } = this.verify(rawBody, headers);
+    const { id, timestamp, payload } = await this.verify(rawBody, headers);
     const envelope = identityEnvelope.safeParse(payload);
     const eventType = envelope.success ? envelope.data.type : 'invalid';
     const occurredAt =
@@ -83,10 +85,10 @@ export class IdentityWebhookService {
   }
 
   /** The signature check; both the `webhook-*` and the `svix-*` header sets are accepted. */
-  private verify(
+  private async verify(
     rawBody: Buffer | undefined,
     headers: IncomingHttpHeaders,
-  ): { id: string; timestamp: Date; payload: unknown } {
+  ): Promise<{ id: string; timestamp: Date; payload: unknown }> {
     if (this.verifiers.length === 0) {
       throw new DependencyError('Identity webhooks are not configured.', 'webhook_not_configured');
     }
@@ -102,16 +104,24 @@ export class IdentityWebhookService {
       verifyWithAny(this.verifiers, rawBody ?? Buffer.alloc(0), standard);
     } catch (err) {
       if (!(err instanceof WebhookVerificationError)) throw err;
+      this.refusals.refused('identity', { reason: 'invalid_signature', detail: err.message });
       throw new UnauthenticatedError('The webhook signature is invalid or expired.', 'invalid_signature');
     }
     let payload: unknown;
     try {
       payload = JSON.parse((rawBody ?? Buffer.alloc(0)).toString('utf8'));
     } catch {
+      // Archived FAILED under the message id by the inbox (the envelope check fails), and audited there.
       payload = { unparsable: true };
     }
     const unstorable = unstorablePayload(payload);
     if (unstorable) {
+      await this.refusals.unarchivable('identity', {
+        reason: 'unstorable',
+        body: rawBody,
+        eventId: id,
+        detail: unstorable,
+      });
       // Verified, but no archive row could hold it: the sender's bug, answered like a malformed event.
       throw new ValidationError(
         `The identity event cannot be stored: ${unstorable}.`,

@@ -1,7 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
+import { AppError } from '../../common/errors/app-error.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
+import { WebhookRefusalsService } from './webhook-refusals.service.js';
 import {
   type InboundEvent,
   WebhookInboxRepository,
@@ -38,6 +40,7 @@ export class WebhookInboxService {
     private readonly inbox: WebhookInboxRepository,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
+    private readonly refusals: WebhookRefusalsService,
   ) {}
 
   async process(provider: WebhookProvider, event: InboundEvent, handler: EventHandler): Promise<InboxResult> {
@@ -62,6 +65,10 @@ export class WebhookInboxService {
       return result;
     } catch (err) {
       this.metrics.webhookEvents.inc({ provider, outcome: 'failed' });
+      // A verified event that breaks the contract (4xx) is refused; its reason is logged and counted.
+      if (err instanceof AppError && err.status < 500) {
+        this.refusals.refused(provider, { reason: err.code, eventId: event.eventId, detail: err.message });
+      }
       await this.recordFailure(provider, event, err);
       throw err;
     }

@@ -1,0 +1,71 @@
+import { createHash } from 'node:crypto';
+import { Injectable, Logger } from '@nestjs/common';
+import { MetricsService } from '../../infra/metrics/metrics.service.js';
+import { AuditService, webhookActor } from '../audit/audit.service.js';
+import type { WebhookProvider } from './webhook-inbox.repository.js';
+
+export interface Refusal {
+  /** Stable reason code: invalid_signature, not_json, no_event_id, unstorable, invalid_payload, ... */
+  reason: string;
+  /** The raw body, for its SHA-256 in the audit entry (the body itself is never stored). */
+  body?: Buffer;
+  /** The event id when the body or the headers named one. */
+  eventId?: string | null;
+  detail?: string;
+}
+
+/**
+ * Every delivery a webhook receiver refuses leaves a trace (issue 13 item 8): a warn-level log line with the
+ * reason and a `webhook_refusals_total{provider,reason}` count. An authentic body that cannot be archived (not
+ * JSON, no event id, content the store refuses) also gets a `webhook.failed` audit entry with the body's
+ * SHA-256, so an operator can match it with the provider's delivery log. An unsigned delivery is never
+ * audited: anyone could flood the audit log with them.
+ */
+@Injectable()
+export class WebhookRefusalsService {
+  private readonly logger = new Logger(WebhookRefusalsService.name);
+
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly audit: AuditService,
+  ) {}
+
+  /** An unsigned or badly signed delivery, or one refused after archiving (the inbox audits those). */
+  refused(provider: WebhookProvider, refusal: Refusal): void {
+    this.metrics.webhookRefusals.inc({ provider, reason: refusal.reason });
+    this.logger.warn(
+      {
+        provider,
+        reason: refusal.reason,
+        event_id: refusal.eventId ?? undefined,
+        detail: refusal.detail,
+        bytes: refusal.body?.length,
+      },
+      `${provider} webhook refused: ${refusal.reason}`,
+    );
+  }
+
+  /** An authentic delivery that cannot be archived: refused() plus a `webhook.failed` audit entry. */
+  async unarchivable(provider: WebhookProvider, refusal: Refusal): Promise<void> {
+    this.refused(provider, refusal);
+    const digest = createHash('sha256')
+      .update(refusal.body ?? Buffer.alloc(0))
+      .digest('hex');
+    await this.audit
+      .record(null, {
+        actor: webhookActor(provider),
+        action: 'webhook.failed',
+        resourceType: 'webhook_event',
+        resourceId: refusal.eventId ?? `sha256:${digest}`,
+        details: {
+          provider,
+          reason: refusal.reason,
+          body_digest: `sha256:${digest}`,
+          event_id: refusal.eventId ?? null,
+        },
+      })
+      .catch((err: Error) =>
+        this.logger.error({ provider, err: err.message }, 'could not audit a refused webhook delivery'),
+      );
+  }
+}
