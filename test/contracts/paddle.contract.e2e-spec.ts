@@ -221,6 +221,37 @@ describe('contract: Paddle Billing notifications from the official SDKs', () => 
     ).toMatchObject({ userId: user.id, origin: 'subscription_recurring' });
   });
 
+  it('grants a renewal delivered before its subscription.created once, when the created ties it to the buyer', async () => {
+    const user = await createUser(api);
+    const suffix = newSuffix();
+    const shiftMs = shiftTo('2023-11-23T15:33:19.645134Z');
+    const created = withCheckoutToken(
+      node('subscription-created', suffix, shiftMs),
+      checkoutToken(api, user),
+    );
+    const renewal = rebase(
+      fixture<PaddleEvent>('paddle', 'python-sdk.events.transaction-completed-renewal'),
+      { suffix, shiftMs, ids: { sub_01gyswnfgtehe0f6mvggzza8qk: NODE_SUB } },
+    );
+
+    await send(renewal);
+    expect(await archived(renewal.event_id)).toMatchObject({
+      status: 'SKIPPED',
+      error: 'unknown_subscription',
+    });
+    await send(created);
+    await send(renewal);
+    const grants = await api.prisma.creditTransaction.findMany({ where: { userId: user.id, kind: 'grant' } });
+    expect(grants.map((g) => g.delta)).toEqual([PRO_CREDITS, PRO_CREDITS]);
+    expect(grants.map((g) => g.jobId)).toContain(renewal.data.id);
+    expect(await archived(renewal.event_id)).toMatchObject({ status: 'PROCESSED' });
+    expect(
+      await api.prisma.payment.findUniqueOrThrow({
+        where: { providerTransactionId: renewal.data.id as string },
+      }),
+    ).toMatchObject({ userId: user.id });
+  });
+
   it('moves a failed renewal to PAST_DUE although its items carry currency_code null, keeping paid access', async () => {
     const user: User = await createUser(api);
     const suffix = newSuffix();
