@@ -3,8 +3,10 @@ import fc from 'fast-check';
 import type { SubscriptionStatus } from '../../generated/prisma/enums.js';
 import { type SubscriptionData, subscriptionSchema } from './billing-events.schema.js';
 import {
+  deferTierChange,
   type EventKey,
   expiryAfter,
+  grantsAccess,
   isNewer,
   type SubscriptionSnapshot,
   toSnapshot,
@@ -64,6 +66,60 @@ describe('expiryAfter', () => {
     expect(expiryAfter(snap('CANCELED', new Date(now.getTime() + 1)), null, now)).toBeNull();
     expect(expiryAfter(snap('PAST_DUE', null), earlier, now)).toBe(earlier);
     expect(expiryAfter(snap('PAUSED', null), null, now)).toBeNull();
+  });
+});
+
+describe('deferTierChange (operation table: access at the current tier until current_period_end)', () => {
+  const now = new Date('2026-11-22T10:00:00Z');
+  const start = new Date('2026-11-10T00:00:00Z');
+  const end = new Date('2026-12-10T00:00:00Z');
+  const stored = { tier: 'TEAM', currentPeriodStart: start, currentPeriodEnd: end };
+  const snap = (tier: string, over: Partial<SubscriptionSnapshot> = {}) =>
+    ({
+      status: 'ACTIVE',
+      tier,
+      currentPeriodStart: start,
+      currentPeriodEnd: end,
+      pendingTier: null,
+      pendingTierAt: null,
+      ...over,
+    }) as SubscriptionSnapshot;
+
+  it('keeps the stored tier and schedules the new one at the period end within the same period', () => {
+    expect(deferTierChange(snap('PRO'), stored, now)).toMatchObject({
+      tier: 'TEAM',
+      pendingTier: 'PRO',
+      pendingTierAt: end,
+    });
+    expect(deferTierChange(snap('PRO', { status: 'PAST_DUE' }), stored, now).tier).toBe('TEAM');
+  });
+
+  it('applies at once: a new period, an ended period, the stored tier again, or a status without access', () => {
+    const next = { currentPeriodStart: end, currentPeriodEnd: new Date('2027-01-10T00:00:00Z') };
+    expect(deferTierChange(snap('PRO', next), stored, now)).toMatchObject({ tier: 'PRO', pendingTier: null });
+    expect(deferTierChange(snap('PRO'), stored, new Date(end.getTime() + 1))).toMatchObject({
+      tier: 'PRO',
+      pendingTier: null,
+    });
+    expect(
+      deferTierChange(snap('TEAM', { pendingTier: 'PRO', pendingTierAt: end }), stored, now),
+    ).toMatchObject({ tier: 'TEAM', pendingTier: null, pendingTierAt: null });
+    expect(deferTierChange(snap('PRO', { status: 'CANCELED' }), stored, now).tier).toBe('PRO');
+    expect(deferTierChange(snap('PRO', { currentPeriodEnd: null }), stored, now).tier).toBe('PRO');
+  });
+});
+
+describe('grantsAccess', () => {
+  const now = new Date('2026-11-22T10:00:00Z');
+  const later = new Date(now.getTime() + 1000);
+  it('live and not expired, or canceled with the period still running', () => {
+    for (const status of ['ACTIVE', 'TRIALING', 'PAST_DUE', 'PAUSED'] as const) {
+      expect(grantsAccess({ status, expiredAt: null, currentPeriodEnd: null }, now)).toBe(true);
+      expect(grantsAccess({ status, expiredAt: now, currentPeriodEnd: later }, now)).toBe(false);
+    }
+    expect(grantsAccess({ status: 'CANCELED', expiredAt: null, currentPeriodEnd: later }, now)).toBe(true);
+    expect(grantsAccess({ status: 'CANCELED', expiredAt: null, currentPeriodEnd: now }, now)).toBe(false);
+    expect(grantsAccess({ status: 'CANCELED', expiredAt: null, currentPeriodEnd: null }, now)).toBe(false);
   });
 });
 
