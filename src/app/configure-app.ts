@@ -77,7 +77,7 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
   // authentic body that is not JSON is theirs to trace (audit + log), not a bare 400 from the parser.
   app.use(
     WEBHOOK_PATHS,
-    express.raw({ type: () => true, limit: JSON_BODY_LIMIT }),
+    express.raw({ type: ['application/json', 'application/*+json'], limit: JSON_BODY_LIMIT }),
     (req: Request & { rawBody?: Buffer }, _res: Response, next: NextFunction) => {
       if (Buffer.isBuffer(req.body)) req.rawBody = req.body;
       next();
