@@ -12,6 +12,7 @@ import { EmailWorkerModule } from '../modules/email/email.worker.module.js';
 import { BroadcastsWorkerModule } from '../modules/broadcasts/broadcasts.worker.module.js';
 import { HealthModule } from '../modules/health/health.module.js';
 import { UsersWorkerModule } from '../modules/users/users.worker.module.js';
+import { WebhooksWorkerModule } from '../modules/webhooks/webhooks.worker.module.js';
 import { CoreModule, type CoreOptions } from './core.module.js';
 
 /** Feature modules with BullMQ processors and cron schedulers (no API routes in this process). */
@@ -21,6 +22,7 @@ export const WORKER_FEATURE_MODULES = [
   BillingWorkerModule,
   CreditsWorkerModule,
   BroadcastsWorkerModule,
+  WebhooksWorkerModule,
 ];
 
 export interface WorkerOptions extends CoreOptions {

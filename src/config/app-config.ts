@@ -70,6 +70,11 @@ export abstract class AppConfig {
    */
   declare queue: { lockDurationMs: number; stalledIntervalMs: number };
   /**
+   * Accepted webhooks are applied by the worker: attempts per event (exponential backoff from retryBaseMs;
+   * 10 x 1 s spans about 17 minutes) before it is FAILED and replayable, and events applied in parallel.
+   */
+  declare webhookProcessing: { attempts: number; retryBaseMs: number; concurrency: number };
+  /**
    * How long a SIGTERM/SIGINT may take (in-flight requests and active jobs finishing) before the process
    * gives up and exits 1. Keep it below the supervisor's kill deadline (compose stop_grace_period).
    */

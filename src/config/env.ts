@@ -124,6 +124,9 @@ const schema = z.object({
   ACCOUNT_DELETION_GRACE_DAYS: int(30, 0),
   QUEUE_LOCK_DURATION_MS: int(30000, 1000, 3_600_000),
   QUEUE_STALLED_INTERVAL_MS: int(30000, 500, 3_600_000),
+  WEBHOOK_PROCESS_ATTEMPTS: int(10, 1, 100),
+  WEBHOOK_RETRY_BASE_MS: int(1000, 10, 600_000),
+  WEBHOOK_CONCURRENCY: int(16, 1, 256),
   SHUTDOWN_TIMEOUT_MS: int(25000, 1000, 3_600_000),
   LEAD_MAGNET_PREFIXES: optional,
   TESTING: optional,
@@ -252,6 +255,11 @@ export function loadConfig(
       accountDeletionGraceDays: e.ACCOUNT_DELETION_GRACE_DAYS,
     },
     queue: { lockDurationMs: e.QUEUE_LOCK_DURATION_MS, stalledIntervalMs: e.QUEUE_STALLED_INTERVAL_MS },
+    webhookProcessing: {
+      attempts: e.WEBHOOK_PROCESS_ATTEMPTS,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+    },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     testing: e.TESTING === '1',
   };

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import {
   checkoutToken,
@@ -18,10 +19,13 @@ import { type ApiApp, TestEnv } from '../support/test-env.js';
 describe('billing money hardening', () => {
   let env: TestEnv;
   let api: ApiApp;
+  let worker: INestApplication;
 
   beforeAll(async () => {
     env = await TestEnv.create();
     api = await env.startApi();
+    // Accepted webhooks are applied by the worker.
+    worker = await env.startWorker();
   });
   afterAll(() => env.close());
 
@@ -146,12 +150,12 @@ describe('billing money hardening', () => {
       });
       const res = await deliver(api, event);
       // An unknown price fails the event on purpose (replayable once the configuration names it).
-      expect({ priceId, status: res.status }).toEqual({ priceId, status: 500 });
+      expect({ priceId, outcome: res.outcome }).toEqual({ priceId, outcome: 'failed' });
       expect(await archived(event.event_id)).toMatchObject({ status: 'FAILED' });
       expect(await api.prisma.subscription.count({ where: { providerSubscriptionId: subId } })).toBe(0);
 
       const txn = transactionEvent({ origin: 'web', priceId });
-      expect((await deliver(api, txn)).status).toBe(200);
+      expect((await deliver(api, txn)).outcome).toBe('processed');
       expect(
         await api.prisma.payment.findUniqueOrThrow({ where: { providerTransactionId: txn.data.id } }),
       ).toMatchObject({ tier: null });
@@ -159,7 +163,8 @@ describe('billing money hardening', () => {
   });
 
   it('a second live subscription (two checkout tabs) is processed, keeps the richest tier, and is audited and counted', async () => {
-    const metrics = api.app.get(MetricsService);
+    // Counted where the event is applied: the worker.
+    const metrics = worker.get(MetricsService);
     const before = (await metrics.duplicateSubscriptions.get()).values[0]?.value ?? 0;
     const user = await createUser(api);
     const first = newSubId();
@@ -182,7 +187,7 @@ describe('billing money hardening', () => {
         token: checkoutToken(api, user, 'TEAM'),
       }),
     );
-    expect(res.body).toEqual({ received: true, status: 'processed' });
+    expect(res.outcome).toBe('processed');
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('TEAM');
     const [audit] = await api.prisma.auditLog.findMany({
       where: { action: 'billing.duplicate_subscription', userId: user.identityUserId },

@@ -32,6 +32,8 @@ describe('billing: one purchase and one renewal converge under every delivery or
   beforeAll(async () => {
     env = await TestEnv.create();
     api = await env.startApi();
+    // Accepted webhooks are applied by the worker.
+    await env.startWorker();
   });
   afterAll(() => env.close());
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { WebhookInboxRepository } from '../../src/modules/webhooks/webhook-inbox.repository.js';
+import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
 import {
   checkoutToken,
   createUser,
@@ -13,6 +14,7 @@ import {
 } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
+import { settled } from '../support/webhooks.js';
 
 describe('billing webhooks under concurrency and failure', () => {
   let env: TestEnv;
@@ -25,11 +27,16 @@ describe('billing webhooks under concurrency and failure', () => {
       env: { BILLING_PRICE_TIERS: 'pri_pro:PRO,pri_team:TEAM', DATABASE_POOL_SIZE: '12' },
     });
     api = await env.startApi();
+    // Accepted webhooks are applied by the worker.
+    await env.startWorker();
     locker = new pg.Client({ connectionString: env.db.url });
     await locker.connect();
     env.onClose(() => locker.end());
   });
-  afterAll(() => env.close());
+  afterAll(() => {
+    if (process.env.DEBUG_LOGS) console.log(env.logs.lines.filter((l) => /webhook|error|warn/i.test(l)).slice(-40).join('\n'));
+    return env.close();
+  });
 
   /** One checkout's created and activated events, sharing occurred_at as the provider often sends them. */
   async function checkoutPair(options: { createdStatus: 'active' | 'trialing'; activatedToken: boolean }) {
@@ -165,9 +172,10 @@ describe('billing webhooks under concurrency and failure', () => {
       Array.from({ length: 30 }, (_, i) => deliver(api, { ...created, notification_id: `ntf_storm_${i}` })),
     );
     expect(results.map((r) => r.status)).toEqual(Array(30).fill(200));
-    const statuses = results.map((r) => (r.body as { status: string }).status).sort();
-    expect(statuses.filter((s) => s === 'processed')).toHaveLength(1);
+    const statuses = results.map((r) => (r.body as { status: string }).status);
+    expect(statuses.filter((s) => s === 'accepted')).toHaveLength(1);
     expect(statuses.filter((s) => s === 'duplicate')).toHaveLength(29);
+    expect(results.filter((r) => r.outcome === 'processed')).toHaveLength(1);
     expect((await grants(api, user.id)).map((g) => g.delta)).toEqual([1000]);
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).creditBalance).toBe(1000);
     expect(await api.prisma.subscription.count({ where: { providerSubscriptionId: subId } })).toBe(1);
@@ -182,7 +190,7 @@ describe('billing webhooks under concurrency and failure', () => {
     });
   });
 
-  it('a handler that fails mid-way rolls everything back, records the failure, and the redelivery is processed once', async () => {
+  it('a handler that keeps failing rolls everything back each time, ends FAILED once, and the redelivery is processed once', async () => {
     const user = await createUser(api);
     const subId = newSubId();
     const created = subscriptionEvent({
@@ -198,12 +206,13 @@ describe('billing webhooks under concurrency and failure', () => {
       CREATE TRIGGER fail_grant BEFORE INSERT ON credit_transactions
         FOR EACH ROW WHEN (NEW.job_id = 'first-period:${subId}') EXECUTE FUNCTION fail_grant();`);
 
+    // Accepted at once; the worker's three attempts (the test configuration) all fail.
     const failed = await deliver(api, created);
-    expect(failed.status).toBe(500);
-    expect(failed.headers['content-type']).toMatch(/application\/problem\+json/);
-    expect(failed.body).toMatchObject({ status: 500, code: 'webhook_processing_failed' });
-    expect(JSON.stringify(failed.body)).not.toMatch(/injected|credit_transactions/);
+    expect(failed.status).toBe(200);
+    expect(failed.body).toEqual({ received: true, status: 'accepted' });
+    expect(failed.outcome).toBe('failed');
     expect(await api.prisma.subscription.count({ where: { providerSubscriptionId: subId } })).toBe(0);
+    // The claim is released, so the provider's redelivery (or a replay) is accepted again.
     expect(await api.prisma.processedWebhookEvent.count({ where: { eventId: created.event_id } })).toBe(0);
     expect(
       await api.prisma.outboxEntry.count({
@@ -211,84 +220,98 @@ describe('billing webhooks under concurrency and failure', () => {
       }),
     ).toBe(0);
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('FREE');
-    expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: created.event_id } })).toMatchObject({
-      status: 'FAILED',
+    const failedRow = await api.prisma.webhookEvent.findFirstOrThrow({
+      where: { eventId: created.event_id },
     });
-    const failure = await api.prisma.auditLog.findFirstOrThrow({
+    expect(failedRow).toMatchObject({ status: 'FAILED', attempts: 3 });
+    // No stack trace, file path or SQL in the record.
+    expect(failedRow.error).not.toMatch(/\n|\/work\/|\.ts:|INSERT INTO/);
+    const failures = await api.prisma.auditLog.findMany({
       where: { action: 'webhook.failed', resourceId: created.event_id },
     });
-    expect(failure.details).toMatchObject({ provider: 'billing', event_type: 'subscription.created' });
+    expect(failures).toHaveLength(1);
+    expect(failures[0].details).toMatchObject({ provider: 'billing', event_type: 'subscription.created' });
 
     await locker.query('DROP TRIGGER fail_grant ON credit_transactions; DROP FUNCTION fail_grant();');
     const retried = await Promise.all([deliver(api, created), deliver(api, created)]);
     expect(retried.map((r) => (r.body as { status: string }).status).sort()).toEqual([
+      'accepted',
       'duplicate',
-      'processed',
     ]);
+    expect(retried.map((r) => r.outcome).sort()).toEqual(['duplicate', 'processed']);
     expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([`first-period:${subId}`]);
     expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: created.event_id } })).toMatchObject({
       status: 'PROCESSED',
-      attempts: 2,
+      attempts: 4,
       error: null,
     });
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('PRO');
   });
 
-  it('a failed attempt whose failure record lands after a concurrent delivery succeeded does not overwrite it', async () => {
+  it('a job pushed twice for one event (the relay re-pushing while the first runs) applies it once', async () => {
+    const inbox = api.app.get(WebhookInboxService);
     const user = await createUser(api);
-    const holdSubId = newSubId();
+    const subId = newSubId();
     const created = subscriptionEvent({
       type: 'subscription.created',
-      subId: holdSubId,
-      priceId: 'pri_late_price',
+      subId,
       token: checkoutToken(api, user),
     });
-    // Delivery A fails (unknown price) and rolls back; its failure record is then held in a trigger on
-    // the archive, before it touches any row, until delivery B has processed and committed the event.
-    const HOLD = 731_001;
-    await locker.query(`
-      CREATE FUNCTION hold_failure_record() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM pg_advisory_xact_lock(${HOLD}); RETURN NEW; END $$;
-      CREATE TRIGGER hold_failure_record BEFORE INSERT OR UPDATE ON webhook_events
-        FOR EACH ROW WHEN (NEW.status = 'FAILED' AND NEW.event_id = '${created.event_id}')
-        EXECUTE FUNCTION hold_failure_record();`);
-    await locker.query('SELECT pg_advisory_lock($1)', [HOLD]);
-    try {
-      const a = deliver(api, created).then((r) => r);
-      await waitFor(async () => {
-        const { rows } = await locker.query(
-          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = $1`,
-          [HOLD],
-        );
-        return rows[0].n === 1;
-      });
-      api.config.project.priceTiers.pri_late_price = 'PRO';
-      const b = await deliver(api, created);
-      expect(b.body).toEqual({ received: true, status: 'processed' });
-      await locker.query('SELECT pg_advisory_unlock($1)', [HOLD]);
-      expect((await a).status).toBe(500);
-    } finally {
-      delete api.config.project.priceTiers.pri_late_price;
-      await locker.query('SELECT pg_advisory_unlock_all()');
-      await locker.query(
-        'DROP TRIGGER hold_failure_record ON webhook_events; DROP FUNCTION hold_failure_record();',
-      );
-    }
-    const archivedRow = await api.prisma.webhookEvent.findFirstOrThrow({
-      where: { eventId: created.event_id },
+    // Stored as the receiver stores it, without a job: the test plays both jobs.
+    const accepted = await inbox.accept('billing', {
+      eventId: created.event_id,
+      eventType: created.event_type,
+      occurredAt: new Date(created.occurred_at),
+      payload: created,
     });
-    expect(archivedRow).toMatchObject({ status: 'PROCESSED', error: null, attempts: 1 });
-    expect(archivedRow.processedAt).not.toBeNull();
-    // The event was not lost, so nothing asks an operator to act.
+    const results = await Promise.all(Array.from({ length: 5 }, () => inbox.apply(accepted.id!, false)));
+    expect(results.map((r) => r.outcome).sort()).toEqual([
+      'duplicate',
+      'duplicate',
+      'duplicate',
+      'duplicate',
+      'processed',
+    ]);
+    expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([`first-period:${subId}`]);
     expect(
-      await api.prisma.auditLog.count({ where: { action: 'webhook.failed', resourceId: created.event_id } }),
-    ).toBe(0);
-    expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([`first-period:${holdSubId}`]);
-    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('PRO');
+      await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: created.event_id } }),
+    ).toMatchObject({
+      status: 'PROCESSED',
+      attempts: 1,
+    });
   });
 
-  it('a failure record never resurrects the archive of an event already handled (archive pruned, claim kept)', async () => {
-    const inbox = api.app.get(WebhookInboxRepository);
+  it('the relay gives a RECEIVED event whose push was lost a job, and it is applied once', async () => {
+    const repo = api.app.get(WebhookInboxRepository);
+    const user = await createUser(api);
+    const subId = newSubId();
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      token: checkoutToken(api, user),
+    });
+    // The intake statement ran but the push never happened (Redis was down when it tried).
+    const accepted = await repo.intake(api.prisma, 'billing', {
+      eventId: created.event_id,
+      eventType: created.event_type,
+      occurredAt: new Date(created.occurred_at),
+      payload: created,
+    });
+    expect(accepted).not.toBeNull();
+    await api.prisma.webhookEvent.update({
+      where: { id: accepted!.id },
+      data: { receivedAt: new Date(Date.now() - 60_000) },
+    });
+    expect(await api.app.get(WebhookInboxService).relay()).toBeGreaterThanOrEqual(1);
+    await settled(api, 'billing', created.event_id);
+    expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([`first-period:${subId}`]);
+    expect(
+      await repo.intake(api.prisma, 'billing', { eventId: created.event_id, eventType: 'x', payload: {} }),
+    ).toBeNull();
+  });
+
+  it('a refused payload is archived FAILED without a claim, and never overwrites an event already accepted', async () => {
+    const repo = api.app.get(WebhookInboxRepository);
     const { created } = await subscribe(api);
     const event = {
       eventId: created.event_id,
@@ -296,25 +319,26 @@ describe('billing webhooks under concurrency and failure', () => {
       occurredAt: new Date(created.occurred_at),
       payload: created,
     };
-    expect(await inbox.archiveFailure(api.prisma, 'billing', event, 'late failure')).toBe(false);
+    expect(await repo.archiveRefused(api.prisma, 'billing', event, 'late refusal')).toBe(false);
     await api.prisma.webhookEvent.deleteMany({ where: { eventId: created.event_id } });
-    expect(await inbox.archiveFailure(api.prisma, 'billing', event, 'late failure')).toBe(false);
+    // Archive pruned, claim kept: still nothing resurrected.
+    expect(await repo.archiveRefused(api.prisma, 'billing', event, 'late refusal')).toBe(false);
     expect(await api.prisma.webhookEvent.count({ where: { eventId: created.event_id } })).toBe(0);
-    // An event nobody handled is recorded, and a second failure counts as another attempt.
     const fresh = { ...event, eventId: newEventId() };
-    expect(await inbox.archiveFailure(api.prisma, 'billing', fresh, 'first')).toBe(true);
-    expect(await inbox.archiveFailure(api.prisma, 'billing', fresh, 'second')).toBe(true);
+    expect(await repo.archiveRefused(api.prisma, 'billing', fresh, 'first')).toBe(true);
+    expect(await repo.archiveRefused(api.prisma, 'billing', fresh, 'second')).toBe(true);
     expect(
       await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: fresh.eventId } }),
     ).toMatchObject({
       status: 'FAILED',
       error: 'second',
-      attempts: 2,
       processedAt: null,
     });
+    // The corrected delivery of a refused event is accepted: the FAILED row becomes RECEIVED.
+    expect(await repo.intake(api.prisma, 'billing', fresh)).not.toBeNull();
   });
 
-  it('an unconfigured price fails with 500 until the price is configured, then the retry succeeds', async () => {
+  it('an unconfigured price fails the event after its attempts (FAILED, replayable); once configured, the redelivery succeeds', async () => {
     const user = await createUser(api);
     const subId = newSubId();
     const created = subscriptionEvent({
@@ -324,14 +348,15 @@ describe('billing webhooks under concurrency and failure', () => {
       token: checkoutToken(api, user, 'TEAM'),
     });
     const failed = await deliver(api, created);
-    expect(failed.status).toBe(500);
+    expect(failed.status).toBe(200);
+    expect(failed.outcome).toBe('failed');
     expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: created.event_id } })).toMatchObject({
       status: 'FAILED',
       error: expect.stringContaining('pri_new_team'),
     });
     api.config.project.priceTiers.pri_new_team = 'TEAM';
     try {
-      expect((await deliver(api, created)).body).toEqual({ received: true, status: 'processed' });
+      expect((await deliver(api, created)).outcome).toBe('processed');
     } finally {
       delete api.config.project.priceTiers.pri_new_team;
     }
@@ -350,7 +375,7 @@ describe('billing webhooks under concurrency and failure', () => {
         periodEnd: null,
       }),
     );
-    expect(paused.status).toBe(200);
+    expect(paused.outcome).toBe('processed');
     expect(
       await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }),
     ).toMatchObject({ status: 'PAUSED', tier: 'TEAM' });

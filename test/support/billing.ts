@@ -3,6 +3,7 @@ import type { User } from '../../src/generated/prisma/client.js';
 import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
 import { paddleSignature } from '../../src/modules/billing/paddle-signature.js';
 import { type ApiApp, TEST_SECRETS } from './test-env.js';
+import { type Delivered, withOutcome } from './webhooks.js';
 
 export const PRICE = { PRO: 'pri_pro', TEAM: 'pri_team' } as const;
 export const DAY = 86_400_000;
@@ -158,14 +159,36 @@ export function signatureFor(
   return [`ts=${ts}`, ...(options.extra ?? []).map((s) => `h1=${s}`), `h1=${h1}`].join(';');
 }
 
-/** POSTs a signed event to /webhooks/billing exactly as the provider would. */
-export function deliver(api: ApiApp, event: object, options: { signature?: string; rawBody?: string } = {}) {
+/**
+ * POSTs a signed event to /webhooks/billing exactly as the provider would, without waiting for the worker.
+ */
+export function send(api: ApiApp, event: object, options: { signature?: string; rawBody?: string } = {}) {
   const raw = options.rawBody ?? JSON.stringify(event);
   return api.http
     .post('/webhooks/billing')
     .set('Content-Type', 'application/json')
     .set('Paddle-Signature', options.signature ?? signatureFor(raw))
     .send(raw);
+}
+
+/**
+ * send(), then, when the event was accepted, waits until the worker applied it: `outcome` is what it made of
+ * it (processed, skipped, failed), or duplicate / refused. The test's worker must be running.
+ */
+export async function deliver(
+  api: ApiApp,
+  event: object,
+  options: { signature?: string; rawBody?: string } = {},
+): Promise<Delivered> {
+  const res = await send(api, event, options);
+  const raw = options.rawBody ?? JSON.stringify(event);
+  let eventId: string | undefined;
+  try {
+    eventId = (JSON.parse(raw) as { event_id?: string }).event_id;
+  } catch {
+    eventId = undefined;
+  }
+  return withOutcome(api, 'billing', eventId, res);
 }
 
 export async function createUser(api: ApiApp, sub = `user_${randomUUID().slice(0, 8)}`): Promise<User> {

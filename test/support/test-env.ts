@@ -72,6 +72,9 @@ export class TestEnv {
       ADMIN_EMAILS: 'admin@example.com',
       PUBLIC_BASE_URL: 'https://app.example.test',
       LOG_LEVEL: options.logLevel ?? 'info',
+      // A webhook whose handler keeps failing settles (FAILED) within a second, not 17 minutes.
+      WEBHOOK_PROCESS_ATTEMPTS: '3',
+      WEBHOOK_RETRY_BASE_MS: '50',
       ...TEST_SECRETS,
       ...options.env,
     };

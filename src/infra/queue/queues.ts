@@ -9,6 +9,7 @@ export const QUEUES = {
   billing: 'billing',
   users: 'users',
   maintenance: 'maintenance',
+  webhooks: 'webhooks',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -28,9 +29,13 @@ export const JOBS = {
   hardDeleteAccounts: { queue: QUEUES.users, name: 'hard-delete-accounts' },
   /** The identity provider changed a user's e-mail: runs the `email_changed` user hooks. */
   emailChanged: { queue: QUEUES.users, name: 'email-changed' },
+  /** Apply one accepted webhook (payload {id, provider}; job id `webhook-<archive row id>`). */
+  processWebhook: { queue: QUEUES.webhooks, name: 'process-webhook' },
+  /** Every 10 s: give every RECEIVED webhook older than 15 s a job (its push failed: Redis was down). */
+  relayWebhooks: { queue: QUEUES.webhooks, name: 'relay-webhooks' },
   /** Re-push outbox entries whose after-commit push failed (Redis was down). */
   relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
-  /** Hourly: downgrade lapsed subscriptions (canceled past period end, past_due/paused beyond grace). */
+  /** Hourly: downgrade CANCELED subscriptions past their period end; apply tier changes that came due. */
   expireSubscriptions: { queue: QUEUES.billing, name: 'expire-subscriptions' },
   /** Daily: delete webhook archive rows past retention (all providers; one table). */
   pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },

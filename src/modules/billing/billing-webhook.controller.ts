@@ -13,7 +13,10 @@ export class BillingWebhookController {
 
   @Post('billing')
   @HttpCode(200)
-  @ApiOkResponse({ description: '{received: true, status: processed | skipped | duplicate}' })
+  @ApiOkResponse({
+    description:
+      '{received: true, status: accepted | duplicate}; the worker applies accepted events shortly after',
+  })
   @ApiUnauthorizedResponse({ description: 'Missing, stale or wrong Paddle-Signature; nothing stored' })
   @ApiBadRequestResponse({ description: 'Verified body that does not match the provider contract' })
   receive(

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, DependencyError } from '../../common/errors/app-error.js';
 import { isDependencyFailure } from '../../common/errors/dependency-failure.js';
@@ -6,7 +6,11 @@ import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { unstorablePayload } from '../webhooks/storable-payload.js';
-import { type HandlerOutcome, WebhookInboxService } from '../webhooks/webhook-inbox.service.js';
+import {
+  type HandlerOutcome,
+  type StoredEvent,
+  WebhookInboxService,
+} from '../webhooks/webhook-inbox.service.js';
 import { WebhookRefusalsService } from '../webhooks/webhook-refusals.service.js';
 import {
   InvalidSignatureError,
@@ -14,7 +18,14 @@ import {
   parsePayload,
   WebhookProcessingError,
 } from './billing.errors.js';
-import { type BillingEvent, envelopeSchema, occurredAtSchema } from './billing-events.schema.js';
+import {
+  adjustmentSchema,
+  type BillingEvent,
+  envelopeSchema,
+  occurredAtSchema,
+  subscriptionSchema,
+  transactionSchema,
+} from './billing-events.schema.js';
 import { verifyPaddleSignature } from './paddle-signature.js';
 import { PaymentsService } from './payments.service.js';
 import { SUBSCRIPTION_EVENTS } from './subscription-snapshot.js';
@@ -22,7 +33,8 @@ import { SubscriptionStateService } from './subscription-state.service.js';
 
 export interface WebhookReceipt {
   received: true;
-  status: 'processed' | 'skipped' | 'duplicate';
+  /** accepted: stored, applied by the worker shortly; duplicate: this event id was accepted before. */
+  status: 'accepted' | 'duplicate';
 }
 
 const SUBSCRIPTION_EVENT_TYPES = new Set<string>(SUBSCRIPTION_EVENTS);
@@ -33,7 +45,7 @@ const SUBSCRIPTION_EVENT_TYPES = new Set<string>(SUBSCRIPTION_EVENTS);
  * wrote to the outbox are dispatched after commit.
  */
 @Injectable()
-export class BillingWebhookService {
+export class BillingWebhookService implements OnModuleInit {
   private readonly logger = new Logger(BillingWebhookService.name);
 
   constructor(
@@ -44,6 +56,10 @@ export class BillingWebhookService {
     private readonly payments: PaymentsService,
     private readonly refusals: WebhookRefusalsService,
   ) {}
+
+  onModuleInit(): void {
+    this.inbox.register('billing', (tx, stored, outboxIds) => this.apply(tx, stored, outboxIds));
+  }
 
   async receive(rawBody: Buffer | undefined, signature: string | undefined): Promise<WebhookReceipt> {
     const secret = this.config.billing.webhookSecret;
@@ -72,34 +88,35 @@ export class BillingWebhookService {
     }
     const envelope = parsed.envelope;
     const occurredAt = occurredAtSchema.safeParse(envelope.occurred_at);
-    let result;
+    const inbound = {
+      eventId: envelope.event_id,
+      eventType: envelope.event_type,
+      occurredAt: occurredAt.success ? occurredAt.data : null,
+      payload: envelope as Prisma.InputJsonValue,
+    };
+    // What the worker will read is checked now: a payload that breaks the contract is refused with a 400,
+    // archived FAILED and audited, and the provider's retry is accepted once the schema is fixed.
     try {
-      result = await this.inbox.process(
-        'billing',
-        {
-          eventId: envelope.event_id,
-          eventType: envelope.event_type,
-          occurredAt: occurredAt.success ? occurredAt.data : null,
-          payload: envelope as Prisma.InputJsonValue,
-        },
-        (tx, outboxIds) => {
-          // Inside the transaction: a payload that fails validation rolls the claim back and is
-          // archived FAILED by the inbox, so a corrected deployment can still process the provider's retry.
-          const occurred = parsePayload(occurredAtSchema, envelope.occurred_at, 'occurred_at');
-          const event = {
-            eventId: envelope.event_id,
-            eventType: envelope.event_type,
-            occurredAt: occurred,
-            data: envelope.data,
-          };
-          return this.dispatch(tx, event, outboxIds);
-        },
-      );
+      validate(envelope.event_type, envelope.occurred_at, envelope.data);
+    } catch (err) {
+      if (err instanceof InvalidWebhookPayloadError) await this.inbox.refuse('billing', inbound, err);
+      throw err;
+    }
+    let acceptance;
+    try {
+      acceptance = await this.inbox.accept('billing', inbound);
     } catch (err) {
       throw this.asHttpError(err);
     }
-    await this.outbox.dispatch(result.outboxIds);
-    return { received: true, status: result.duplicate ? 'duplicate' : result.outcome!.status };
+    return { received: true, status: acceptance.duplicate ? 'duplicate' : 'accepted' };
+  }
+
+  /** Worker side: the stored envelope, applied by the handler of its event type. */
+  private apply(tx: Tx, stored: StoredEvent, outboxIds: string[]): Promise<HandlerOutcome> {
+    const payload = (stored.payload ?? {}) as { occurred_at?: unknown; data?: unknown };
+    const occurredAt = parsePayload(occurredAtSchema, payload.occurred_at, 'occurred_at');
+    const event = { eventId: stored.eventId, eventType: stored.eventType, occurredAt, data: payload.data };
+    return this.dispatch(tx, event, outboxIds);
   }
 
   private dispatch(tx: Tx, event: BillingEvent, outboxIds: string[]): Promise<HandlerOutcome> {
@@ -157,5 +174,15 @@ export class BillingWebhookService {
     }
     this.logger.error({ err: (err as Error)?.message }, 'billing webhook handler failed');
     return new WebhookProcessingError(err);
+  }
+}
+
+/** The checks the handlers make, run at intake so a payload that breaks the contract is answered 400. */
+function validate(eventType: string, occurredAt: unknown, data: unknown): void {
+  parsePayload(occurredAtSchema, occurredAt, 'occurred_at');
+  if (SUBSCRIPTION_EVENT_TYPES.has(eventType)) parsePayload(subscriptionSchema, data, `${eventType} data`);
+  else if (eventType === 'transaction.completed') parsePayload(transactionSchema, data, `${eventType} data`);
+  else if (eventType === 'adjustment.created' || eventType === 'adjustment.updated') {
+    parsePayload(adjustmentSchema, data, `${eventType} data`);
   }
 }

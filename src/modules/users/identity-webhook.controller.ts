@@ -13,7 +13,10 @@ export class IdentityWebhookController {
   /** Identity provider events, signed per Standard Webhooks (webhook-* or svix-* headers). */
   @Post('identity')
   @HttpCode(200)
-  @ApiOkResponse({ description: '{received, event_id, status: processed | skipped | duplicate}' })
+  @ApiOkResponse({
+    description:
+      '{received, event_id, status: accepted | duplicate}; the worker applies accepted events shortly after',
+  })
   @ApiUnauthorizedResponse({
     description: 'invalid_signature: bad, missing or expired signature; nothing stored',
   })

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
@@ -10,7 +10,11 @@ import { JOBS } from '../../infra/queue/queues.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { unstorablePayload } from '../webhooks/storable-payload.js';
-import { type HandlerOutcome, WebhookInboxService } from '../webhooks/webhook-inbox.service.js';
+import {
+  type HandlerOutcome,
+  type StoredEvent,
+  WebhookInboxService,
+} from '../webhooks/webhook-inbox.service.js';
 import { WebhookRefusalsService } from '../webhooks/webhook-refusals.service.js';
 import { AccountDeletionService } from './account-deletion.service.js';
 import {
@@ -28,8 +32,8 @@ const HEADER_PARTS = ['id', 'timestamp', 'signature'] as const;
 export interface WebhookReceipt {
   received: true;
   event_id: string;
-  /** processed, skipped (archived and acknowledged, no effect) or duplicate (redelivery, nothing done). */
-  status: 'processed' | 'skipped' | 'duplicate';
+  /** accepted (stored; the worker applies it shortly) or duplicate (redelivery, nothing done). */
+  status: 'accepted' | 'duplicate';
 }
 
 /**
@@ -38,7 +42,7 @@ export interface WebhookReceipt {
  * claims the message id, archives the payload and runs the effect in one transaction.
  */
 @Injectable()
-export class IdentityWebhookService {
+export class IdentityWebhookService implements OnModuleInit {
   /** The current secret first, then the previous one during a rotation. */
   private readonly verifiers: Webhook[];
 
@@ -57,6 +61,10 @@ export class IdentityWebhookService {
       .map(verifierFor);
   }
 
+  onModuleInit(): void {
+    this.inbox.register('identity', (tx, stored, outboxIds) => this.apply(tx, stored, outboxIds));
+  }
+
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<WebhookReceipt> {
     const { id, timestamp, payload } = await this.verify(rawBody, headers);
     const envelope = identityEnvelope.safeParse(payload);
@@ -65,23 +73,25 @@ export class IdentityWebhookService {
       envelope.success && envelope.data.timestamp ? new Date(envelope.data.timestamp) : timestamp;
     // The archive keeps an allowlist, never the raw body: no name or phone is stored (issue 13 item 10).
     const archived = archivableIdentityPayload(payload) as Prisma.InputJsonObject;
+    const inbound = { eventId: id, eventType, occurredAt, payload: archived };
 
-    const result = await this.inbox.process(
-      'identity',
-      { eventId: id, eventType, occurredAt, payload: archived },
-      (tx, outboxIds) => {
-        // A verified but malformed event is the provider's bug: recorded as FAILED (webhook.failed) and
-        // answered 400, never retried into a 5xx loop by us.
-        if (!envelope.success) throw invalidPayload(envelope.error);
-        return this.handle(tx, envelope.data.type, envelope.data.data, outboxIds);
-      },
-    );
-    await this.outbox.dispatch(result.outboxIds);
-    return {
-      received: true,
-      event_id: id,
-      status: result.duplicate ? 'duplicate' : (result.outcome?.status ?? 'processed'),
-    };
+    // A verified but malformed event is the provider's bug: archived FAILED (webhook.failed) and answered
+    // 400 now, never accepted into retries that cannot succeed.
+    const invalid = envelope.success ? invalidData(envelope.data.type, envelope.data.data) : null;
+    const refusal = envelope.success ? invalid : invalidPayload(envelope.error);
+    if (refusal) {
+      await this.inbox.refuse('identity', inbound, refusal);
+      throw refusal;
+    }
+    const acceptance = await this.inbox.accept('identity', inbound);
+    return { received: true, event_id: id, status: acceptance.duplicate ? 'duplicate' : 'accepted' };
+  }
+
+  /** Worker side: the archived allowlist holds every field the handlers read. */
+  private apply(tx: Tx, stored: StoredEvent, outboxIds: string[]): Promise<HandlerOutcome> {
+    const envelope = identityEnvelope.safeParse(stored.payload);
+    if (!envelope.success) throw invalidPayload(envelope.error);
+    return this.handle(tx, envelope.data.type, envelope.data.data, outboxIds);
   }
 
   /** The signature check; both the `webhook-*` and the `svix-*` header sets are accepted. */
@@ -238,6 +248,19 @@ function invalidPayload(error: z.ZodError): ValidationError {
     error.issues.slice(0, 20).map((issue) => ({ field: issue.path.join('.'), message: issue.message })),
     'invalid_webhook_payload',
   );
+}
+
+/** The data check of the event types that are handled; null when the data is usable. */
+function invalidData(type: string, data: unknown): ValidationError | null {
+  const schema =
+    type === 'user.created' || type === 'user.updated'
+      ? identityUserData
+      : type === 'user.deleted'
+        ? identityDeletedData
+        : null;
+  if (!schema) return null;
+  const parsed = schema.safeParse(data);
+  return parsed.success ? null : invalidPayload(parsed.error);
 }
 
 function parse<S extends z.ZodType>(schema: S, data: unknown): z.infer<S> {

@@ -5,7 +5,6 @@ import { AccountController } from './account.controller.js';
 import { AccountExportRepository } from './account-export.repository.js';
 import { AccountExportService } from './account-export.service.js';
 import { IdentityWebhookController } from './identity-webhook.controller.js';
-import { IdentityWebhookService } from './identity-webhook.service.js';
 import { MeController } from './me.controller.js';
 import { ProfileService } from './profile.service.js';
 import { UsersModule } from './users.module.js';
@@ -14,6 +13,6 @@ import { UsersModule } from './users.module.js';
 @Module({
   imports: [UsersModule, CreditsModule, WebhooksModule],
   controllers: [MeController, AccountController, IdentityWebhookController],
-  providers: [ProfileService, AccountExportService, AccountExportRepository, IdentityWebhookService],
+  providers: [ProfileService, AccountExportService, AccountExportRepository],
 })
 export class UsersHttpModule {}

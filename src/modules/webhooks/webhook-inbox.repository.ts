@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Db, Tx } from '../../infra/prisma/prisma.service.js';
-import type { Prisma } from '../../generated/prisma/client.js';
+import type { Prisma, WebhookEvent } from '../../generated/prisma/client.js';
 
 export type WebhookProvider = 'identity' | 'billing';
 
@@ -8,59 +8,143 @@ export interface InboundEvent {
   eventId: string;
   eventType: string;
   occurredAt?: Date | null;
-  /** The parsed raw payload, archived as received. */
+  /** The parsed raw payload (or, for identity, its allowlist), archived as received. */
   payload: Prisma.InputJsonValue;
 }
 
-/** The inbox's tables: processed_webhook_events (the claim) and webhook_events (the archive). */
+/** An archive row waiting for the worker (its job id derives from id and receivedAt). */
+export interface AcceptedRow {
+  id: string;
+  provider: string;
+  receivedAt: Date;
+}
+
+/** An accepted event as the worker reads it back. */
+export type StoredEvent = Pick<
+  WebhookEvent,
+  'id' | 'provider' | 'eventId' | 'eventType' | 'occurredAt' | 'payload' | 'attempts'
+>;
+
+/**
+ * The inbox's tables: processed_webhook_events (the claim: an event id is accepted once) and webhook_events
+ * (the archive, and the worker's to-do list while a row is RECEIVED).
+ */
 @Injectable()
 export class WebhookInboxRepository {
   /**
-   * Claims the event id; false when it was already claimed (a redelivery). Concurrent deliveries of one
-   * id wait here on the primary key until the first commits (false) or rolls back (true).
+   * Intake in ONE statement: claims the event id and archives the payload as RECEIVED. Returns the archive
+   * row id, or null for a duplicate (the id was claimed before). A row left FAILED by an earlier attempt
+   * whose claim was released (see markFailed, or a payload refused at intake) is reset to RECEIVED: the
+   * provider's redelivery is processed again.
    */
-  async claim(tx: Tx, provider: WebhookProvider, event: InboundEvent): Promise<boolean> {
-    const claimed = await tx.$queryRaw<{ event_id: string }[]>`
-      INSERT INTO processed_webhook_events (provider, event_id, event_type)
-      VALUES (${provider}, ${event.eventId}, ${event.eventType})
-      ON CONFLICT DO NOTHING
-      RETURNING event_id`;
-    return claimed.length > 0;
+  async intake(db: Db, provider: WebhookProvider, event: InboundEvent): Promise<AcceptedRow | null> {
+    const rows = await db.$queryRaw<{ id: string; received_at: Date }[]>`
+      WITH claim AS (
+        INSERT INTO processed_webhook_events (provider, event_id, event_type)
+        VALUES (${provider}, ${event.eventId}, ${event.eventType})
+        ON CONFLICT DO NOTHING
+        RETURNING event_id
+      )
+      INSERT INTO webhook_events (id, provider, event_id, event_type, payload, status, occurred_at, attempts)
+      SELECT gen_random_uuid(), ${provider}, event_id, ${event.eventType}, ${JSON.stringify(event.payload)}::jsonb,
+             'RECEIVED'::"WebhookEventStatus", ${event.occurredAt ?? null}::timestamptz, 0
+      FROM claim
+      ON CONFLICT (provider, event_id) DO UPDATE
+        SET status = 'RECEIVED'::"WebhookEventStatus", payload = EXCLUDED.payload, error = NULL,
+            processed_at = NULL, event_type = EXCLUDED.event_type, occurred_at = EXCLUDED.occurred_at,
+            received_at = now()
+        WHERE webhook_events.status = 'FAILED'
+      RETURNING id, received_at`;
+    const row = rows[0];
+    return row ? { id: row.id, provider, receivedAt: row.received_at } : null;
   }
 
-  /** The outcome of a handled event, in the claim's transaction. One row per (provider, event id). */
-  async archiveOutcome(
-    tx: Tx,
-    provider: WebhookProvider,
-    event: InboundEvent,
-    status: 'PROCESSED' | 'SKIPPED',
-    error: string | null,
-  ): Promise<void> {
-    const processedAt = new Date();
-    await tx.webhookEvent.upsert({
-      where: { provider_eventId: { provider, eventId: event.eventId } },
-      create: {
-        provider,
-        eventId: event.eventId,
-        eventType: event.eventType,
-        payload: event.payload,
-        status,
-        error,
-        occurredAt: event.occurredAt ?? null,
-        processedAt,
-      },
-      update: { status, error, attempts: { increment: 1 }, processedAt, payload: event.payload },
-    });
+  /** The archive row of an accepted event, locked for processing; null unless it is still RECEIVED. */
+  async lockReceived(tx: Tx, id: string): Promise<StoredEvent | null> {
+    const rows = await tx.$queryRaw<
+      {
+        id: string;
+        provider: string;
+        event_id: string;
+        event_type: string;
+        occurred_at: Date | null;
+        payload: Prisma.JsonValue;
+        attempts: number;
+      }[]
+    >`
+      SELECT id, provider, event_id, event_type, occurred_at, payload, attempts FROM webhook_events
+      WHERE id = ${id}::uuid AND status = 'RECEIVED'
+      FOR UPDATE`;
+    const row = rows[0];
+    if (!row) return null;
+    return {
+      id: row.id,
+      provider: row.provider,
+      eventId: row.event_id,
+      eventType: row.event_type,
+      occurredAt: row.occurred_at,
+      payload: row.payload,
+      attempts: row.attempts,
+    };
+  }
+
+  /** The outcome, in the transaction that applied the event's effects. */
+  async markDone(tx: Tx, id: string, status: 'PROCESSED' | 'SKIPPED', error: string | null): Promise<void> {
+    await tx.$executeRaw`
+      UPDATE webhook_events
+      SET status = ${status}::"WebhookEventStatus", error = ${error}, attempts = attempts + 1, processed_at = now()
+      WHERE id = ${id}::uuid`;
+  }
+
+  /** A failed attempt that will be retried: counted, its error kept, still RECEIVED. */
+  async recordAttempt(db: Db, id: string, error: string): Promise<void> {
+    await db.$executeRaw`
+      UPDATE webhook_events SET attempts = attempts + 1, error = ${error}
+      WHERE id = ${id}::uuid AND status = 'RECEIVED'`;
   }
 
   /**
-   * Archives a failed attempt as FAILED, unless the event has been handled meanwhile: a concurrent
-   * delivery that waited on the claim may have processed and committed it after this attempt rolled
-   * back, and its PROCESSED/SKIPPED row must not be overwritten. The archive status decides when the
-   * row exists (ON CONFLICT re-reads the latest committed row); the claim decides when the archive row
-   * is gone (pruned). Returns false when nothing was written.
+   * The last attempt failed (or the payload can never succeed): FAILED, and the claim is released so the
+   * provider's redelivery, or an operator's replay, is accepted again. False when the row was no longer
+   * RECEIVED (another job handled it).
    */
-  async archiveFailure(
+  async markFailed(tx: Tx, id: string, error: string): Promise<StoredEvent | null> {
+    const rows = await tx.$queryRaw<{ provider: string; event_id: string; event_type: string }[]>`
+      UPDATE webhook_events
+      SET status = 'FAILED'::"WebhookEventStatus", error = ${error}, attempts = attempts + 1, processed_at = NULL
+      WHERE id = ${id}::uuid AND status = 'RECEIVED'
+      RETURNING provider, event_id, event_type`;
+    const row = rows[0];
+    if (!row) return null;
+    await tx.$executeRaw`
+      DELETE FROM processed_webhook_events WHERE provider = ${row.provider} AND event_id = ${row.event_id}`;
+    return {
+      id,
+      provider: row.provider,
+      eventId: row.event_id,
+      eventType: row.event_type,
+      occurredAt: null,
+      payload: null,
+      attempts: 0,
+    };
+  }
+
+  /** RECEIVED rows older than `olderThanMs`: the relay makes sure each has a job. */
+  async stale(db: Db, olderThanMs: number, limit: number): Promise<AcceptedRow[]> {
+    const rows = await db.$queryRaw<{ id: string; provider: string; received_at: Date }[]>`
+      SELECT id, provider, received_at FROM webhook_events
+      WHERE status = 'RECEIVED' AND received_at < now() - make_interval(secs => ${olderThanMs / 1000})
+      ORDER BY received_at
+      LIMIT ${limit}`;
+    return rows.map((row) => ({ id: row.id, provider: row.provider, receivedAt: row.received_at }));
+  }
+
+  /**
+   * A verified payload refused at intake (it breaks the provider contract): archived FAILED without a
+   * claim, so a corrected deployment still accepts the provider's retry. Never overwrites a row that is
+   * RECEIVED, PROCESSED or SKIPPED. Returns false when nothing was written.
+   */
+  async archiveRefused(
     db: Db,
     provider: WebhookProvider,
     event: InboundEvent,
@@ -76,7 +160,7 @@ export class WebhookInboxRepository {
       ON CONFLICT (provider, event_id) DO UPDATE
         SET status = 'FAILED'::"WebhookEventStatus", error = EXCLUDED.error,
             attempts = webhook_events.attempts + 1, processed_at = NULL, payload = EXCLUDED.payload
-        WHERE webhook_events.status NOT IN ('PROCESSED', 'SKIPPED')
+        WHERE webhook_events.status = 'FAILED'
       RETURNING id`;
     return written.length > 0;
   }

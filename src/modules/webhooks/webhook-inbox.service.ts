@@ -1,110 +1,253 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config.js';
+import { AppError } from '../../common/errors/app-error.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
-import { AppError } from '../../common/errors/app-error.js';
+import { OutboxService } from '../../infra/queue/outbox.service.js';
+import { QueueService } from '../../infra/queue/queue.service.js';
+import { JOBS } from '../../infra/queue/queues.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
-import { WebhookRefusalsService } from './webhook-refusals.service.js';
 import {
+  type AcceptedRow,
   type InboundEvent,
+  type StoredEvent,
   WebhookInboxRepository,
   type WebhookProvider,
 } from './webhook-inbox.repository.js';
+import { WebhookRefusalsService } from './webhook-refusals.service.js';
 
-export type { InboundEvent, WebhookProvider } from './webhook-inbox.repository.js';
+export type { InboundEvent, StoredEvent, WebhookProvider } from './webhook-inbox.repository.js';
 
 export type HandlerOutcome = { status: 'processed' } | { status: 'skipped'; reason: string };
 
-export interface InboxResult {
-  /** true when this event id was already processed: nothing happened now. */
+/** What the receiver answers: the event is stored and will be applied (accepted), or was stored before. */
+export interface Acceptance {
   duplicate: boolean;
-  outcome?: HandlerOutcome;
-  /** Outbox entries the handler wrote; dispatched after commit. */
-  outboxIds: string[];
+  /** The archive row id (absent for a duplicate). */
+  id?: string;
 }
 
-export type EventHandler = (tx: Tx, outbox: string[]) => Promise<HandlerOutcome>;
+/** Applies one stored event inside the worker's transaction; jobs it writes to the outbox go in `outbox`. */
+export type StoredEventHandler = (tx: Tx, event: StoredEvent, outbox: string[]) => Promise<HandlerOutcome>;
+
+export interface ApplyResult {
+  /** processed / skipped, or `duplicate` when the row was no longer RECEIVED (another job applied it). */
+  outcome: 'processed' | 'skipped' | 'duplicate' | 'failed';
+}
+
+/** Older RECEIVED rows than this get their job re-pushed by the relay. */
+const RELAY_AFTER_MS = 15_000;
+const RELAY_BATCH = 500;
 
 /**
- * Exactly-once processing of verified webhooks. In ONE transaction: claim the event id in
- * processed_webhook_events (a redelivery is a no-op), archive the payload, run the handler. If the handler
- * throws, everything rolls back (the provider's retry will process the event), and a FAILED archive row
- * plus a `webhook.failed` audit entry are written in a separate transaction before the error propagates,
- * unless another delivery of the event has been handled in the meantime.
+ * The webhook pipeline (issue 15). The receiver verifies, validates and calls accept(): ONE statement claims
+ * the event id and archives the payload as RECEIVED, then the job is pushed and the provider gets its 200.
+ * The worker's apply() runs the provider's handler in a transaction that also moves the row to PROCESSED or
+ * SKIPPED, so a redelivered job finds it done (exactly once). A failed attempt rolls back and is retried with
+ * backoff; after the last attempt, or at once for a payload that can never succeed, the row is FAILED with a
+ * `webhook.failed` audit entry and the claim is released, so the provider's redelivery or a replay is
+ * accepted again. When the push fails (Redis down) the row itself is the durable record: the relay re-pushes
+ * RECEIVED rows that have no job.
  */
 @Injectable()
 export class WebhookInboxService {
   private readonly logger = new Logger(WebhookInboxService.name);
+  private readonly handlers = new Map<string, StoredEventHandler>();
 
   constructor(
+    private readonly config: AppConfig,
     private readonly prisma: PrismaService,
     private readonly inbox: WebhookInboxRepository,
+    private readonly queues: QueueService,
+    private readonly outbox: OutboxService,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
     private readonly refusals: WebhookRefusalsService,
   ) {}
 
-  async process(provider: WebhookProvider, event: InboundEvent, handler: EventHandler): Promise<InboxResult> {
+  /** Each provider's module registers how its stored events are applied (in both processes). */
+  register(provider: WebhookProvider, handler: StoredEventHandler): void {
+    this.handlers.set(provider, handler);
+  }
+
+  /** Intake: one statement, then the push. Throws only when the database refuses the statement. */
+  async accept(provider: WebhookProvider, event: InboundEvent): Promise<Acceptance> {
+    const accepted = await this.inbox.intake(this.prisma, provider, event);
+    if (!accepted) {
+      this.metrics.webhookEvents.inc({ provider, outcome: 'duplicate' });
+      return { duplicate: true };
+    }
+    const id = accepted.id;
+    this.metrics.webhookEvents.inc({ provider, outcome: 'accepted' });
+    await this.push(accepted).catch((err: Error) =>
+      this.logger.warn(
+        { provider, event_id: event.eventId, err: err.message },
+        'webhook accepted; its job will be pushed by the relay',
+      ),
+    );
+    return { duplicate: false, id };
+  }
+
+  /**
+   * A verified event whose payload breaks the provider contract, refused at intake with a 4xx: archived
+   * FAILED (no claim, so a corrected deployment processes the provider's retry) and audited.
+   */
+  async refuse(provider: WebhookProvider, event: InboundEvent, err: AppError): Promise<void> {
+    this.refusals.refused(provider, { reason: err.code, eventId: event.eventId, detail: err.message });
+    this.metrics.webhookEvents.inc({ provider, outcome: 'failed' });
+    const message = failureMessage(err);
+    try {
+      await this.prisma.$transaction(async (tx) => {
+        if (!(await this.inbox.archiveRefused(tx, provider, event, message))) return;
+        await this.auditFailure(tx, provider, event.eventId, event.eventType, message);
+      });
+    } catch (recordErr) {
+      this.logger.error(
+        { err: (recordErr as Error).message, provider, event_id: event.eventId },
+        'could not record a refused webhook',
+      );
+    }
+  }
+
+  /** Worker: applies one accepted event. `final` is true on the job's last attempt. */
+  async apply(id: string, final: boolean): Promise<ApplyResult> {
+    let stored: StoredEvent | null = null;
     try {
       const result = await this.prisma.$transaction(async (tx) => {
-        // Concurrent deliveries of one id wait here until the first commits or rolls back.
-        if (!(await this.inbox.claim(tx, provider, event))) return { duplicate: true, outboxIds: [] };
-
+        stored = await this.inbox.lockReceived(tx, id);
+        if (!stored) return null;
+        const handler = this.handlers.get(stored.provider);
+        if (!handler) throw new Error(`no webhook handler registered for provider ${stored.provider}`);
         const outboxIds: string[] = [];
-        const outcome = await handler(tx, outboxIds);
-        await this.inbox.archiveOutcome(
+        const outcome = await handler(tx, stored, outboxIds);
+        await this.inbox.markDone(
           tx,
-          provider,
-          event,
+          id,
           outcome.status === 'processed' ? 'PROCESSED' : 'SKIPPED',
           outcome.status === 'skipped' ? outcome.reason : null,
         );
-        return { duplicate: false, outcome, outboxIds };
+        return { outcome, outboxIds, provider: stored.provider };
       });
-      const outcome = result.duplicate ? 'duplicate' : (result.outcome?.status ?? 'processed');
-      this.metrics.webhookEvents.inc({ provider, outcome });
-      return result;
+      if (!result) return { outcome: 'duplicate' };
+      this.metrics.webhookEvents.inc({ provider: result.provider, outcome: result.outcome.status });
+      await this.outbox.dispatch(result.outboxIds);
+      return { outcome: result.outcome.status };
     } catch (err) {
-      this.metrics.webhookEvents.inc({ provider, outcome: 'failed' });
-      // A verified event that breaks the contract (4xx) is refused; its reason is logged and counted.
-      if (err instanceof AppError && err.status < 500) {
-        this.refusals.refused(provider, { reason: err.code, eventId: event.eventId, detail: err.message });
+      const event = stored as StoredEvent | null;
+      const hopeless = err instanceof AppError && err.status < 500;
+      if (event && hopeless) {
+        this.refusals.refused(event.provider as WebhookProvider, {
+          reason: (err as AppError).code,
+          eventId: event.eventId,
+          detail: (err as Error).message,
+        });
       }
-      await this.recordFailure(provider, event, err);
+      if (hopeless || final) {
+        if (await this.recordFailure(id, err)) return { outcome: 'failed' };
+      } else {
+        await this.inbox.recordAttempt(this.prisma, id, failureMessage(err)).catch(() => undefined);
+      }
       throw err;
     }
   }
 
+  /** Re-pushes the job of every RECEIVED row older than RELAY_AFTER_MS that has no live job. */
+  async relay(): Promise<number> {
+    const rows = await this.inbox.stale(this.prisma, RELAY_AFTER_MS, RELAY_BATCH);
+    let pushed = 0;
+    for (const row of rows) {
+      const queue = this.queues.queue(JOBS.processWebhook.queue);
+      const job = await queue.getJob(jobIdOf(row));
+      if (job) {
+        const state = await job.getState();
+        // A job whose last attempt failed without its failure record (the database was down) is retried.
+        if (state !== 'failed' && state !== 'completed') continue;
+        await job.remove();
+      }
+      await this.push(row);
+      pushed += 1;
+    }
+    if (pushed > 0) this.logger.log({ pushed }, 'webhook relay pushed jobs for accepted events');
+    return pushed;
+  }
+
+  private async push(row: AcceptedRow): Promise<void> {
+    const { attempts, retryBaseMs } = this.config.webhookProcessing;
+    await this.queues.add(
+      JOBS.processWebhook,
+      { id: row.id, provider: row.provider },
+      { jobId: jobIdOf(row), attempts, backoff: { type: 'exponential', delay: retryBaseMs } },
+    );
+  }
+
   /**
-   * The failure record and its `webhook.failed` audit entry. When a concurrent delivery handled the event
-   * after this attempt rolled back, nothing is written: the event was not lost, so there is nothing for
-   * an operator to act on, and the archive keeps the successful outcome.
+   * FAILED, the claim released and `webhook.failed` audited, in one transaction; false when another job
+   * applied the event meanwhile or the database is unreachable (the relay retries then).
    */
-  private async recordFailure(provider: WebhookProvider, event: InboundEvent, err: unknown): Promise<void> {
-    const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  private async recordFailure(id: string, err: unknown): Promise<boolean> {
+    const message = failureMessage(err);
     try {
       const recorded = await this.prisma.$transaction(async (tx) => {
-        if (!(await this.inbox.archiveFailure(tx, provider, event, message.slice(0, 2000)))) return false;
-        await this.audit.record(tx, {
-          actor: webhookActor(provider),
-          action: 'webhook.failed',
-          resourceType: 'webhook_event',
-          resourceId: event.eventId,
-          details: { provider, event_id: event.eventId, event_type: event.eventType, error: message },
-        });
-        return true;
-      });
-      if (!recorded) {
-        this.logger.warn(
-          { provider, event_id: event.eventId, err: message },
-          'webhook attempt failed, but another delivery of the event was handled meanwhile; failure not recorded',
+        const event = await this.inbox.markFailed(tx, id, message);
+        if (!event) return null;
+        await this.auditFailure(
+          tx,
+          event.provider as WebhookProvider,
+          event.eventId,
+          event.eventType,
+          message,
         );
-      }
-    } catch (recordErr) {
-      // The database itself is down: the provider retries and we record the failure then.
-      this.logger.error(
-        { err: (recordErr as Error).message, provider, event_id: event.eventId },
-        'could not record webhook failure',
+        return event;
+      });
+      if (!recorded) return false;
+      this.metrics.webhookEvents.inc({ provider: recorded.provider, outcome: 'failed' });
+      this.logger.warn(
+        { provider: recorded.provider, event_id: recorded.eventId, err: message },
+        'webhook event failed for good; replayable',
       );
+      return true;
+    } catch (recordErr) {
+      this.logger.error({ err: (recordErr as Error).message, id }, 'could not record webhook failure');
+      return false;
     }
   }
+
+  private auditFailure(
+    tx: Tx,
+    provider: WebhookProvider,
+    eventId: string,
+    eventType: string,
+    message: string,
+  ): Promise<void> {
+    return this.audit.record(tx, {
+      actor: webhookActor(provider),
+      action: 'webhook.failed',
+      resourceType: 'webhook_event',
+      resourceId: eventId,
+      details: { provider, event_id: eventId, event_type: eventType, error: message },
+    });
+  }
+}
+
+/**
+ * One job per acceptance of an archive row: a row accepted again after it FAILED (the provider's
+ * redelivery, a replay) gets a new received_at and so a new job, while the relay's re-push of the same
+ * acceptance is deduplicated by BullMQ. Job ids may not contain ':'.
+ */
+export const jobIdOf = (row: AcceptedRow): string => `webhook-${row.id}-${row.receivedAt.getTime()}`;
+
+/**
+ * What a failure record keeps: the error's code or name and the first line of its message, never a stack
+ * trace, a file path or a multi-line driver message with SQL in it.
+ */
+export function failureMessage(err: unknown): string {
+  if (err instanceof AppError) return `${err.code}: ${err.message}`.slice(0, 1000);
+  if (err instanceof Error) {
+    const firstLine = err.message
+      .split('\n')[0]
+      .replace(/\(?\/[^\s)]+\)?/g, '')
+      .trim();
+    return `${err.name}: ${firstLine}`.slice(0, 500);
+  }
+  return String(err).split('\n')[0].slice(0, 500);
 }

@@ -1,0 +1,12 @@
+import { BullModule } from '@nestjs/bullmq';
+import { Module } from '@nestjs/common';
+import { QUEUES } from '../../infra/queue/queues.js';
+import { WebhooksModule } from './webhooks.module.js';
+import { WebhooksProcessor } from './webhooks.processor.js';
+import { WebhooksScheduler } from './webhooks.scheduler.js';
+
+@Module({
+  imports: [WebhooksModule, BullModule.registerQueue({ name: QUEUES.webhooks })],
+  providers: [WebhooksProcessor, WebhooksScheduler],
+})
+export class WebhooksWorkerModule {}
