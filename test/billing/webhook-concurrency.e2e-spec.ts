@@ -33,10 +33,7 @@ describe('billing webhooks under concurrency and failure', () => {
     await locker.connect();
     env.onClose(() => locker.end());
   });
-  afterAll(() => {
-    if (process.env.DEBUG_LOGS) console.log(env.logs.lines.filter((l) => /webhook|error|warn/i.test(l)).slice(-40).join('\n'));
-    return env.close();
-  });
+  afterAll(() => env.close());
 
   /** One checkout's created and activated events, sharing occurred_at as the provider often sends them. */
   async function checkoutPair(options: { createdStatus: 'active' | 'trialing'; activatedToken: boolean }) {

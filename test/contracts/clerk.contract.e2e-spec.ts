@@ -22,6 +22,8 @@ describe('contract: Clerk user.* webhooks (Svix / Standard Webhooks)', () => {
       env: { IDENTITY_WEBHOOK_SECRET: current, IDENTITY_WEBHOOK_SECRET_PREVIOUS: previous },
     });
     api = await env.startApi();
+    // Accepted webhooks are applied by the worker.
+    await env.startWorker();
   });
   afterAll(() => env.close());
 

@@ -9,6 +9,7 @@ import { identityUserEvent, signIdentityEvent } from '../support/identity-webhoo
 import { ProbeModule } from '../support/probe.module.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
+import { withOutcome } from '../support/webhooks.js';
 import { directDb, startWorkerProcess, sweepRoutes, timed, type WorkerProcess } from './fault-helpers.js';
 
 /**
@@ -63,8 +64,14 @@ describe('fault injection: the database goes away and comes back', () => {
     users: await db.user.count(),
   });
 
-  const deliverIdentity = () =>
-    api.http.post('/webhooks/identity').set(identitySignup.headers).send(identitySignup.body);
+  /** The signup delivery; when accepted, waits until the worker process applied it. */
+  const deliverSignup = async () => {
+    const res = await api.http
+      .post('/webhooks/identity')
+      .set(identitySignup.headers)
+      .send(identitySignup.body);
+    return withOutcome(api, 'identity', identitySignup.id, res);
+  };
 
   const expectUnavailable = (res: { status: number; headers: Record<string, string>; body: unknown }) => {
     expect(res.status).toBe(503);
@@ -122,7 +129,7 @@ describe('fault injection: the database goes away and comes back', () => {
 
     it('answers the identity webhook 503 so the provider retries, and writes nothing', async () => {
       const before = await webhookFootprint();
-      expectUnavailable(await deliverIdentity());
+      expectUnavailable(await deliverSignup());
       expect(await webhookFootprint()).toEqual(before);
     });
 
@@ -179,7 +186,8 @@ describe('fault injection: the database goes away and comes back', () => {
     it("processes the billing provider's redelivery exactly once", async () => {
       const res = await deliver(api, subscriptionCreated);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ received: true, status: 'processed' });
+      expect(res.body).toEqual({ received: true, status: 'accepted' });
+      expect(res.outcome).toBe('processed');
       const again = await deliver(api, subscriptionCreated);
       expect(again.body).toEqual({ received: true, status: 'duplicate' });
 
@@ -196,10 +204,10 @@ describe('fault injection: the database goes away and comes back', () => {
     });
 
     it("processes the identity provider's redelivery exactly once", async () => {
-      const res = await deliverIdentity();
+      const res = await deliverSignup();
       expect(res.status).toBe(200);
-      expect(res.body.status).toBe('processed');
-      expect((await deliverIdentity()).body.status).toBe('duplicate');
+      expect(res.outcome).toBe('processed');
+      expect((await deliverSignup()).body.status).toBe('duplicate');
       expect(await db.user.count({ where: { identityUserId: 'user_outage_signup' } })).toBe(1);
       expect(
         await db.auditLog.count({ where: { action: 'user.created', userId: 'user_outage_signup' } }),

@@ -3,15 +3,17 @@ import type { User } from '../../src/generated/prisma/client.js';
 import { OutboxService } from '../../src/infra/queue/outbox.service.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
+import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { FakeLlmServer } from '../fakes/llm-server.js';
 import { TcpProxy } from '../fakes/tcp-proxy.js';
-import { checkoutToken, deliver, newSubId, PRICE, subscriptionEvent } from '../support/billing.js';
+import { checkoutToken, newSubId, PRICE, send, subscriptionEvent } from '../support/billing.js';
 import { grantCredits } from '../support/credits.js';
 import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
+import { settled } from '../support/webhooks.js';
 import { startWorkerProcess, sweepRoutes, timed, type WorkerProcess } from './fault-helpers.js';
 
 const COMPLETION = { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 10 };
@@ -32,7 +34,10 @@ describe('fault injection: Redis goes away and comes back', () => {
   let customer: { user: User; auth: string };
   let payer: User;
   let subId: string;
+  let billingEventId: string;
   let broadcastId: string;
+  const archived = (provider: 'billing' | 'identity', eventId: string) =>
+    api.prisma.webhookEvent.findUnique({ where: { provider_eventId: { provider, eventId } } });
   const signup = signIdentityEvent(
     identityUserEvent('user.created', 'user_redis_signup', 'redis-signup@example.com'),
   );
@@ -113,7 +118,7 @@ describe('fault injection: Redis goes away and comes back', () => {
       expect(await api.prisma.creditTransaction.count({ where: { userId: customer.user.id } })).toBe(1);
     });
 
-    it('commits a billing webhook; its welcome e-mail waits in the outbox', async () => {
+    it('accepts a billing webhook within the provider timeout; the archive row waits for the worker', async () => {
       subId = newSubId();
       const event = subscriptionEvent({
         type: 'subscription.created',
@@ -122,38 +127,24 @@ describe('fault injection: Redis goes away and comes back', () => {
         token: checkoutToken(api, payer, 'PRO'),
         occurredAt: new Date(Date.now() - 60_000),
       });
-      const { value: res, ms } = await timed(() => deliver(api, event));
+      billingEventId = event.event_id;
+      const { value: res, ms } = await timed(() => send(api, event));
       expect(ms).toBeLessThan(3000);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ received: true, status: 'processed' });
-
-      const sub = await api.prisma.subscription.findUniqueOrThrow({
-        where: { providerSubscriptionId: subId },
-      });
-      expect(sub).toMatchObject({ userId: payer.id, status: 'ACTIVE', tier: 'PRO' });
-      expect(await api.prisma.creditTransaction.count({ where: { userId: payer.id, kind: 'grant' } })).toBe(
-        1,
-      );
-      // The webhook answered without waiting for Redis; its push attempt fails on its own and is recorded.
-      const welcome = await waitFor(async () => {
-        const entry = await outboxEntry(`subscription-welcome-${sub.id}`);
-        return entry.attempts >= 1 ? entry : null;
-      }, 10_000);
-      expect(welcome.dispatchedAt).toBeNull();
-      expect(welcome.lastError).toBeTruthy();
+      expect(res.body).toEqual({ received: true, status: 'accepted' });
+      // The row is the durable record: its job could not be pushed, so nothing is applied yet.
+      expect(await archived('billing', event.event_id)).toMatchObject({ status: 'RECEIVED' });
+      expect(await api.prisma.subscription.count({ where: { providerSubscriptionId: subId } })).toBe(0);
     });
 
-    it('commits an identity signup; its post-signup hooks wait in the outbox', async () => {
-      const res = await api.http.post('/webhooks/identity').set(signup.headers).send(signup.body);
+    it('accepts an identity signup; it waits as a RECEIVED archive row', async () => {
+      const { value: res, ms } = await timed(() =>
+        api.http.post('/webhooks/identity').set(signup.headers).send(signup.body),
+      );
+      expect(ms).toBeLessThan(3000);
       expect(res.status).toBe(200);
-      expect(res.body.status).toBe('processed');
-      const user = await api.prisma.user.findUniqueOrThrow({
-        where: { identityUserId: 'user_redis_signup' },
-      });
-      const pending = await api.prisma.outboxEntry.findMany({
-        where: { jobName: JOBS.postSignup.name, dispatchedAt: null },
-      });
-      expect(pending.map((entry) => (entry.payload as { userId: string }).userId)).toContain(user.id);
+      expect(res.body.status).toBe('accepted');
+      expect(await archived('identity', signup.id)).toMatchObject({ status: 'RECEIVED' });
     });
 
     it('accepts a broadcast (queue-backed through the outbox) and leaves it queued', async () => {
@@ -177,14 +168,16 @@ describe('fault injection: Redis goes away and comes back', () => {
       expect(ms).toBeLessThan(4000);
       expect(res.status).toBe(200);
       expect(res.body.queues).toMatchObject({ available: false, by_name: null, error: expect.any(String) });
-      expect(res.body.outbox.pending).toBeGreaterThanOrEqual(3);
+      expect(res.body.outbox.pending).toBeGreaterThanOrEqual(1);
     });
 
-    it('keeps every entry when the relay runs during the outage', async () => {
+    it('keeps every entry and every accepted webhook when the relays run during the outage', async () => {
       const { value: pushed, ms } = await timed(() => api.app.get(OutboxService).relay(500, 0));
       expect(pushed).toBe(0);
       expect(ms).toBeLessThan(6000);
-      expect(await api.prisma.outboxEntry.count({ where: { dispatchedAt: null } })).toBeGreaterThanOrEqual(3);
+      expect(await api.prisma.outboxEntry.count({ where: { dispatchedAt: null } })).toBeGreaterThanOrEqual(1);
+      await expect(api.app.get(WebhookInboxService).relay(0)).rejects.toThrow();
+      expect(await archived('billing', billingEventId)).toMatchObject({ status: 'RECEIVED' });
     });
 
     it('fails quickly, not hanging, when the network swallows packets (blackhole)', async () => {
@@ -203,8 +196,8 @@ describe('fault injection: Redis goes away and comes back', () => {
           token: checkoutToken(api, customer.user, 'PRO'),
           occurredAt: new Date(Date.now() - 60_000),
         });
-        const webhook = await timed(() => deliver(api, event));
-        expect(webhook.value.body).toEqual({ received: true, status: 'processed' });
+        const webhook = await timed(() => send(api, event));
+        expect(webhook.value.body).toEqual({ received: true, status: 'accepted' });
         expect(webhook.ms).toBeLessThan(3000);
       } finally {
         proxy.cut('reset');
@@ -241,9 +234,19 @@ describe('fault injection: Redis goes away and comes back', () => {
       await waitFor(async () => (await api.http.get('/health/ready')).status === 200, 10_000, 100);
     });
 
-    it('relays the outbox and the worker does each piece of work exactly once', async () => {
-      // The worker process relays every 10 s; the test runs the same relay now instead of waiting. The
-      // worker's relay may still take some entries first (SKIP LOCKED): either way everything is pushed.
+    it('relays the accepted webhooks and the outbox, and the worker does each piece of work exactly once', async () => {
+      // The worker process relays every 10 s; the test runs the same relays now instead of waiting. The
+      // worker's relay may still take some first: either way everything is pushed, and job ids dedupe.
+      await api.app.get(WebhookInboxService).relay(0);
+      await settled(api, 'billing', billingEventId, 20_000);
+      await settled(api, 'identity', signup.id, 20_000);
+      const sub = await api.prisma.subscription.findUniqueOrThrow({
+        where: { providerSubscriptionId: subId },
+      });
+      expect(sub).toMatchObject({ userId: payer.id, status: 'ACTIVE', tier: 'PRO' });
+      expect(await api.prisma.creditTransaction.count({ where: { userId: payer.id, kind: 'grant' } })).toBe(
+        1,
+      );
       const outbox = api.app.get(OutboxService);
       await outbox.relay(500, 0);
       await waitFor(
@@ -263,6 +266,7 @@ describe('fault injection: Redis goes away and comes back', () => {
       await waitFor(async () => (await sent()).length === 3 && (await run()).status === 'done', 20_000, 100);
       // A second relay finds nothing; a re-push of a dispatched job id would be deduplicated anyway.
       expect(await outbox.relay(500, 0)).toBe(0);
+      expect(await api.app.get(WebhookInboxService).relay(0)).toBe(0);
 
       expect((await sent()).map((m) => m.templateKey).sort()).toEqual([
         'subscription_welcome',

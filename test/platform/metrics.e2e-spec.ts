@@ -3,7 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { CreditsService } from '../../src/modules/credits/credits.service.js';
 import { EmailService } from '../../src/modules/email/email.service.js';
-import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { deliverIdentity, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { freePort } from '../support/processes.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
@@ -53,20 +53,22 @@ describe('Prometheus metrics', () => {
     const delivery = signIdentityEvent(
       identityUserEvent('user.created', 'user_metered', 'metered@example.com'),
     );
-    expect((await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body)).status).toBe(
-      200,
-    );
-    await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+    expect((await deliverIdentity(api, delivery)).status).toBe(200);
+    await deliverIdentity(api, delivery);
     const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_metered' } });
     await api.prisma.$transaction((tx) =>
       api.app.get(CreditsService).grant(tx, { userId: user.id, amount: 7, jobId: 'metrics-grant' }),
     );
+    // The API counts what it accepted; the worker counts what it applied.
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(text).toMatch(
-      /webhook_events_total\{provider="identity",outcome="processed",service="subscription-service"\} 1/,
+      /webhook_events_total\{provider="identity",outcome="accepted",service="subscription-service"\} 1/,
     );
     expect(text).toMatch(
       /webhook_events_total\{provider="identity",outcome="duplicate",service="subscription-service"\} 1/,
+    );
+    expect((await request(worker.getHttpServer()).get('/metrics')).text).toMatch(
+      /webhook_events_total\{provider="identity",outcome="processed",service="subscription-service"\} 1/,
     );
     expect(text).toMatch(/credits_total\{kind="grant",service="subscription-service"\} 7/);
 

@@ -28,7 +28,7 @@ import {
   transactionEvent,
 } from '../support/billing.js';
 import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
-import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { deliverIdentity, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import type { ApiApp } from '../support/test-env.js';
 import { Canary, type HostileAnswer, HostileServer } from './support/outbound.js';
 import { expectRouteTableMatches } from './support/route-table.js';
@@ -45,7 +45,7 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
 
   beforeAll(async () => {
     [hostile, canary] = await Promise.all([HostileServer.start(), Canary.start()]);
-    world = await SecurityWorld.start();
+    world = await SecurityWorld.start({ worker: true });
     expectRouteTableMatches(world.api.app);
     api = await world.env.startApi({
       config: world.env.configWith({
@@ -265,7 +265,7 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
     const sub = `user_schema_${randomUUID().slice(0, 6)}`;
     for (const email of ['not-an-email', `${'a'.repeat(400)}@example.com`]) {
       const delivery = signIdentityEvent(identityUserEvent('user.created', sub, email));
-      const res = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+      const res = await deliverIdentity(api, delivery);
       expect(res.status).toBe(400);
     }
     expect(await api.prisma.user.count({ where: { identityUserId: sub } })).toBe(0);

@@ -21,7 +21,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
-import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { deliverIdentity, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
 import { expectRouteTableMatches } from './support/route-table.js';
 import { SecurityWorld } from './support/world.js';
@@ -32,7 +32,7 @@ describe('API6 sensitive business flows cannot be automated into abuse', () => {
   let world: SecurityWorld;
 
   beforeAll(async () => {
-    world = await SecurityWorld.start();
+    world = await SecurityWorld.start({ worker: true });
     expectRouteTableMatches(world.api.app);
   });
   afterAll(() => world.close());
@@ -95,9 +95,7 @@ describe('API6 sensitive business flows cannot be automated into abuse', () => {
     const viaToken = await world.user('farmer');
     const farmed = `user_farm_${randomUUID().slice(0, 8)}`;
     const delivery = signIdentityEvent(identityUserEvent('user.created', farmed, 'farm@example.com'));
-    expect((await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body)).status).toBe(
-      200,
-    );
+    expect((await deliverIdentity(api, delivery)).status).toBe(200);
     const viaWebhook = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: farmed } });
     for (const path of ['/api/v1/billing/checkout-token', '/api/v1/billing/checkout']) {
       expect(

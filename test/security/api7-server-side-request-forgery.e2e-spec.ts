@@ -21,6 +21,7 @@ import { checkoutToken, deliver, newSubId, subscriptionEvent, transactionEvent }
 import { grantCredits } from '../support/credits.js';
 import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { waitFor } from '../support/wait.js';
+import { settled } from '../support/webhooks.js';
 import { Canary, type OutboundTarget, recordOutbound } from './support/outbound.js';
 import { call, expectRouteTableMatches, inCallOrder, type TableRoute } from './support/route-table.js';
 import { dtoProperties, nestedDtoProperties } from './support/routes.js';
@@ -153,6 +154,7 @@ describe('API7 server side request forgery: nothing is fetched from a URL taken 
       .set({ ...identity.headers, ...ssrfHeaders(1) })
       .send(identity.body);
     expect(res.status).toBe(200);
+    await settled(api, 'identity', identity.id);
     const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } });
 
     const subId = newSubId();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { TEST_SECRETS } from './test-env.js';
+import { type ApiApp, TEST_SECRETS } from './test-env.js';
+import { type Delivered, withOutcome } from './webhooks.js';
 
 export interface SignOptions {
   /** Defaults to the test environment's IDENTITY_WEBHOOK_SECRET. */
@@ -69,3 +70,19 @@ export const identityDeletedEvent = (identityUserId: string): object => ({
   object: 'event',
   data: { id: identityUserId, object: 'user', deleted: true },
 });
+
+/**
+ * POSTs a signed identity delivery and, when accepted, waits until the worker applied it (`outcome`).
+ * The test's worker must be running.
+ */
+export async function deliverIdentity(
+  api: ApiApp,
+  delivery: SignedDelivery,
+  headers: Record<string, string> = {},
+): Promise<Delivered> {
+  const res = await api.http
+    .post('/webhooks/identity')
+    .set({ ...delivery.headers, ...headers })
+    .send(delivery.body);
+  return withOutcome(api, 'identity', delivery.id, res);
+}

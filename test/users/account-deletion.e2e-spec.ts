@@ -8,7 +8,7 @@ import { AccountDeletionService } from '../../src/modules/users/account-deletion
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import { UsersScheduler } from '../../src/modules/users/users.scheduler.js';
 import { type SeededUser, seedUserWithEverything } from '../factories/user-data.factory.js';
-import { identityDeletedEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { deliverIdentity, identityDeletedEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -195,8 +195,8 @@ describe('account deletion: soft delete, restore, hard delete', () => {
     it('refuses a key after the identity provider deleted the user, so the key cannot undo it', async () => {
       const key = await keyFor('user_key_erased');
       const delivery = signIdentityEvent(identityDeletedEvent('user_key_erased'));
-      const webhook = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
-      expect(webhook.body.status).toBe('processed');
+      const webhook = await deliverIdentity(api, delivery);
+      expect(webhook.outcome).toBe('processed');
       const deleted = await state('user_key_erased');
       expect(deleted.deletedAt).not.toBeNull();
       // Still a valid credential where soft-deleted users may go (GET /me), yet no restore and no export.

@@ -12,6 +12,7 @@ import {
 } from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
+import { withOutcome } from '../support/webhooks.js';
 
 describe('POST /webhooks/identity', () => {
   let env: TestEnv;
@@ -29,11 +30,17 @@ describe('POST /webhooks/identity', () => {
   });
   afterAll(() => env.close());
 
-  const deliver = (delivery: SignedDelivery, headers: Record<string, string> = {}) =>
-    api.http
-      .post('/webhooks/identity')
-      .set({ ...delivery.headers, ...headers })
-      .send(delivery.body);
+  /** Delivers and, when accepted, waits for the worker; `outcome` is what it made of the event. */
+  const deliver = async (delivery: SignedDelivery, headers: Record<string, string> = {}) =>
+    withOutcome(
+      api,
+      'identity',
+      delivery.id,
+      await api.http
+        .post('/webhooks/identity')
+        .set({ ...delivery.headers, ...headers })
+        .send(delivery.body),
+    );
 
   const stored = async () => ({
     users: await api.prisma.user.count(),
@@ -57,7 +64,8 @@ describe('POST /webhooks/identity', () => {
       const delivery = signIdentityEvent(identityUserEvent('user.created', 'user_std', 'std@example.com'));
       const res = await deliver(delivery);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ received: true, event_id: delivery.id, status: 'processed' });
+      expect(res.body).toEqual({ received: true, event_id: delivery.id, status: 'accepted' });
+      expect(res.outcome).toBe('processed');
       const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_std' } });
       // The primary address, not the first one in the list.
       expect(user.email).toBe('std@example.com');
@@ -125,8 +133,8 @@ describe('POST /webhooks/identity', () => {
     // Svix resends with the same message id (possibly a fresh timestamp and the other header names).
     const again = signIdentityEvent(delivery.body, { id: delivery.id, headerSet: 'svix' });
     const results = await Promise.all([deliver(again), deliver(again)]);
-    expect(first.body.status).toBe('processed');
-    expect(results.map((r) => r.body.status)).toEqual(['duplicate', 'duplicate']);
+    expect(first.outcome).toBe('processed');
+    expect(results.map((r) => r.outcome)).toEqual(['duplicate', 'duplicate']);
     expect(await api.prisma.user.count({ where: { identityUserId: 'user_redeliver' } })).toBe(1);
     expect(
       await api.prisma.auditLog.count({ where: { action: 'user.created', userId: 'user_redeliver' } }),
@@ -182,7 +190,7 @@ describe('POST /webhooks/identity', () => {
         signIdentityEvent(identityUserEvent('user.created', 'user_jit_first', 'jit@example.com')),
       );
       expect(late.status).toBe(200);
-      expect(late.body.status).toBe('skipped');
+      expect(late.outcome).toBe('skipped');
       expect(await counts('user_jit_first')).toMatchObject({ users: 1, audits: 1 });
       const [entry] = await api.prisma.auditLog.findMany({
         where: { action: 'user.created', userId: 'user_jit_first' },
@@ -210,7 +218,7 @@ describe('POST /webhooks/identity', () => {
     const res = await deliver(
       signIdentityEvent(identityUserEvent('user.updated', 'user_upd', 'new@example.com')),
     );
-    expect(res.body.status).toBe('processed');
+    expect(res.outcome).toBe('processed');
     const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_upd' } });
     expect(user.email).toBe('new@example.com');
     const [entry] = await api.prisma.auditLog.findMany({
@@ -222,7 +230,7 @@ describe('POST /webhooks/identity', () => {
     const same = await deliver(
       signIdentityEvent(identityUserEvent('user.updated', 'user_upd', 'new@example.com')),
     );
-    expect(same.body.status).toBe('skipped');
+    expect(same.outcome).toBe('skipped');
     expect(await api.prisma.auditLog.count({ where: { action: 'user.updated', userId: 'user_upd' } })).toBe(
       1,
     );
@@ -235,7 +243,7 @@ describe('POST /webhooks/identity', () => {
     const late = await deliver(
       signIdentityEvent(identityUserEvent('user.created', 'user_early_upd', 'older@example.com')),
     );
-    expect(late.body.status).toBe('skipped');
+    expect(late.outcome).toBe('skipped');
     const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_early_upd' } });
     expect(user.email).toBe('newer@example.com');
   });
@@ -243,7 +251,7 @@ describe('POST /webhooks/identity', () => {
   it('user.deleted starts the soft delete, once', async () => {
     await deliver(signIdentityEvent(identityUserEvent('user.created', 'user_del', 'del@example.com')));
     const res = await deliver(signIdentityEvent(identityDeletedEvent('user_del')));
-    expect(res.body.status).toBe('processed');
+    expect(res.outcome).toBe('processed');
     const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_del' } });
     expect(user.deletedAt).not.toBeNull();
     const [entry] = await api.prisma.auditLog.findMany({
@@ -257,19 +265,19 @@ describe('POST /webhooks/identity', () => {
       }),
     ).toBe(1);
     const again = await deliver(signIdentityEvent(identityDeletedEvent('user_del')));
-    expect(again.body.status).toBe('skipped');
+    expect(again.outcome).toBe('skipped');
     expect(
       (await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_del' } })).deletedAt,
     ).toEqual(user.deletedAt);
     const unknown = await deliver(signIdentityEvent(identityDeletedEvent('user_never_seen')));
-    expect(unknown.body.status).toBe('skipped');
+    expect(unknown.outcome).toBe('skipped');
   });
 
   it('archives and acknowledges other event types without effect', async () => {
     const delivery = signIdentityEvent({ type: 'session.created', object: 'event', data: { id: 'sess_1' } });
     const res = await deliver(delivery);
     expect(res.status).toBe(200);
-    expect(res.body.status).toBe('skipped');
+    expect(res.outcome).toBe('skipped');
     const archived = await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: delivery.id } });
     expect(archived).toMatchObject({ status: 'SKIPPED', eventType: 'session.created' });
   });

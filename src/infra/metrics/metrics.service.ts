@@ -28,7 +28,7 @@ export class MetricsService {
 
   readonly webhookEvents = new Counter({
     name: 'webhook_events_total',
-    help: 'Inbound webhooks by provider and outcome (processed, skipped, duplicate, failed, rejected)',
+    help: 'Webhooks by provider and outcome: accepted, duplicate (API); processed, skipped, failed (worker)',
     labelNames: ['provider', 'outcome'] as const,
     registers: [this.registry],
   });

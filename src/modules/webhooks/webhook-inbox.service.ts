@@ -3,7 +3,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { AppError } from '../../common/errors/app-error.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
-import { OutboxService } from '../../infra/queue/outbox.service.js';
+import { DISPATCH_WAIT_MS, OutboxService } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
@@ -79,12 +79,20 @@ export class WebhookInboxService {
     }
     const id = accepted.id;
     this.metrics.webhookEvents.inc({ provider, outcome: 'accepted' });
-    await this.push(accepted).catch((err: Error) =>
+    // The provider times out after a few seconds and the row is already durable: wait for the push at
+    // most DISPATCH_WAIT_MS (with Redis unreachable it can take the full command timeout).
+    const pushed = this.push(accepted).catch((err: Error) =>
       this.logger.warn(
         { provider, event_id: event.eventId, err: err.message },
         'webhook accepted; its job will be pushed by the relay',
       ),
     );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      pushed,
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, DISPATCH_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
     return { duplicate: false, id };
   }
 
@@ -151,9 +159,9 @@ export class WebhookInboxService {
     }
   }
 
-  /** Re-pushes the job of every RECEIVED row older than RELAY_AFTER_MS that has no live job. */
-  async relay(): Promise<number> {
-    const rows = await this.inbox.stale(this.prisma, RELAY_AFTER_MS, RELAY_BATCH);
+  /** Re-pushes the job of every RECEIVED row older than `olderThanMs` that has no live job. */
+  async relay(olderThanMs = RELAY_AFTER_MS): Promise<number> {
+    const rows = await this.inbox.stale(this.prisma, olderThanMs, RELAY_BATCH);
     let pushed = 0;
     for (const row of rows) {
       const queue = this.queues.queue(JOBS.processWebhook.queue);
