@@ -112,8 +112,18 @@ export async function startProcess(file, env, { readyUrl, args = productionNodeA
 }
 
 /** One autocannon run from this (separate) process. */
-export async function load({ url, connections, duration = 5, method = 'GET', headers, body, requests }) {
-  const result = await autocannon({ url, connections, duration, method, headers, body, requests, pipelining: 1 });
+export async function load({ url, connections, duration = 5, method = 'GET', headers, body, requests, overallRate }) {
+  const result = await autocannon({
+    url,
+    connections,
+    duration,
+    method,
+    headers,
+    body,
+    requests,
+    pipelining: 1,
+    ...(overallRate ? { overallRate } : {}),
+  });
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
