@@ -90,7 +90,9 @@ describe('fault injection: Redis restarted empty', () => {
     expect((await entry()).attempts).toBe(2);
     expect(mail.deliveredTo('welcome@example.com')).toHaveLength(1);
     expect(
-      await api.prisma.emailMessage.count({ where: { userId: user.id, templateKey: 'welcome', status: 'sent' } }),
+      await api.prisma.emailMessage.count({
+        where: { userId: user.id, templateKey: 'welcome', status: 'sent' },
+      }),
     ).toBe(1);
   }, 90_000);
 
