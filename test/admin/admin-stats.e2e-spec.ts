@@ -125,6 +125,7 @@ describe('GET /admin/stats', () => {
       'prune-webhook-archive',
       'reconcile-credits',
       'refresh-blocklist',
+      'sweep-broadcasts',
     ]);
     const byName = Object.fromEntries(body.scheduled_jobs.map((job: { name: string }) => [job.name, job]));
     expect(byName['expire-subscriptions']).toEqual({

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { PrismaService, type Tx } from '../prisma/prisma.service.js';
 import { QueueService } from './queue.service.js';
-import type { JobDef } from './queues.js';
+import type { JobDef, QueueName } from './queues.js';
 
 /** Longest a request waits for its after-commit push before answering (the push goes on meanwhile). */
 export const DISPATCH_WAIT_MS = 1000;
@@ -18,7 +18,8 @@ interface OutboxRow {
 /**
  * Transactional outbox. A job caused by a database change is written in the same transaction as the
  * change, pushed to BullMQ right after commit, and re-pushed by the worker's relay when that push failed
- * (Redis down, process killed). The BullMQ job id is the outbox job id, so a double push is harmless.
+ * (Redis down, process killed) or when the job vanished from Redis before it finished (Redis restarted
+ * empty). The BullMQ job id is the outbox job id, so a double push is harmless.
  */
 @Injectable()
 export class OutboxService {
@@ -72,8 +73,17 @@ export class OutboxService {
     }
   }
 
-  /** Pushes entries that are still undispatched after `olderThanMs`; safe on several workers at once. */
+  /**
+   * One relay pass, safe on several workers at once: pushes the entries still undispatched after
+   * `olderThanMs`, then checks the dispatched ones against BullMQ (see `reconcile`). Returns how many jobs
+   * it pushed (first pushes and pushes of lost jobs).
+   */
   async relay(limit = 500, olderThanMs = 5000): Promise<number> {
+    const pushed = await this.pushPending(limit, olderThanMs);
+    return pushed + (await this.reconcile(limit, olderThanMs));
+  }
+
+  private pushPending(limit: number, olderThanMs: number): Promise<number> {
     return this.prisma.$transaction(async (tx) => {
       const rows = await tx.$queryRaw<OutboxRow[]>`
         SELECT id, queue, job_name, job_id, payload FROM outbox
@@ -86,7 +96,50 @@ export class OutboxService {
         if (!(await this.push(row, tx))) break;
         pushed += 1;
       }
-      await tx.$executeRaw`DELETE FROM outbox WHERE dispatched_at < now() - interval '7 days'`;
+      return pushed;
+    });
+  }
+
+  /**
+   * An entry stays open after its push until its job has finished: Redis restarted without its data (no
+   * AOF, a failover to an empty replica, a flush) loses queued and active jobs, and the commit that caused
+   * them must not lose its follow-up work with them. Each open entry dispatched `olderThanMs` ago is
+   * looked up in BullMQ: completed or failed for good closes it, a job still waiting, delayed or active is
+   * left alone, a job BullMQ does not know is pushed again under the same id. Closed entries are pruned
+   * after 7 days. Handlers are idempotent (their effects are keyed), so a job that did run and was then
+   * lost before BullMQ recorded it runs once more without a second effect.
+   */
+  private reconcile(limit: number, olderThanMs: number): Promise<number> {
+    return this.prisma.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<OutboxRow[]>`
+        SELECT id, queue, job_name, job_id, payload FROM outbox
+        WHERE completed_at IS NULL AND dispatched_at IS NOT NULL
+          AND dispatched_at < now() - make_interval(secs => ${olderThanMs / 1000})
+        ORDER BY dispatched_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED`;
+      let pushed = 0;
+      for (const row of rows) {
+        let state: string;
+        try {
+          state = await this.queues.queue(row.queue as QueueName).getJobState(row.job_id);
+        } catch (err) {
+          // Redis unreachable: the next pass looks again.
+          this.logger.warn({ err: (err as Error).message }, 'outbox check deferred');
+          break;
+        }
+        if (state === 'completed' || state === 'failed') {
+          await tx.outboxEntry.update({ where: { id: row.id }, data: { completedAt: new Date() } });
+        } else if (state === 'unknown') {
+          this.logger.warn(
+            { queue: row.queue, job_name: row.job_name, job_id: row.job_id },
+            'job lost from Redis before it finished; pushing it again',
+          );
+          if (!(await this.push(row, tx))) break;
+          pushed += 1;
+        }
+      }
+      await tx.$executeRaw`DELETE FROM outbox WHERE completed_at < now() - interval '7 days'`;
       return pushed;
     });
   }

@@ -21,6 +21,8 @@ export const JOBS = {
   refreshBlocklist: { queue: QUEUES.email, name: 'refresh-blocklist' },
   /** Send one broadcast run (payload {runId}); resumable, job id `broadcast-<run id>`. */
   dispatchBroadcast: { queue: QUEUES.broadcasts, name: 'dispatch-broadcast' },
+  /** Every minute: re-enqueue queued/running broadcast runs whose job Redis lost (modules/broadcasts). */
+  sweepBroadcasts: { queue: QUEUES.broadcasts, name: 'sweep-broadcasts' },
   /** Post-signup extension hooks of a new user (welcome e-mail, disposable check, ...). */
   postSignup: { queue: QUEUES.users, name: 'post-signup' },
   /** A user asked for deletion (soft delete committed): runs the `deletion_requested` user hooks. */
@@ -58,6 +60,7 @@ export const SCHEDULES = {
   pruneWebhookArchive: '0 30 2 * * *',
   refreshBlocklist: '0 0 3 * * *',
   hardDeleteAccounts: '0 0 4 * * *',
+  sweepBroadcasts: '30 * * * * *',
 } as const satisfies Partial<Record<JobKey, string>>;
 
 /** Every scheduled job: its job name (the job_runs key) and its cron expression. */

@@ -2,9 +2,11 @@ import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { type Job, WaitingError } from 'bullmq';
 import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
+import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
 import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { BroadcastDispatcher } from './broadcast-dispatcher.js';
+import { BroadcastSweeper } from './broadcast-sweeper.js';
 
 interface DispatchJob {
   runId: string;
@@ -19,9 +21,11 @@ export class BroadcastsProcessor extends JobProcessor {
 
   constructor(
     registry: JobRegistry,
+    recorder: JobRunRecorder,
     private readonly dispatcher: BroadcastDispatcher,
+    sweeper: BroadcastSweeper,
   ) {
-    super(registry);
+    super(registry, recorder);
     this.handle(JOBS.dispatchBroadcast, (job: Job<DispatchJob>, token?: string) => {
       const controller = new AbortController();
       const key = job.id ?? job.data.runId;
@@ -29,6 +33,7 @@ export class BroadcastsProcessor extends JobProcessor {
       this.inflight.set(key, { controller, settled: done.catch(() => undefined) });
       return done.finally(() => this.inflight.delete(key));
     });
+    this.handle(JOBS.sweepBroadcasts, () => sweeper.sweep(), { recordRun: true });
   }
 
   private async dispatch(
