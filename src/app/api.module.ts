@@ -6,6 +6,7 @@ import { createValidationPipe } from '../common/validation/validation.pipe.js';
 import { MetricsServer } from '../infra/metrics/metrics.server.js';
 import { AdminMetricsHttpModule } from '../modules/admin/metrics/admin-metrics.http.module.js';
 import { AdminDirectoryModule } from '../modules/admin/directory/admin-directory.module.js';
+import { AdminWebhooksModule } from '../modules/admin/webhooks/admin-webhooks.module.js';
 import { AiHttpModule } from '../modules/ai/ai.http.module.js';
 import { ApiKeysHttpModule } from '../modules/api-keys/api-keys.http.module.js';
 import { AuthModule } from '../modules/auth/auth.module.js';
@@ -25,6 +26,7 @@ export const API_FEATURE_MODULES = [
   UsersHttpModule,
   FeedbackHttpModule,
   AdminDirectoryModule,
+  AdminWebhooksModule,
   SavedSearchesHttpModule,
   WorkspacesHttpModule,
   ApiKeysHttpModule,

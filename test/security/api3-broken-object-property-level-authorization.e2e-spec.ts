@@ -27,7 +27,7 @@ import {
   type TableRoute,
 } from './support/route-table.js';
 import { dtoProperties, nestedDtoProperties } from './support/routes.js';
-import { SecurityWorld } from './support/world.js';
+import { archivedEvent, SecurityWorld } from './support/world.js';
 
 describe('API3 broken object property level authorization', () => {
   let world: SecurityWorld;
@@ -94,6 +94,7 @@ describe('API3 broken object property level authorization', () => {
       workspace: await own('/api/v1/workspaces', { name: 'own' }),
       api_key: await own('/api/v1/api_keys', { name: 'own' }),
       broadcast: broadcast.body.id,
+      webhook_event: (await archivedEvent(world.api)).id,
     };
   });
   afterAll(() => world.close());

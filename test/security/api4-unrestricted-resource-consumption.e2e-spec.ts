@@ -110,6 +110,7 @@ describe('API4 unrestricted resource consumption', () => {
       'get /api/v1/admin/audit',
       'get /api/v1/admin/broadcasts',
       'get /api/v1/admin/users',
+      'get /api/v1/admin/webhooks',
       'get /api/v1/api_keys',
       'get /api/v1/credits',
       'get /api/v1/saved_searches',

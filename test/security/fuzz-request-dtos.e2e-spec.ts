@@ -29,7 +29,7 @@ import {
 import { inBatches } from './support/db.js';
 import { call, expectRouteTableMatches, type IdKind, type TableRoute } from './support/route-table.js';
 import { dtoProperties } from './support/routes.js';
-import { SecurityWorld } from './support/world.js';
+import { archivedEvent, SecurityWorld } from './support/world.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
@@ -95,6 +95,7 @@ describe('fuzzing every request input through HTTP: never a 5xx, the service sta
           .set('Authorization', adminAuth)
           .send({ template_key: 'welcome', audience: { tiers: ['TEAM'] } })
       ).body.id,
+      webhook_event: (await archivedEvent(api)).id,
     };
     tokenFor = () => checkoutToken(api, u.user, 'PRO');
     unsubscribeToken = api.app.get(UnsubscribeTokens).sign(u.user.id);

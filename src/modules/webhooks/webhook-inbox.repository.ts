@@ -164,4 +164,96 @@ export class WebhookInboxRepository {
       RETURNING id`;
     return written.length > 0;
   }
+
+  /** The admin list: newest first, filtered; `total` counts every match. */
+  async list(db: Db, filter: ArchiveFilter, window: { skip: number; take: number }) {
+    const where = whereOf(filter);
+    const [rows, total] = await Promise.all([
+      db.webhookEvent.findMany({
+        where,
+        orderBy: [{ receivedAt: 'desc' }, { id: 'desc' }],
+        skip: window.skip,
+        take: window.take,
+        omit: { payload: true },
+      }),
+      db.webhookEvent.count({ where }),
+    ]);
+    return { rows, total };
+  }
+
+  find(db: Db, id: string): Promise<WebhookEvent | null> {
+    return db.webhookEvent.findUnique({ where: { id } });
+  }
+
+  /**
+   * A replay: a FAILED or SKIPPED row becomes RECEIVED again and its claim is (re)taken, in the caller's
+   * transaction, under the row lock. Returns the row's status before ('RECEIVED' when a concurrent replay got
+   * there first, null when there is no such row).
+   */
+  async reopen(tx: Tx, id: string): Promise<string | null> {
+    const rows = await tx.$queryRaw<
+      { status: string; provider: string; event_id: string; event_type: string }[]
+    >`
+      SELECT status::text AS status, provider, event_id, event_type FROM webhook_events
+      WHERE id = ${id}::uuid FOR UPDATE`;
+    const row = rows[0];
+    if (!row) return null;
+    if (row.status === 'FAILED' || row.status === 'SKIPPED') {
+      await tx.$executeRaw`
+        UPDATE webhook_events SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL
+        WHERE id = ${id}::uuid`;
+      await tx.$executeRaw`
+        INSERT INTO processed_webhook_events (provider, event_id, event_type)
+        VALUES (${row.provider}, ${row.event_id}, ${row.event_type})
+        ON CONFLICT DO NOTHING`;
+    }
+    return row.status;
+  }
+
+  /** Bulk replay: every FAILED (or SKIPPED) row of the filter becomes RECEIVED with its claim, in one go. */
+  async reopenMany(db: Db, filter: ArchiveFilter & { status: 'FAILED' | 'SKIPPED' }): Promise<AcceptedRow[]> {
+    const provider = filter.provider ?? null;
+    const from = filter.from ?? null;
+    const to = filter.to ?? null;
+    const rows = await db.$queryRaw<{ id: string; provider: string; received_at: Date }[]>`
+      WITH reopened AS (
+        UPDATE webhook_events
+        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now()
+        WHERE status = ${filter.status}::"WebhookEventStatus"
+          AND (${provider}::text IS NULL OR provider = ${provider}::text)
+          AND (${from}::timestamptz IS NULL OR received_at >= ${from}::timestamptz)
+          AND (${to}::timestamptz IS NULL OR received_at <= ${to}::timestamptz)
+        RETURNING id, provider, event_id, event_type, received_at
+      ), claimed AS (
+        INSERT INTO processed_webhook_events (provider, event_id, event_type)
+        SELECT provider, event_id, event_type FROM reopened
+        ON CONFLICT DO NOTHING
+      )
+      SELECT id, provider, received_at FROM reopened`;
+    return rows.map((row) => ({ id: row.id, provider: row.provider, receivedAt: row.received_at }));
+  }
+}
+
+export interface ArchiveFilter {
+  provider?: string;
+  status?: 'RECEIVED' | 'PROCESSED' | 'SKIPPED' | 'FAILED';
+  eventType?: string;
+  from?: Date;
+  to?: Date;
+}
+
+function whereOf(filter: ArchiveFilter): Prisma.WebhookEventWhereInput {
+  return {
+    ...(filter.provider ? { provider: filter.provider } : {}),
+    ...(filter.status ? { status: filter.status } : {}),
+    ...(filter.eventType ? { eventType: filter.eventType } : {}),
+    ...(filter.from || filter.to
+      ? {
+          receivedAt: {
+            ...(filter.from ? { gte: filter.from } : {}),
+            ...(filter.to ? { lte: filter.to } : {}),
+          },
+        }
+      : {}),
+  };
 }

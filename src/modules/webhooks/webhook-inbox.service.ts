@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
-import { AppError } from '../../common/errors/app-error.js';
+import { AppError, ConflictError, NotFoundError } from '../../common/errors/app-error.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import { DISPATCH_WAIT_MS, OutboxService } from '../../infra/queue/outbox.service.js';
@@ -9,6 +9,7 @@ import { JOBS } from '../../infra/queue/queues.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import {
   type AcceptedRow,
+  type ArchiveFilter,
   type InboundEvent,
   type StoredEvent,
   WebhookInboxRepository,
@@ -157,6 +158,76 @@ export class WebhookInboxService {
       }
       throw err;
     }
+  }
+
+  /**
+   * An operator's replay of one archived event, applied now in this process with the same handler and
+   * exactly-once rules (a concurrent replay or job finds it done). A PROCESSED event is a conflict.
+   */
+  async replay(
+    id: string,
+    actor: string,
+  ): Promise<{ id: string; status: string; outcome: ApplyResult['outcome'] }> {
+    const before = await this.prisma.$transaction(async (tx) => {
+      const status = await this.inbox.reopen(tx, id);
+      if (status === null) throw new NotFoundError('No such webhook event.', 'not_found');
+      if (status === 'PROCESSED') {
+        throw new ConflictError(
+          'This event was processed already; it cannot be replayed.',
+          'already_processed',
+        );
+      }
+      const row = await this.inbox.find(tx, id);
+      await this.audit.record(tx, {
+        actor,
+        action: 'webhook.replayed',
+        resourceType: 'webhook_event',
+        resourceId: row!.eventId,
+        details: {
+          provider: row!.provider,
+          event_id: row!.eventId,
+          event_type: row!.eventType,
+          previous_status: status,
+        },
+      });
+      return status;
+    });
+    let outcome: ApplyResult['outcome'];
+    try {
+      outcome = (await this.apply(id, true)).outcome;
+    } catch {
+      // apply() recorded the failure (FAILED + webhook.failed) when it could.
+      outcome = 'failed';
+    }
+    const after = await this.inbox.find(this.prisma, id);
+    this.logger.log({ id, previous_status: before, outcome }, 'webhook replayed');
+    return { id, status: after?.status ?? 'RECEIVED', outcome };
+  }
+
+  /** Bulk replay: the matching rows become RECEIVED and the worker applies them; returns how many. */
+  async replayMany(filter: ArchiveFilter & { status: 'FAILED' | 'SKIPPED' }, actor: string): Promise<number> {
+    const rows = await this.inbox.reopenMany(this.prisma, filter);
+    for (const row of rows) {
+      await this.push(row).catch((err: Error) =>
+        this.logger.warn(
+          { id: row.id, err: err.message },
+          'replay queued; its job will be pushed by the relay',
+        ),
+      );
+    }
+    await this.audit.record(null, {
+      actor,
+      action: 'webhook.replayed',
+      resourceType: 'webhook_event',
+      resourceId: null,
+      details: {
+        status: filter.status,
+        provider: filter.provider ?? null,
+        count: rows.length,
+        source: 'bulk',
+      },
+    });
+    return rows.length;
   }
 
   /** Re-pushes the job of every RECEIVED row older than `olderThanMs` that has no live job. */

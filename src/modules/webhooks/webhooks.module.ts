@@ -5,6 +5,6 @@ import { WebhookRefusalsService } from './webhook-refusals.service.js';
 
 @Module({
   providers: [WebhookInboxRepository, WebhookInboxService, WebhookRefusalsService],
-  exports: [WebhookInboxService, WebhookRefusalsService],
+  exports: [WebhookInboxRepository, WebhookInboxService, WebhookRefusalsService],
 })
 export class WebhooksModule {}

@@ -8,7 +8,7 @@ import { declaredRoutes, type DeclaredRoute, expectCovers, pathWith } from './ro
  * only); `webhook` = provider signature; `unsubscribe` = the signed token in `t`; `public` = nothing.
  */
 export type Access = 'public' | 'user' | 'admin' | 'webhook' | 'unsubscribe';
-export type IdKind = 'saved_search' | 'workspace' | 'api_key' | 'broadcast';
+export type IdKind = 'saved_search' | 'workspace' | 'api_key' | 'broadcast' | 'webhook_event';
 
 export interface RouteCase {
   access: Access;
@@ -85,6 +85,10 @@ export const ROUTE_TABLE: Record<string, RouteCase> = {
   'get /api/v1/admin/broadcasts/:id': { access: 'admin', apiKeyRefused: true, idOf: 'broadcast' },
   'get /api/v1/admin/metrics/overview': { access: 'admin', apiKeyRefused: true },
   'get /api/v1/admin/stats': { access: 'admin', apiKeyRefused: true },
+  'get /api/v1/admin/webhooks': { access: 'admin', apiKeyRefused: true },
+  'get /api/v1/admin/webhooks/:id': { access: 'admin', apiKeyRefused: true, idOf: 'webhook_event' },
+  'post /api/v1/admin/webhooks/:id/replay': { access: 'admin', apiKeyRefused: true, idOf: 'webhook_event' },
+  'post /api/v1/admin/webhooks/replay': { access: 'admin', apiKeyRefused: true, body: { status: 'FAILED' } },
 };
 
 export interface TableRoute extends DeclaredRoute, RouteCase {}

@@ -151,3 +151,17 @@ export class SecurityWorld {
     if (leaked.length > 0) throw new Error(`credentials in the service logs: ${leaked.join('; ')}`);
   }
 }
+
+/** An archived webhook delivery (SKIPPED, no effect) for the admin webhook routes that name one. */
+export function archivedEvent(api: ApiApp) {
+  return api.prisma.webhookEvent.create({
+    data: {
+      provider: 'billing',
+      eventId: `evt_security_${randomUUID().replaceAll('-', '')}`,
+      eventType: 'customer.created',
+      payload: { event_type: 'customer.created', data: {} },
+      status: 'SKIPPED',
+      error: 'unhandled_event_type',
+    },
+  });
+}

@@ -1,0 +1,70 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  ApiAcceptedResponse,
+  ApiBadRequestResponse,
+  ApiBearerAuth,
+  ApiConflictResponse,
+  ApiForbiddenResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { CurrentUser } from '../../../common/decorators/current-user.decorator.js';
+import type { User } from '../../../generated/prisma/client.js';
+import { AdminOnly } from '../../auth/admin.guard.js';
+import { AdminWebhooksService } from './admin-webhooks.service.js';
+import {
+  BulkReplayDto,
+  BulkReplayResultDto,
+  ListWebhooksQueryDto,
+  ReplayResultDto,
+  WebhookDetailDto,
+  WebhookListDto,
+} from './dto/admin-webhooks.dto.js';
+
+@ApiTags('admin')
+@ApiBearerAuth()
+@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
+@ApiForbiddenResponse({
+  description: 'admin_required: not on the admin allowlist (audited); API keys refused',
+})
+@ApiBadRequestResponse({ description: 'validation_failed' })
+@AdminOnly()
+@Controller('admin/webhooks')
+export class AdminWebhooksController {
+  constructor(private readonly webhooks: AdminWebhooksService) {}
+
+  /** Archived webhook deliveries of every provider, newest first. */
+  @Get()
+  @ApiOkResponse({ type: WebhookListDto })
+  list(@Query() query: ListWebhooksQueryDto): Promise<WebhookListDto> {
+    return this.webhooks.list(query);
+  }
+
+  /** One archived delivery with its payload. */
+  @Get(':id')
+  @ApiOkResponse({ type: WebhookDetailDto })
+  @ApiNotFoundResponse({ description: 'not_found' })
+  get(@Param('id') id: string): Promise<WebhookDetailDto> {
+    return this.webhooks.get(id);
+  }
+
+  /** Runs a FAILED or SKIPPED event again through its handler, now; exactly once. Audit webhook.replayed. */
+  @Post(':id/replay')
+  @HttpCode(200)
+  @ApiOkResponse({ type: ReplayResultDto })
+  @ApiConflictResponse({ description: 'already_processed' })
+  @ApiNotFoundResponse({ description: 'not_found' })
+  replay(@Param('id') id: string, @CurrentUser() admin: User): Promise<ReplayResultDto> {
+    return this.webhooks.replay(id, admin);
+  }
+
+  /** Queues every matching FAILED (or SKIPPED) event for the worker; progress shows as RECEIVED rows. */
+  @Post('replay')
+  @HttpCode(202)
+  @ApiAcceptedResponse({ type: BulkReplayResultDto })
+  replayMany(@Body() body: BulkReplayDto, @CurrentUser() admin: User): Promise<BulkReplayResultDto> {
+    return this.webhooks.replayMany(body, admin);
+  }
+}
