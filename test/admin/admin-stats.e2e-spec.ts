@@ -69,17 +69,24 @@ describe('GET /admin/stats', () => {
         event('billing', 'evt_3', 'FAILED', new Date(Date.now() - HOUR)),
         event('billing', 'evt_4', 'FAILED', new Date(Date.now() - 25 * HOUR)),
         event('identity', 'msg_1', 'SKIPPED'),
-        event('identity', 'msg_2', 'RECEIVED'),
+        event('identity', 'msg_2', 'RECEIVED', new Date(Date.now() - 2 * HOUR)),
+        event('billing', 'evt_5', 'SKIPPED', new Date(Date.now() - 26 * HOUR)),
       ],
     });
     const { body } = await stats();
     expect(body.webhooks).toEqual({
-      by_status: { received: 1, processed: 2, failed: 2, skipped: 1, total: 6 },
+      by_status: { received: 1, processed: 2, failed: 2, skipped: 2, total: 7 },
       by_provider: {
-        billing: { received: 0, processed: 2, failed: 2, skipped: 0, total: 4 },
+        billing: { received: 0, processed: 2, failed: 2, skipped: 1, total: 5 },
         identity: { received: 1, processed: 0, failed: 0, skipped: 1, total: 2 },
       },
       failed_last_24h: 1,
+      skipped_last_24h: 1,
+      // Accepted but not yet applied by the worker (none runs in this test).
+      oldest_unprocessed_at: (
+        await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: 'msg_2' } })
+      ).receivedAt.toISOString(),
+      backfill: { checkpoint: null, last_run_at: null, last_run_processed: null },
     });
   });
 
@@ -236,7 +243,7 @@ describe('GET /admin/stats', () => {
       by_name: null,
     });
     expect(body.tables.users).toMatchObject({ exact: true });
-    expect(body.webhooks.by_status.total).toBe(6);
+    expect(body.webhooks.by_status.total).toBe(7);
   });
 
   it('is not cacheable and is refused to non-admins with 403 and an audit entry', async () => {

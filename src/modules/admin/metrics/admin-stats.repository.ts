@@ -17,6 +17,8 @@ export interface WebhookCountRow {
   status: string;
   count: number;
   failed_24h: number;
+  skipped_24h: number;
+  oldest_received: Date | null;
 }
 
 export interface ScheduledJobRow {
@@ -70,7 +72,9 @@ export class AdminStatsRepository {
   webhookCounts(since: Date): Promise<WebhookCountRow[]> {
     return this.prisma.$queryRaw<WebhookCountRow[]>`
       SELECT provider, status::text AS status, count(*)::int AS count,
-             count(*) FILTER (WHERE status = 'FAILED' AND received_at > ${since})::int AS failed_24h
+             count(*) FILTER (WHERE status = 'FAILED' AND received_at > ${since})::int AS failed_24h,
+             count(*) FILTER (WHERE status = 'SKIPPED' AND received_at > ${since})::int AS skipped_24h,
+             min(received_at) FILTER (WHERE status = 'RECEIVED') AS oldest_received
       FROM webhook_events
       GROUP BY 1, 2`;
   }

@@ -42,7 +42,13 @@ export class AdminStatsService {
     const byStatus = emptyStatusCounts();
     const byProvider: Record<string, WebhookStatusCountsDto> = {};
     let failed24h = 0;
+    let skipped24h = 0;
+    let oldestReceived: Date | null = null;
     for (const row of webhooks) {
+      skipped24h += row.skipped_24h;
+      if (row.oldest_received && (!oldestReceived || row.oldest_received < oldestReceived)) {
+        oldestReceived = row.oldest_received;
+      }
       const key = row.status.toLowerCase() as keyof WebhookStatusCountsDto;
       const provider = (byProvider[row.provider] ??= emptyStatusCounts());
       for (const counts of [byStatus, provider]) {
@@ -66,7 +72,14 @@ export class AdminStatsService {
         last_error: run.last_error,
         runs: run.runs,
       })),
-      webhooks: { by_status: byStatus, by_provider: byProvider, failed_last_24h: failed24h },
+      webhooks: {
+        by_status: byStatus,
+        by_provider: byProvider,
+        failed_last_24h: failed24h,
+        skipped_last_24h: skipped24h,
+        oldest_unprocessed_at: oldestReceived?.toISOString() ?? null,
+        backfill: { checkpoint: null, last_run_at: null, last_run_processed: null },
+      },
       outbox: { pending: outbox.pending, oldest_pending_at: outbox.oldest?.toISOString() ?? null },
     };
   }

@@ -74,6 +74,25 @@ export class WebhooksDto {
   by_provider!: Record<string, WebhookStatusCountsDto>;
   /** Archived events whose processing failed, received in the last 24 h. */
   failed_last_24h!: number;
+  /** Archived events skipped (no effect: unknown subscription, stale, unhandled type) in the last 24 h. */
+  skipped_last_24h!: number;
+  /** The oldest event accepted but not yet applied by the worker (null when none waits). */
+  @ApiProperty({ type: String, nullable: true })
+  oldest_unprocessed_at!: string | null;
+  /**
+   * The billing backfill from the provider's event log (issue 17 item 1): not built yet, so its fields are
+   * null.
+   */
+  backfill!: WebhookBackfillDto;
+}
+
+export class WebhookBackfillDto {
+  @ApiProperty({ type: String, nullable: true })
+  checkpoint!: string | null;
+  @ApiProperty({ type: String, nullable: true })
+  last_run_at!: string | null;
+  @ApiProperty({ type: Number, nullable: true })
+  last_run_processed!: number | null;
 }
 
 export class OutboxDto {
