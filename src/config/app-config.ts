@@ -36,6 +36,11 @@ export abstract class AppConfig {
     apiUrl: string;
     apiKey: string | null;
     checkoutTokenTtlSeconds: number;
+    /** The backfill from the provider's event log runs when BILLING_API_URL and BILLING_API_KEY are set. */
+    backfillEnabled: boolean;
+    backfillIntervalMinutes: number;
+    /** The event id the first backfill run starts after (null: the oldest event the provider keeps). */
+    backfillSince: string | null;
   };
   declare email: {
     provider: 'console' | 'resend';

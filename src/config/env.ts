@@ -98,6 +98,8 @@ const schema = z.object({
   BILLING_API_KEY: optional,
   BILLING_PRICE_TIERS: optional,
   BILLING_CHECKOUT_TOKEN_TTL_SECONDS: int(3600, 60),
+  BILLING_BACKFILL_INTERVAL_MINUTES: int(10, 1, 1440),
+  BILLING_BACKFILL_SINCE: optional,
   EMAIL_PROVIDER: optional.pipe(z.enum(['console', 'resend']).optional()),
   EMAIL_API_URL: url,
   EMAIL_API_KEY: optional,
@@ -216,6 +218,10 @@ export function loadConfig(
       apiUrl: e.BILLING_API_URL ?? 'https://sandbox-api.paddle.com',
       apiKey: e.BILLING_API_KEY ?? null,
       checkoutTokenTtlSeconds: e.BILLING_CHECKOUT_TOKEN_TTL_SECONDS,
+      // Off without an explicit provider URL and key: the default sandbox URL is not a provider to sync from.
+      backfillEnabled: !!e.BILLING_API_URL && !!e.BILLING_API_KEY,
+      backfillIntervalMinutes: e.BILLING_BACKFILL_INTERVAL_MINUTES,
+      backfillSince: e.BILLING_BACKFILL_SINCE ?? null,
     },
     email: {
       provider: e.EMAIL_PROVIDER ?? 'console',

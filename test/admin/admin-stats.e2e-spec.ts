@@ -127,6 +127,7 @@ describe('GET /admin/stats', () => {
     const { body } = await stats();
     // Every cron job of the project, by name, whether it ever ran or not.
     expect(body.scheduled_jobs.map((job: { name: string }) => job.name)).toEqual([
+      'billing-backfill',
       'expire-subscriptions',
       'hard-delete-accounts',
       'prune-webhook-archive',

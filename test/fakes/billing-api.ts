@@ -29,6 +29,11 @@ interface Failure {
  */
 export class FakeBillingApi {
   readonly requests: RecordedRequest[] = [];
+  /**
+   * The provider's event log (Paddle `GET /events`): every event it sent or should have sent, oldest first,
+   * whether or not its webhook was ever delivered.
+   */
+  readonly events: { event_id: string; event_type: string; occurred_at: string; data: unknown }[] = [];
   readonly subscriptions = new Map<string, FakeSubscription>();
   private failures: Failure[] = [];
   private server!: Server;
@@ -82,6 +87,8 @@ export class FakeBillingApi {
       return;
     }
 
+    if (req.method === 'GET' && path.startsWith('/events')) return this.eventLog(res, path);
+
     const match = /^\/subscriptions\/([^/]+)(\/(cancel|resume))?$/.exec(path);
     const sub = match ? this.subscriptions.get(decodeURIComponent(match[1])) : undefined;
     if (!match || !sub) return this.send(res, 404, { error: { type: 'request_error', code: 'not_found' } });
@@ -133,6 +140,29 @@ export class FakeBillingApi {
       return this.send(res, 200, { data: sub });
     }
     this.send(res, 405, { error: { type: 'request_error', code: 'method_not_allowed' } });
+  }
+
+  /** Paddle's list of events: `after` an event id (exclusive), `per_page` (max 200), oldest first. */
+  private eventLog(res: ServerResponse, path: string): void {
+    const query = new URL(path, 'http://fake').searchParams;
+    const perPage = Math.min(Number(query.get('per_page') ?? 50), 200);
+    const after = query.get('after');
+    const start = after ? this.events.findIndex((e) => e.event_id === after) + 1 : 0;
+    const page = this.events.slice(start, start + perPage);
+    const last = page[page.length - 1];
+    const hasMore = start + perPage < this.events.length;
+    this.send(res, 200, {
+      data: page,
+      meta: {
+        request_id: `req_${start}`,
+        pagination: {
+          per_page: perPage,
+          next: `${this.url}/events?after=${last?.event_id ?? after ?? ''}&per_page=${perPage}`,
+          has_more: hasMore,
+          estimated_total: this.events.length,
+        },
+      },
+    });
   }
 
   private send(res: ServerResponse, status: number, body: unknown): void {

@@ -39,6 +39,8 @@ export const JOBS = {
   relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
   /** Hourly: downgrade CANCELED subscriptions past their period end; apply tier changes that came due. */
   expireSubscriptions: { queue: QUEUES.billing, name: 'expire-subscriptions' },
+  /** Every minute a tick; every BILLING_BACKFILL_INTERVAL_MINUTES a run: the provider's event log fed through the inbox. */
+  billingBackfill: { queue: QUEUES.billing, name: 'billing-backfill' },
   /** Daily: delete webhook archive rows past retention (all providers; one table). */
   pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },
   /** Refund metered-call reservations orphaned for 5 minutes (every 60 s; modules/credits). */
@@ -57,6 +59,7 @@ export type JobDef = (typeof JOBS)[JobKey];
 export const SCHEDULES = {
   reconcileCredits: '0 * * * * *',
   expireSubscriptions: '0 5 * * * *',
+  billingBackfill: '15 * * * * *',
   pruneWebhookArchive: '0 30 2 * * *',
   refreshBlocklist: '0 0 3 * * *',
   hardDeleteAccounts: '0 0 4 * * *',

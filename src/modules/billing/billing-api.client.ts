@@ -15,6 +15,24 @@ const providerSubscription = z.looseObject({
 const subscriptionEnvelope = z.looseObject({ data: providerSubscription });
 
 export type ProviderSubscription = z.output<typeof providerSubscription>;
+
+/** One page of the provider's event log (Paddle `GET /events`); events are checked again at intake. */
+const eventPage = z.looseObject({
+  data: z
+    .array(
+      z.looseObject({
+        event_id: z.string().min(1).max(200),
+        event_type: z.string().min(1).max(100),
+        occurred_at: z.unknown(),
+        data: z.unknown(),
+      }),
+    )
+    .max(1000),
+  meta: z.looseObject({
+    pagination: z.looseObject({ per_page: z.number().int().nullish(), has_more: z.boolean() }),
+  }),
+});
+export type ProviderEventPage = z.output<typeof eventPage>;
 export type EffectiveFrom = 'next_billing_period' | 'immediately';
 
 /** The provider refused the request (4xx other than 429): our request or its state is the problem. */
@@ -60,11 +78,25 @@ export class BillingApiClient {
     return this.call('GET', `/subscriptions/${encodeURIComponent(subscriptionId)}`);
   }
 
+  /** The provider's event log after `after` (an event id; from the oldest it keeps when null), oldest first. */
+  events(after: string | null, perPage: number): Promise<ProviderEventPage> {
+    const query = new URLSearchParams({ per_page: String(perPage), ...(after ? { after } : {}) });
+    return this.call('GET', `/events?${query.toString()}`, undefined, eventPage);
+  }
+
+  private call(method: 'GET' | 'POST' | 'PATCH', path: string, json?: object): Promise<ProviderSubscription>;
+  private call<S extends z.ZodType>(
+    method: 'GET' | 'POST' | 'PATCH',
+    path: string,
+    json: object | undefined,
+    schema: S,
+  ): Promise<z.output<S>>;
   private async call(
     method: 'GET' | 'POST' | 'PATCH',
     path: string,
     json?: object,
-  ): Promise<ProviderSubscription> {
+    schema?: z.ZodType,
+  ): Promise<unknown> {
     const apiKey = this.config.billing.apiKey;
     if (!apiKey)
       throw new DependencyError('The billing provider is not configured.', 'billing_not_configured');
@@ -74,10 +106,10 @@ export class BillingApiClient {
         url: `${this.config.billing.apiUrl.replace(/\/+$/, '')}${path}`,
         headers: { authorization: `Bearer ${apiKey}` },
         json,
-        schema: subscriptionEnvelope,
+        schema: schema ?? subscriptionEnvelope,
         provider: 'billing',
       });
-      return response.body.data;
+      return schema ? response.body : (response.body as z.output<typeof subscriptionEnvelope>).data;
     } catch (err) {
       if (err instanceof ProviderHttpError) {
         if (err.httpStatus === 429 || err.httpStatus >= 500) {

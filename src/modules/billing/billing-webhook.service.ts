@@ -3,10 +3,10 @@ import { AppConfig } from '../../config/app-config.js';
 import { AppError, DependencyError } from '../../common/errors/app-error.js';
 import { isDependencyFailure } from '../../common/errors/dependency-failure.js';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
-import { OutboxService } from '../../infra/queue/outbox.service.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { unstorablePayload } from '../webhooks/storable-payload.js';
 import {
+  type Acceptance,
   type HandlerOutcome,
   type StoredEvent,
   WebhookInboxService,
@@ -31,6 +31,8 @@ import { PaymentsService } from './payments.service.js';
 import { SUBSCRIPTION_EVENTS } from './subscription-snapshot.js';
 import { SubscriptionStateService } from './subscription-state.service.js';
 
+export type BillingEnvelope = ReturnType<typeof envelopeSchema.parse>;
+
 export interface WebhookReceipt {
   received: true;
   /** accepted: stored, applied by the worker shortly; duplicate: this event id was accepted before. */
@@ -40,9 +42,9 @@ export interface WebhookReceipt {
 const SUBSCRIPTION_EVENT_TYPES = new Set<string>(SUBSCRIPTION_EVENTS);
 
 /**
- * Inbound billing webhooks: signature first (nothing is stored for a bad one), then the shared inbox
- * claims the event id, archives the payload and runs the handler in one transaction. Jobs the handler
- * wrote to the outbox are dispatched after commit.
+ * Inbound billing webhooks: signature first (nothing is stored for a bad one), then the payload checks, then
+ * the shared inbox claims the event id and archives the payload in one statement and the worker applies it
+ * (apply(), registered with the inbox). The backfill feeds the provider's event log through ingest().
  */
 @Injectable()
 export class BillingWebhookService implements OnModuleInit {
@@ -51,7 +53,6 @@ export class BillingWebhookService implements OnModuleInit {
   constructor(
     private readonly config: AppConfig,
     private readonly inbox: WebhookInboxService,
-    private readonly outbox: OutboxService,
     private readonly subscriptions: SubscriptionStateService,
     private readonly payments: PaymentsService,
     private readonly refusals: WebhookRefusalsService,
@@ -86,7 +87,16 @@ export class BillingWebhookService implements OnModuleInit {
       });
       throw parsed.error;
     }
-    const envelope = parsed.envelope;
+    const acceptance = await this.ingest(parsed.envelope);
+    return { received: true, status: acceptance.duplicate ? 'duplicate' : 'accepted' };
+  }
+
+  /**
+   * The intake shared by the receiver and the backfill: what the worker will read is checked now (a payload
+   * that breaks the contract is refused with InvalidWebhookPayloadError, archived FAILED and audited, and
+   * the provider's retry is accepted once the schema is fixed), then one statement stores it.
+   */
+  async ingest(envelope: BillingEnvelope): Promise<Acceptance> {
     const occurredAt = occurredAtSchema.safeParse(envelope.occurred_at);
     const inbound = {
       eventId: envelope.event_id,
@@ -94,21 +104,24 @@ export class BillingWebhookService implements OnModuleInit {
       occurredAt: occurredAt.success ? occurredAt.data : null,
       payload: envelope as Prisma.InputJsonValue,
     };
-    // What the worker will read is checked now: a payload that breaks the contract is refused with a 400,
-    // archived FAILED and audited, and the provider's retry is accepted once the schema is fixed.
     try {
       validate(envelope.event_type, envelope.occurred_at, envelope.data);
     } catch (err) {
       if (err instanceof InvalidWebhookPayloadError) await this.inbox.refuse('billing', inbound, err);
       throw err;
     }
-    let acceptance;
     try {
-      acceptance = await this.inbox.accept('billing', inbound);
+      return await this.inbox.accept('billing', inbound);
     } catch (err) {
       throw this.asHttpError(err);
     }
-    return { received: true, status: acceptance.duplicate ? 'duplicate' : 'accepted' };
+  }
+
+  /** An event of the provider's event log, checked like a delivered body (null when it cannot be stored). */
+  envelopeOf(event: unknown): BillingEnvelope | null {
+    if (unstorablePayload(event)) return null;
+    const parsed = envelopeSchema.safeParse(event);
+    return parsed.success ? parsed.data : null;
   }
 
   /** Worker side: the stored envelope, applied by the handler of its event type. */
@@ -137,7 +150,7 @@ export class BillingWebhookService implements OnModuleInit {
   private parseEnvelope(
     body: Buffer,
   ):
-    | { ok: true; envelope: ReturnType<typeof envelopeSchema.parse> }
+    | { ok: true; envelope: BillingEnvelope }
     | { ok: false; reason: string; eventId: string | null; error: InvalidWebhookPayloadError } {
     let json: unknown;
     try {

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { CreditsModule } from '../credits/credits.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { BillingActionsService } from './billing-actions.service.js';
+import { BillingBackfillService } from './billing-backfill.service.js';
 import { BillingApiClient } from './billing-api.client.js';
 import { BillingCatalog } from './billing.catalog.js';
 import { BillingOwnersService } from './billing-owners.service.js';
@@ -14,6 +15,7 @@ import { PaymentsService } from './payments.service.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
 import { SubscriptionStateService } from './subscription-state.service.js';
 import { SubscriptionsRepository } from './subscriptions.repository.js';
+import { SyncCheckpointsRepository } from './sync-checkpoints.repository.js';
 import { WebhookArchiveRepository } from './webhook-archive.repository.js';
 import { WebhookRetentionService } from './webhook-retention.service.js';
 
@@ -21,6 +23,7 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
   imports: [CreditsModule, WebhooksModule],
   providers: [
     BillingActionsService,
+    BillingBackfillService,
     BillingApiClient,
     BillingCatalog,
     BillingOwnersService,
@@ -33,11 +36,13 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     SubscriptionExpiryService,
     SubscriptionStateService,
     SubscriptionsRepository,
+    SyncCheckpointsRepository,
     WebhookArchiveRepository,
     WebhookRetentionService,
   ],
   exports: [
     BillingActionsService,
+    BillingBackfillService,
     BillingApiClient,
     BillingCatalog,
     BillingWebhookService,

@@ -4,6 +4,7 @@ import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
 import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
+import { BillingBackfillService } from './billing-backfill.service.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
 import { WebhookRetentionService } from './webhook-retention.service.js';
 
@@ -14,8 +15,10 @@ export class BillingProcessor extends JobProcessor {
     recorder: JobRunRecorder,
     expiry: SubscriptionExpiryService,
     retention: WebhookRetentionService,
+    backfill: BillingBackfillService,
   ) {
     super(registry, recorder);
+    this.handle(JOBS.billingBackfill, () => backfill.run(), { recordRun: true });
     this.handle(JOBS.expireSubscriptions, () => expiry.expireLapsed(), { recordRun: true });
     this.handle(JOBS.pruneWebhookArchive, () => retention.prune(), { recordRun: true });
   }

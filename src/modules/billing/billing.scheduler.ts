@@ -15,12 +15,17 @@ export class BillingScheduler {
     return this.enqueue(JOBS.expireSubscriptions, 'hour');
   }
 
+  @Cron(SCHEDULES.billingBackfill, { name: JOBS.billingBackfill.name, timeZone: 'UTC' })
+  billingBackfill(): Promise<void> {
+    return this.enqueue(JOBS.billingBackfill, 'minute');
+  }
+
   @Cron(SCHEDULES.pruneWebhookArchive, { name: JOBS.pruneWebhookArchive.name, timeZone: 'UTC' })
   pruneWebhookArchive(): Promise<void> {
     return this.enqueue(JOBS.pruneWebhookArchive, 'day');
   }
 
-  private async enqueue(job: JobDef, granularity: 'hour' | 'day'): Promise<void> {
+  private async enqueue(job: JobDef, granularity: 'minute' | 'hour' | 'day'): Promise<void> {
     await this.queues
       .add(job, {}, { jobId: tickJobId(job, new Date(), granularity) })
       .catch((err: Error) => this.logger.warn({ job: job.name, err: err.message }, 'could not enqueue tick'));

@@ -79,6 +79,18 @@ export class AdminStatsRepository {
       GROUP BY 1, 2`;
   }
 
+  /** The billing backfill's checkpoint and last run (null before its first run). */
+  async backfill(): Promise<{
+    checkpoint: string | null;
+    last_run_at: Date | null;
+    last_run_processed: number | null;
+  } | null> {
+    const [row] = await this.prisma.$queryRaw<
+      { checkpoint: string | null; last_run_at: Date | null; last_run_processed: number | null }[]
+    >`SELECT checkpoint, last_run_at, last_run_processed FROM sync_checkpoints WHERE name = 'billing-backfill'`;
+    return row ?? null;
+  }
+
   async outbox(): Promise<OutboxRow> {
     const [row] = await this.prisma.$queryRaw<OutboxRow[]>`
       SELECT count(*)::int AS pending, min(created_at) AS oldest FROM outbox WHERE dispatched_at IS NULL`;

@@ -31,12 +31,13 @@ export class AdminStatsService {
   async stats(): Promise<AdminStatsDto> {
     const now = this.clock.now();
     const since24h = new Date(now.getTime() - DAY_MS);
-    const [tables, queues, jobRuns, webhooks, outbox] = await Promise.all([
+    const [tables, queues, jobRuns, webhooks, outbox, backfill] = await Promise.all([
       this.tableCounts(),
       this.queueHealth.report(now),
       this.repository.scheduledJobRuns(scheduledJobs()),
       this.repository.webhookCounts(since24h),
       this.repository.outbox(),
+      this.repository.backfill(),
     ]);
 
     const byStatus = emptyStatusCounts();
@@ -78,7 +79,11 @@ export class AdminStatsService {
         failed_last_24h: failed24h,
         skipped_last_24h: skipped24h,
         oldest_unprocessed_at: oldestReceived?.toISOString() ?? null,
-        backfill: { checkpoint: null, last_run_at: null, last_run_processed: null },
+        backfill: {
+          checkpoint: backfill?.checkpoint ?? null,
+          last_run_at: backfill?.last_run_at?.toISOString() ?? null,
+          last_run_processed: backfill?.last_run_processed ?? null,
+        },
       },
       outbox: { pending: outbox.pending, oldest_pending_at: outbox.oldest?.toISOString() ?? null },
     };

@@ -79,10 +79,7 @@ export class WebhooksDto {
   /** The oldest event accepted but not yet applied by the worker (null when none waits). */
   @ApiProperty({ type: String, nullable: true })
   oldest_unprocessed_at!: string | null;
-  /**
-   * The billing backfill from the provider's event log (issue 17 item 1): not built yet, so its fields are
-   * null.
-   */
+  /** The billing backfill from the provider's event log: where it stopped and its last run (null before). */
   backfill!: WebhookBackfillDto;
 }
 
