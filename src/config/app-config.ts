@@ -41,6 +41,8 @@ export abstract class AppConfig {
     backfillIntervalMinutes: number;
     /** The event id the first backfill run starts after (null: the oldest event the provider keeps). */
     backfillSince: string | null;
+    /** The drift check asks the provider about an ACTIVE/TRIALING subscription this long after its period end. */
+    driftGraceMinutes: number;
   };
   declare email: {
     provider: 'console' | 'resend';

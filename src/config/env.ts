@@ -100,6 +100,7 @@ const schema = z.object({
   BILLING_CHECKOUT_TOKEN_TTL_SECONDS: int(3600, 60),
   BILLING_BACKFILL_INTERVAL_MINUTES: int(10, 1, 1440),
   BILLING_BACKFILL_SINCE: optional,
+  BILLING_DRIFT_GRACE_MINUTES: int(60, 0, 10_080),
   EMAIL_PROVIDER: optional.pipe(z.enum(['console', 'resend']).optional()),
   EMAIL_API_URL: url,
   EMAIL_API_KEY: optional,
@@ -222,6 +223,7 @@ export function loadConfig(
       backfillEnabled: !!e.BILLING_API_URL && !!e.BILLING_API_KEY,
       backfillIntervalMinutes: e.BILLING_BACKFILL_INTERVAL_MINUTES,
       backfillSince: e.BILLING_BACKFILL_SINCE ?? null,
+      driftGraceMinutes: e.BILLING_DRIFT_GRACE_MINUTES,
     },
     email: {
       provider: e.EMAIL_PROVIDER ?? 'console',

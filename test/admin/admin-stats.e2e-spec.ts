@@ -128,6 +128,7 @@ describe('GET /admin/stats', () => {
     // Every cron job of the project, by name, whether it ever ran or not.
     expect(body.scheduled_jobs.map((job: { name: string }) => job.name)).toEqual([
       'billing-backfill',
+      'check-billing-drift',
       'expire-subscriptions',
       'hard-delete-accounts',
       'prune-webhook-archive',

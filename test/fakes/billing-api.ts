@@ -57,6 +57,11 @@ export class FakeBillingApi {
     this.failures = [];
   }
 
+  /** The provider's whole subscription entity (the drift check reads it back). */
+  seedEntity(entity: { id: string } & Record<string, unknown>): void {
+    this.subscriptions.set(entity.id, { scheduled_change: null, ...entity } as unknown as FakeSubscription);
+  }
+
   seed(id: string, status: FakeSubscription['status'] = 'active', priceId = 'pri_pro'): void {
     this.subscriptions.set(id, {
       id,

@@ -41,6 +41,8 @@ export const JOBS = {
   expireSubscriptions: { queue: QUEUES.billing, name: 'expire-subscriptions' },
   /** Every minute a tick; every BILLING_BACKFILL_INTERVAL_MINUTES a run: the provider's event log fed through the inbox. */
   billingBackfill: { queue: QUEUES.billing, name: 'billing-backfill' },
+  /** Hourly: subscriptions that should have renewed, or stayed past_due/paused a week, are read back from the provider. */
+  checkBillingDrift: { queue: QUEUES.billing, name: 'check-billing-drift' },
   /** Daily: delete webhook archive rows past retention (all providers; one table). */
   pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },
   /** Refund metered-call reservations orphaned for 5 minutes (every 60 s; modules/credits). */
@@ -60,6 +62,7 @@ export const SCHEDULES = {
   reconcileCredits: '0 * * * * *',
   expireSubscriptions: '0 5 * * * *',
   billingBackfill: '15 * * * * *',
+  checkBillingDrift: '0 20 * * * *',
   pruneWebhookArchive: '0 30 2 * * *',
   refreshBlocklist: '0 0 3 * * *',
   hardDeleteAccounts: '0 0 4 * * *',

@@ -15,6 +15,8 @@ const providerSubscription = z.looseObject({
 const subscriptionEnvelope = z.looseObject({ data: providerSubscription });
 
 export type ProviderSubscription = z.output<typeof providerSubscription>;
+/** An entity checked by its consumer (the drift check parses it with the webhook's subscription schema). */
+const anyEnvelope = z.looseObject({ data: z.unknown() });
 
 /** One page of the provider's event log (Paddle `GET /events`); events are checked again at intake. */
 const eventPage = z.looseObject({
@@ -76,6 +78,16 @@ export class BillingApiClient {
 
   get(subscriptionId: string): Promise<ProviderSubscription> {
     return this.call('GET', `/subscriptions/${encodeURIComponent(subscriptionId)}`);
+  }
+
+  /** The whole subscription entity (the drift check applies it through the state machine). */
+  subscription(subscriptionId: string): Promise<unknown> {
+    return this.call(
+      'GET',
+      `/subscriptions/${encodeURIComponent(subscriptionId)}`,
+      undefined,
+      anyEnvelope,
+    ).then((body) => body.data);
   }
 
   /** The provider's event log after `after` (an event id; from the oldest it keeps when null), oldest first. */

@@ -3,6 +3,7 @@ import { CreditsModule } from '../credits/credits.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { BillingActionsService } from './billing-actions.service.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
+import { BillingDriftService } from './billing-drift.service.js';
 import { BillingApiClient } from './billing-api.client.js';
 import { BillingCatalog } from './billing.catalog.js';
 import { BillingOwnersService } from './billing-owners.service.js';
@@ -24,6 +25,7 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
   providers: [
     BillingActionsService,
     BillingBackfillService,
+    BillingDriftService,
     BillingApiClient,
     BillingCatalog,
     BillingOwnersService,
@@ -43,6 +45,7 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
   exports: [
     BillingActionsService,
     BillingBackfillService,
+    BillingDriftService,
     BillingApiClient,
     BillingCatalog,
     BillingWebhookService,

@@ -5,6 +5,7 @@ import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
 import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
+import { BillingDriftService } from './billing-drift.service.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
 import { WebhookRetentionService } from './webhook-retention.service.js';
 
@@ -16,8 +17,10 @@ export class BillingProcessor extends JobProcessor {
     expiry: SubscriptionExpiryService,
     retention: WebhookRetentionService,
     backfill: BillingBackfillService,
+    drift: BillingDriftService,
   ) {
     super(registry, recorder);
+    this.handle(JOBS.checkBillingDrift, () => drift.check(), { recordRun: true });
     this.handle(JOBS.billingBackfill, () => backfill.run(), { recordRun: true });
     this.handle(JOBS.expireSubscriptions, () => expiry.expireLapsed(), { recordRun: true });
     this.handle(JOBS.pruneWebhookArchive, () => retention.prune(), { recordRun: true });

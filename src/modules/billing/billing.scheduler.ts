@@ -20,6 +20,11 @@ export class BillingScheduler {
     return this.enqueue(JOBS.billingBackfill, 'minute');
   }
 
+  @Cron(SCHEDULES.checkBillingDrift, { name: JOBS.checkBillingDrift.name, timeZone: 'UTC' })
+  checkBillingDrift(): Promise<void> {
+    return this.enqueue(JOBS.checkBillingDrift, 'hour');
+  }
+
   @Cron(SCHEDULES.pruneWebhookArchive, { name: JOBS.pruneWebhookArchive.name, timeZone: 'UTC' })
   pruneWebhookArchive(): Promise<void> {
     return this.enqueue(JOBS.pruneWebhookArchive, 'day');

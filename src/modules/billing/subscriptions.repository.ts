@@ -164,6 +164,24 @@ export class SubscriptionsRepository {
     });
   }
 
+  /**
+   * The drift check's candidates: live subscriptions that should have renewed (ACTIVE/TRIALING whose period
+   * ended more than `renewalGrace` ago) and PAST_DUE/PAUSED ones untouched since `staleBefore`.
+   */
+  drifting(db: Db, renewalCutoff: Date, staleBefore: Date, options: SweepOptions = {}) {
+    const only = narrow(options);
+    return db.$queryRaw<LapsedSubscription[]>`
+      SELECT id, provider_subscription_id, user_id, status::text AS status FROM subscriptions
+      WHERE expired_at IS NULL ${only}
+        AND (
+          (status IN ('ACTIVE', 'TRIALING') AND current_period_end < ${renewalCutoff}
+             AND last_event_at < current_period_end)
+          OR (status IN ('PAST_DUE', 'PAUSED') AND last_event_at < ${staleBefore})
+        )
+      ORDER BY id
+      LIMIT ${options.limit ?? 1}`;
+  }
+
   markExpired(tx: Tx, id: string, at: Date): Promise<Subscription> {
     return tx.subscription.update({ where: { id }, data: { expiredAt: at } });
   }
