@@ -70,6 +70,19 @@ describe('Prometheus metrics', () => {
     expect((await request(worker.getHttpServer()).get('/metrics')).text).toMatch(
       /webhook_events_total\{provider="identity",outcome="processed",service="subscription-service"\} 1/,
     );
+    // Failed deliveries (replayable) are a gauge read from the archive at scrape time.
+    await api.prisma.webhookEvent.create({
+      data: {
+        provider: 'billing',
+        eventId: 'evt_metrics_failed',
+        eventType: 'x',
+        payload: {},
+        status: 'FAILED',
+      },
+    });
+    expect(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).toMatch(
+      /webhook_events_pending\{provider="billing",status="FAILED",service="subscription-service"\} 1/,
+    );
     expect(text).toMatch(/credits_total\{kind="grant",service="subscription-service"\} 7/);
 
     await worker

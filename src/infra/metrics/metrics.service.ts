@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { AppConfig } from '../../config/app-config.js';
+import { PrismaService } from '../prisma/prisma.service.js';
 import { QueueService } from '../queue/queue.service.js';
 
 /**
@@ -60,7 +61,7 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  constructor(config: AppConfig, queues: QueueService) {
+  constructor(config: AppConfig, queues: QueueService, prisma: PrismaService) {
     this.registry.setDefaultLabels({ service: config.project.projectSlug });
     collectDefaultMetrics({ register: this.registry });
     new Gauge({
@@ -78,6 +79,37 @@ export class MetricsService {
           } catch {
             // Redis is down: the scrape still answers; queue_jobs is simply absent this time.
           }
+        }
+      },
+    });
+    new Gauge({
+      name: 'webhook_events_pending',
+      help: 'Archived webhook events by provider that wait for the worker (RECEIVED) or failed for good (FAILED, replayable)',
+      labelNames: ['provider', 'status'] as const,
+      registers: [this.registry],
+      async collect() {
+        try {
+          const rows = await prisma.$queryRaw<{ provider: string; status: string; n: number }[]>`
+            SELECT provider, status::text AS status, count(*)::int AS n FROM webhook_events
+            WHERE status IN ('RECEIVED', 'FAILED') GROUP BY 1, 2`;
+          this.reset();
+          for (const row of rows) this.set({ provider: row.provider, status: row.status }, row.n);
+        } catch {
+          // The database is down: the scrape still answers without this gauge.
+        }
+      },
+    });
+    new Gauge({
+      name: 'billing_backfill_seconds_since_run',
+      help: 'Seconds since the billing backfill last finished a run (absent before its first run)',
+      registers: [this.registry],
+      async collect() {
+        try {
+          const [row] = await prisma.$queryRaw<{ last_run_at: Date | null }[]>`
+            SELECT last_run_at FROM sync_checkpoints WHERE name = 'billing-backfill'`;
+          if (row?.last_run_at) this.set((Date.now() - row.last_run_at.getTime()) / 1000);
+        } catch {
+          // The database is down: the scrape still answers without this gauge.
         }
       },
     });
