@@ -130,6 +130,16 @@ describe('billing backfill from the provider event log', () => {
 
     expect(await user(a.id)).toMatchObject({ currentTier: 'PRO', creditBalance: 1000 });
     expect((await grants(api, a.id)).map((g) => g.jobId)).toEqual([`first-period:${subA}`]);
+    // Effects of backfilled events are audited as the backfill's, and the archive says how they came.
+    const createdAudit = await api.prisma.auditLog.findFirstOrThrow({
+      where: { action: 'subscription.created', details: { path: ['subscription_id'], equals: subA } },
+    });
+    expect(createdAudit.actor).toBe('system:backfill');
+    expect(
+      await api.prisma.webhookEvent.findUniqueOrThrow({
+        where: { provider_eventId: { provider: 'billing', eventId: billing.events[0].event_id } },
+      }),
+    ).toMatchObject({ source: 'backfill', status: 'PROCESSED' });
     expect(await user(b.id)).toMatchObject({ currentTier: 'TEAM', creditBalance: 10_000 });
     expect((await user(c.id)).currentTier).toBe('FREE');
     expect(

@@ -114,7 +114,7 @@ describe('billing: one purchase and one renewal converge under every delivery or
       }
       await expectConverged(s, order.join(' > '));
     }
-  });
+  }, 120_000);
 
   it('all four events at once, 20 rounds, then all redelivered under new event ids', async () => {
     for (let round = 0; round < 20; round += 1) {
@@ -127,5 +127,5 @@ describe('billing: one purchase and one renewal converge under every delivery or
       );
       expect(await grants(api, s.user.id)).toHaveLength(2);
     }
-  });
+  }, 120_000);
 });

@@ -81,7 +81,7 @@ export class BillingBackfillService {
       return;
     }
     try {
-      const acceptance = await this.webhooks.ingest(envelope);
+      const acceptance = await this.webhooks.ingest(envelope, 'backfill');
       if (acceptance.duplicate) result.duplicates += 1;
       else result.accepted += 1;
     } catch (err) {

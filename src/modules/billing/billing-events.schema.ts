@@ -153,4 +153,6 @@ export interface BillingEvent {
   eventType: string;
   occurredAt: Date;
   data: unknown;
+  /** The audit actor of its effects: `webhook:billing` unless it came another way (`system:backfill`). */
+  actor?: string;
 }

@@ -4,6 +4,7 @@ import { AppError, DependencyError } from '../../common/errors/app-error.js';
 import { isDependencyFailure } from '../../common/errors/dependency-failure.js';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
 import type { Prisma } from '../../generated/prisma/client.js';
+import { systemActor, webhookActor } from '../audit/audit.service.js';
 import { unstorablePayload } from '../webhooks/storable-payload.js';
 import {
   type Acceptance,
@@ -96,13 +97,14 @@ export class BillingWebhookService implements OnModuleInit {
    * that breaks the contract is refused with InvalidWebhookPayloadError, archived FAILED and audited, and
    * the provider's retry is accepted once the schema is fixed), then one statement stores it.
    */
-  async ingest(envelope: BillingEnvelope): Promise<Acceptance> {
+  async ingest(envelope: BillingEnvelope, source: 'delivery' | 'backfill' = 'delivery'): Promise<Acceptance> {
     const occurredAt = occurredAtSchema.safeParse(envelope.occurred_at);
     const inbound = {
       eventId: envelope.event_id,
       eventType: envelope.event_type,
       occurredAt: occurredAt.success ? occurredAt.data : null,
       payload: envelope as Prisma.InputJsonValue,
+      source,
     };
     try {
       validate(envelope.event_type, envelope.occurred_at, envelope.data);
@@ -128,7 +130,13 @@ export class BillingWebhookService implements OnModuleInit {
   private apply(tx: Tx, stored: StoredEvent, outboxIds: string[]): Promise<HandlerOutcome> {
     const payload = (stored.payload ?? {}) as { occurred_at?: unknown; data?: unknown };
     const occurredAt = parsePayload(occurredAtSchema, payload.occurred_at, 'occurred_at');
-    const event = { eventId: stored.eventId, eventType: stored.eventType, occurredAt, data: payload.data };
+    const event = {
+      eventId: stored.eventId,
+      eventType: stored.eventType,
+      occurredAt,
+      data: payload.data,
+      actor: stored.source === 'backfill' ? systemActor('backfill') : webhookActor('billing'),
+    };
     return this.dispatch(tx, event, outboxIds);
   }
 

@@ -75,7 +75,7 @@ export class PaymentsService {
     }
 
     await this.audit.record(tx, {
-      actor: webhookActor('billing'),
+      actor: event.actor ?? webhookActor('billing'),
       action: 'transaction.completed',
       userId: userId ? await this.identityOf(tx, userId) : null,
       resourceType: 'payment',
@@ -187,7 +187,7 @@ export class PaymentsService {
     });
 
     await this.audit.record(tx, {
-      actor: webhookActor('billing'),
+      actor: event.actor ?? webhookActor('billing'),
       action: event.eventType,
       userId: userId ? await this.identityOf(tx, userId) : null,
       resourceType: 'billing_adjustment',

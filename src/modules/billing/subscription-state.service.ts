@@ -102,7 +102,7 @@ export class SubscriptionStateService {
     const tier = await this.tiers.recompute(tx, user, now);
 
     await this.audit.record(tx, {
-      actor: webhookActor('billing'),
+      actor: event.actor ?? webhookActor('billing'),
       action: auditActionOf(event.eventType),
       userId: user.identity_user_id,
       resourceType: 'subscription',
@@ -326,7 +326,7 @@ export class SubscriptionStateService {
       'billing event skipped',
     );
     await this.audit.record(tx, {
-      actor: webhookActor('billing'),
+      actor: event.actor ?? webhookActor('billing'),
       action: 'webhook.skipped',
       resourceType: 'webhook_event',
       resourceId: event.eventId,

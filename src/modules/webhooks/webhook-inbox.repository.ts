@@ -10,6 +10,8 @@ export interface InboundEvent {
   occurredAt?: Date | null;
   /** The parsed raw payload (or, for identity, its allowlist), archived as received. */
   payload: Prisma.InputJsonValue;
+  /** How it reached us: the provider's webhook (default) or the backfill from its event log. */
+  source?: 'delivery' | 'backfill';
 }
 
 /** An archive row waiting for the worker (its job id derives from id and receivedAt). */
@@ -22,7 +24,7 @@ export interface AcceptedRow {
 /** An accepted event as the worker reads it back. */
 export type StoredEvent = Pick<
   WebhookEvent,
-  'id' | 'provider' | 'eventId' | 'eventType' | 'occurredAt' | 'payload' | 'attempts'
+  'id' | 'provider' | 'eventId' | 'eventType' | 'occurredAt' | 'payload' | 'attempts' | 'source'
 >;
 
 /**
@@ -45,14 +47,14 @@ export class WebhookInboxRepository {
         ON CONFLICT DO NOTHING
         RETURNING event_id
       )
-      INSERT INTO webhook_events (id, provider, event_id, event_type, payload, status, occurred_at, attempts)
+      INSERT INTO webhook_events (id, provider, event_id, event_type, payload, status, occurred_at, attempts, source)
       SELECT gen_random_uuid(), ${provider}, event_id, ${event.eventType}, ${JSON.stringify(event.payload)}::jsonb,
-             'RECEIVED'::"WebhookEventStatus", ${event.occurredAt ?? null}::timestamptz, 0
+             'RECEIVED'::"WebhookEventStatus", ${event.occurredAt ?? null}::timestamptz, 0, ${event.source ?? 'delivery'}
       FROM claim
       ON CONFLICT (provider, event_id) DO UPDATE
         SET status = 'RECEIVED'::"WebhookEventStatus", payload = EXCLUDED.payload, error = NULL,
             processed_at = NULL, event_type = EXCLUDED.event_type, occurred_at = EXCLUDED.occurred_at,
-            received_at = now()
+            received_at = now(), source = EXCLUDED.source
         WHERE webhook_events.status = 'FAILED'
       RETURNING id, received_at`;
     const row = rows[0];
@@ -70,9 +72,10 @@ export class WebhookInboxRepository {
         occurred_at: Date | null;
         payload: Prisma.JsonValue;
         attempts: number;
+        source: string;
       }[]
     >`
-      SELECT id, provider, event_id, event_type, occurred_at, payload, attempts FROM webhook_events
+      SELECT id, provider, event_id, event_type, occurred_at, payload, attempts, source FROM webhook_events
       WHERE id = ${id}::uuid AND status = 'RECEIVED'
       FOR UPDATE`;
     const row = rows[0];
@@ -85,6 +88,7 @@ export class WebhookInboxRepository {
       occurredAt: row.occurred_at,
       payload: row.payload,
       attempts: row.attempts,
+      source: row.source,
     };
   }
 
@@ -126,6 +130,7 @@ export class WebhookInboxRepository {
       occurredAt: null,
       payload: null,
       attempts: 0,
+      source: 'delivery',
     };
   }
 

@@ -82,5 +82,6 @@ function item(row: Omit<WebhookEvent, 'payload'>): WebhookItemDto {
     occurred_at: row.occurredAt?.toISOString() ?? null,
     received_at: row.receivedAt.toISOString(),
     processed_at: row.processedAt?.toISOString() ?? null,
+    source: row.source,
   };
 }

@@ -84,6 +84,8 @@ export class WebhookItemDto {
   occurred_at!: string | null;
   received_at!: string;
   processed_at!: string | null;
+  /** delivery (the provider's webhook) or backfill (its event log). */
+  source!: string;
 }
 
 export class WebhookDetailDto extends WebhookItemDto {
