@@ -25,6 +25,8 @@ export abstract class AppConfig {
     issuer: string | null;
     audience: string | null;
     authorizedParties: string[];
+    /** IDENTITY_ALLOW_ANY_AUDIENCE=true: a deployed boot without an aud/azp check is intended. */
+    allowAnyAudience: boolean;
     webhookSecret: string | null;
     /** Still accepted during a rotation (never used to sign). */
     previousWebhookSecret: string | null;
@@ -33,7 +35,8 @@ export abstract class AppConfig {
     webhookSecret: string | null;
     /** Still accepted during a rotation (webhooks and checkout tokens; never used to sign). */
     previousWebhookSecret: string | null;
-    apiUrl: string;
+    /** null only when deployed without BILLING_API_URL, which the boot refuses. */
+    apiUrl: string | null;
     apiKey: string | null;
     checkoutTokenTtlSeconds: number;
     /** past_due / paused subscriptions are downgraded this long after their period end. */

@@ -90,6 +90,7 @@ const schema = z.object({
   IDENTITY_ISSUER: optional,
   IDENTITY_AUDIENCE: optional,
   IDENTITY_AUTHORIZED_PARTIES: optional,
+  IDENTITY_ALLOW_ANY_AUDIENCE: optional.pipe(z.enum(['true', 'false']).optional()),
   IDENTITY_WEBHOOK_SECRET: optional,
   IDENTITY_WEBHOOK_SECRET_PREVIOUS: optional,
   BILLING_WEBHOOK_SECRET: optional,
@@ -203,6 +204,7 @@ export function loadConfig(
       issuer: e.IDENTITY_ISSUER ?? null,
       audience: e.IDENTITY_AUDIENCE ?? null,
       authorizedParties: csv(e.IDENTITY_AUTHORIZED_PARTIES),
+      allowAnyAudience: e.IDENTITY_ALLOW_ANY_AUDIENCE === 'true',
       // Development-only defaults keep `npm start` working without secrets; deployed boots refuse them
       // (boot-checks.ts) because they are public.
       webhookSecret: e.IDENTITY_WEBHOOK_SECRET ?? (local ? DEV_IDENTITY_WEBHOOK_SECRET : null),
@@ -211,7 +213,8 @@ export function loadConfig(
     billing: {
       webhookSecret: e.BILLING_WEBHOOK_SECRET ?? (local ? DEV_BILLING_WEBHOOK_SECRET : null),
       previousWebhookSecret: e.BILLING_WEBHOOK_SECRET_PREVIOUS ?? null,
-      apiUrl: e.BILLING_API_URL ?? 'https://sandbox-api.paddle.com',
+      // No silent sandbox when deployed: unset stays null there and the boot is refused (boot-checks.ts).
+      apiUrl: e.BILLING_API_URL ?? (local ? DEFAULT_BILLING_API_URL : null),
       apiKey: e.BILLING_API_KEY ?? null,
       checkoutTokenTtlSeconds: e.BILLING_CHECKOUT_TOKEN_TTL_SECONDS,
       lapseGraceDays: e.BILLING_LAPSE_GRACE_DAYS,
@@ -262,6 +265,9 @@ export function loadConfig(
 /** The maintained upstream blocklist (the disposable-email-domains project), refreshed daily when deployed. */
 export const DEFAULT_DISPOSABLE_DOMAINS_URL =
   'https://raw.githubusercontent.com/disposable-email-domains/disposable-email-domains/main/disposable_email_blocklist.conf';
+
+/** Paddle's sandbox: the local default only. */
+export const DEFAULT_BILLING_API_URL = 'https://sandbox-api.paddle.com';
 
 export const DEV_IDENTITY_WEBHOOK_SECRET = 'whsec_ZGV2LWlkZW50aXR5LXdlYmhvb2stc2VjcmV0LW5vdC1mb3ItcHJvZA==';
 export const DEV_BILLING_WEBHOOK_SECRET = 'dev-billing-webhook-secret-not-for-production';

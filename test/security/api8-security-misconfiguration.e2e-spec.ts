@@ -277,6 +277,13 @@ describe('API8 security misconfiguration', () => {
       COMPANY_LEGAL_NAME: 'Example GmbH',
       CORS_ORIGINS: ORIGIN,
       PUBLIC_BASE_URL: 'https://api.example.com',
+      DATABASE_URL: 'postgresql://app@db.example.com/app?sslmode=verify-full',
+      EMAIL_PROVIDER: 'resend',
+      EMAIL_API_KEY: 're_live_0123456789',
+      BILLING_API_URL: 'https://api.paddle.com',
+      IDENTITY_JWKS_URL: 'https://identity.example.com/.well-known/jwks.json',
+      IDENTITY_ISSUER: 'https://identity.example.com',
+      IDENTITY_AUDIENCE: 'https://api.example.com',
       ...TEST_SECRETS,
     };
     expect(await runBootChecks(loadConfig(deployed), probes)).toBeNull();
