@@ -147,10 +147,11 @@ describe('deployed boot refuses unsafe production settings', () => {
   });
 
   it('boots with authorized parties instead of an audience, or an explicit any-audience', async () => {
-    for (const extra of [
+    const variants: Record<string, string>[] = [
       { IDENTITY_AUDIENCE: '', IDENTITY_AUTHORIZED_PARTIES: 'https://app.example.com' },
       { IDENTITY_AUDIENCE: '', IDENTITY_ALLOW_ANY_AUDIENCE: 'true' },
-    ]) {
+    ];
+    for (const extra of variants) {
       const { p, port } = await boot('main', extra);
       await waitForHttp(`http://127.0.0.1:${port}/health`);
       expect((await fetch(`http://127.0.0.1:${port}/health/ready`)).status).toBe(200);
