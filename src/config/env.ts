@@ -128,6 +128,14 @@ const schema = z.object({
   QUEUE_STALLED_INTERVAL_MS: int(30000, 500, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: int(25000, 1000, 3_600_000),
   LEAD_MAGNET_PREFIXES: optional,
+  BODY_LIMIT_KB: int(64, 1, 10_240),
+  BODY_LIMIT_LARGE_KB: int(1024, 1, 10_240),
+  JSON_MAX_NODES: int(10_000, 100, 1_000_000),
+  JSON_MAX_OBJECT_KEYS: int(1000, 10, 100_000),
+  RATE_LIMIT_USER_WRITES_PER_MINUTE: int(120, 0),
+  RATE_LIMIT_IP_PER_MINUTE: int(300, 0),
+  ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR: int(20, 0),
+  TRUST_PROXY_HOPS: int(0, 0, 10),
   TESTING: optional,
 });
 
@@ -258,6 +266,16 @@ export function loadConfig(
     },
     queue: { lockDurationMs: e.QUEUE_LOCK_DURATION_MS, stalledIntervalMs: e.QUEUE_STALLED_INTERVAL_MS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    limits: {
+      bodyBytes: e.BODY_LIMIT_KB * 1024,
+      largeBodyBytes: Math.max(e.BODY_LIMIT_LARGE_KB, e.BODY_LIMIT_KB) * 1024,
+      jsonMaxNodes: e.JSON_MAX_NODES,
+      jsonMaxObjectKeys: e.JSON_MAX_OBJECT_KEYS,
+      userWritesPerMinute: e.RATE_LIMIT_USER_WRITES_PER_MINUTE,
+      ipPerMinute: e.RATE_LIMIT_IP_PER_MINUTE,
+      adminUnauthorizedAuditPerHour: e.ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR,
+      trustProxyHops: e.TRUST_PROXY_HOPS,
+    },
     testing: e.TESTING === '1',
   };
 }
