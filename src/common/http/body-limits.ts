@@ -127,7 +127,7 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
     }
     const text = bytes.toString('utf8');
     // body-parser's strict mode: only an object or an array at the top.
-    const first = /^[\x20\x09\x0a\x0d]*(.)/.exec(text)?.[1];
+    const first = text.trimStart()[0];
     if (first !== '{' && first !== '[') return next(parseFailed('the top level is not an object or array'));
     try {
       req.body = JSON.parse(text);
