@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type Server, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { RequestMethod } from '@nestjs/common';
@@ -75,7 +76,7 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
   });
   installBodyParsers(app, config);
   app.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED });
-  installClientErrorHandler(app.getHttpServer() as Server);
+  installClientErrorHandler(app.getHttpServer() as Server, headersSetBy(securityHeaders));
 
   if (config.env !== 'production') {
     await SwaggerModule.loadPluginMetadata(metadata);
@@ -183,9 +184,15 @@ const CLIENT_ERRORS: Record<string, [number, string, string]> = {
 
 /**
  * Requests Node's HTTP parser refuses (headers or URL over its limit, malformed HTTP) never reach
- * Express. Node would answer them with an empty body; answer problem+json like every other error.
+ * Express. Node would answer them with an empty body; answer problem+json like every other error, with
+ * the security headers every response carries and a request id (always a new one: nothing of the
+ * request was parsed that could be trusted).
  */
-function installClientErrorHandler(server: Server): void {
+function installClientErrorHandler(server: Server, securityHeaders: string[]): void {
+  const fixed: string[] = [];
+  for (let i = 0; i < securityHeaders.length; i += 2) {
+    fixed.push(`${securityHeaders[i]}: ${securityHeaders[i + 1]}\r\n`);
+  }
   server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
@@ -196,11 +203,12 @@ function installClientErrorHandler(server: Server): void {
       'Invalid request',
       'The request is malformed.',
     ];
-    const body = JSON.stringify(buildProblem(status, detail, undefined, { title }));
+    const requestId = randomUUID();
+    const body = JSON.stringify(buildProblem(status, detail, requestId, { title }));
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +
-        `X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+        `X-Request-Id: ${requestId}\r\n${fixed.join('')}Connection: close\r\n\r\n${body}`,
     );
   });
 }
