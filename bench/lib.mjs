@@ -232,3 +232,49 @@ export async function fakeVectorStore() {
     close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))),
   };
 }
+
+/**
+ * Deployed boots need TLS to PostgreSQL (sslmode=require or stricter); the local server runs without it.
+ * A TLS terminator in front of it (the protocol's SSLRequest, then TLS with test/fakes/tls's self-signed
+ * certificate), started once per bench process. Figures that touch the database pay for a real TLS hop,
+ * as in production.
+ */
+let tlsProxy;
+export async function deployedDatabaseUrl(url) {
+  const { connect: tcpConnect } = await import('node:net');
+  const { TLSSocket } = await import('node:tls');
+  const target = new URL(url);
+  if (!tlsProxy) {
+    const key = readFileSync(join(ROOT, 'test', 'fakes', 'tls', 'postgres-test.key'));
+    const cert = readFileSync(join(ROOT, 'test', 'fakes', 'tls', 'postgres-test.crt'));
+    const server = createServer((client) => {
+      client.on('error', () => client.destroy());
+      client.once('data', (head) => {
+        if (head.length < 8 || head.readInt32BE(4) !== 80877103) return client.destroy();
+        client.write('S');
+        const tls = new TLSSocket(client, { isServer: true, key, cert });
+        const upstream = tcpConnect(Number(target.port || 5432), target.hostname);
+        tls.on('error', () => upstream.destroy());
+        upstream.on('error', () => tls.destroy());
+        tls.on('close', () => upstream.destroy());
+        upstream.on('close', () => tls.destroy());
+        tls.pipe(upstream).pipe(tls);
+      });
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    server.unref();
+    tlsProxy = server.address().port;
+  }
+  const out = new URL(url);
+  out.hostname = '127.0.0.1';
+  out.port = String(tlsProxy);
+  out.searchParams.set('sslmode', 'verify-full');
+  out.searchParams.set('sslrootcert', join(ROOT, 'test', 'fakes', 'tls', 'postgres-test.crt'));
+  return out.toString();
+}
+
+/** What the release 0.2 boot refusals require beyond the bench's own settings. */
+export const DEPLOYED_EXTRAS = {
+  BILLING_API_URL: 'https://billing.bench.invalid',
+  IDENTITY_ALLOW_ANY_AUDIENCE: 'true',
+};

@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { freePort, identityProvider, percentile, REDIS_URL, ROOT, SECRETS, startProcess } from './lib.mjs';
+import { DEPLOYED_EXTRAS, deployedDatabaseUrl, freePort, identityProvider, percentile, REDIS_URL, ROOT, SECRETS, startProcess } from './lib.mjs';
 
 export const GOAL_P95_MS = 300;
 export const LEAD_MAGNETS = 'lead_magnet:lm_,ebook:lm_ebook_,webinar:lm_webinar';
@@ -125,7 +125,7 @@ async function plainSql(url, poolSize) {
 
 async function throughApi({ url, idp, env }) {
   const port = await freePort();
-  const api = await startProcess(join(ROOT, 'dist', 'main.js'), { ...env, PORT: String(port), DATABASE_URL: url, LEAD_MAGNET_PREFIXES: LEAD_MAGNETS }, {
+  const api = await startProcess(join(ROOT, 'dist', 'main.js'), { ...env, PORT: String(port), DATABASE_URL: await deployedDatabaseUrl(url), LEAD_MAGNET_PREFIXES: LEAD_MAGNETS }, {
     readyUrl: `http://127.0.0.1:${port}/health/ready`,
     timeoutMs: 60_000,
   });
@@ -197,6 +197,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     IDENTITY_JWKS_URL: idp.jwksUrl,
     IDENTITY_ISSUER: idp.issuer,
     ADMIN_EMAILS: 'admin@example.com',
+    EMAIL_PROVIDER: 'resend',
+    EMAIL_API_KEY: 'bench-email-api-key',
+    ...DEPLOYED_EXTRAS,
     ...SECRETS,
   };
   try {

@@ -1,5 +1,5 @@
 // npm run bench: every figure next to its baseline in the same run, one table, appended to bench/RESULTS.md.
-// Usage: npm run bench [-- --only health,saved_searches,webhooks,broadcast,credits,metrics,memory] [--duration 5]
+// Usage: npm run bench [-- --only health,json_keys,saved_searches,webhooks,broadcast,credits,metrics,memory] [--duration 5]
 // Needs a build (npm run build), PostgreSQL and Redis on 127.0.0.1, and pgbench (Debian: postgresql-client).
 // The load comes from this process (autocannon); the API, the worker and the baselines are child processes.
 import { appendFile, readFile } from 'node:fs/promises';
@@ -9,7 +9,8 @@ import { Redis } from 'ioredis';
 import { benchBroadcast } from './broadcast.mjs';
 import { benchCredits, creditRows } from './credits.mjs';
 import { benchHealth } from './health.mjs';
-import { fakeEmailApi, fakeVectorStore, fmt, freePort, identityProvider, REDIS_URL, ROOT, scratchDatabase, SECRETS, startProcess, withClient } from './lib.mjs';
+import { DEPLOYED_EXTRAS, deployedDatabaseUrl, fakeEmailApi, fakeVectorStore, fmt, freePort, identityProvider, REDIS_URL, ROOT, scratchDatabase, SECRETS, startProcess, withClient } from './lib.mjs';
+import { benchJsonKeys } from './json-keys.mjs';
 import { benchMetricsOverview } from './metrics-overview.mjs';
 import { benchSavedSearches } from './saved-searches.mjs';
 import { seedBig } from './seed-big.mjs';
@@ -55,13 +56,14 @@ async function main() {
     EMAIL_API_URL: email.url,
     EMAIL_API_KEY,
     EMAIL_FROM: 'Bench <news@example.com>',
+    ...DEPLOYED_EXTRAS,
     ...SECRETS,
   };
   const db = await scratchDatabase('run');
   const ctx = {
     apiUrl: `http://127.0.0.1:${apiPort}`,
     workerUrl: `http://127.0.0.1:${workerPort}`,
-    env: { ...env, DATABASE_URL: db.url },
+    env: { ...env, DATABASE_URL: await deployedDatabaseUrl(db.url) },
     db,
     idp,
     email,
@@ -79,6 +81,7 @@ async function main() {
   try {
     api = await startProcess(join(ROOT, 'dist', 'main.js'), ctx.env, { readyUrl: `${ctx.apiUrl}/health/ready` });
     await figure('health', async () => rows.push(...(await benchHealth(ctx))));
+    await figure('json_keys', async () => rows.push(...(await benchJsonKeys(ctx))));
     await figure('saved_searches', async () => rows.push(...(await benchSavedSearches(ctx))));
     await figure('webhooks', async () => {
       // The worker sends the welcome e-mails that the created events enqueue (outbox -> BullMQ).

@@ -25,6 +25,8 @@ export abstract class AppConfig {
     issuer: string | null;
     audience: string | null;
     authorizedParties: string[];
+    /** IDENTITY_ALLOW_ANY_AUDIENCE=true: a deployed boot without an aud/azp check is intended. */
+    allowAnyAudience: boolean;
     webhookSecret: string | null;
     /** Still accepted during a rotation (never used to sign). */
     previousWebhookSecret: string | null;
@@ -33,7 +35,8 @@ export abstract class AppConfig {
     webhookSecret: string | null;
     /** Still accepted during a rotation (webhooks and checkout tokens; never used to sign). */
     previousWebhookSecret: string | null;
-    apiUrl: string;
+    /** null only when deployed without BILLING_API_URL, which the boot refuses. */
+    apiUrl: string | null;
     apiKey: string | null;
     checkoutTokenTtlSeconds: number;
     /** The backfill from the provider's event log runs when BILLING_API_URL and BILLING_API_KEY are set. */
@@ -86,5 +89,23 @@ export abstract class AppConfig {
    * gives up and exits 1. Keep it below the supervisor's kill deadline (compose stop_grace_period).
    */
   declare shutdownTimeoutMs: number;
+  /** Request bounds (issue 14 item 2); see docs/decisions/security.md. */
+  declare limits: {
+    /** JSON bodies of every route but the large ones. */
+    bodyBytes: number;
+    /** JSON bodies of POST /api/v1/ai/completions and the webhook receivers. */
+    largeBodyBytes: number;
+    /** Keys plus values of a parsed JSON body, and keys of any one object in it. */
+    jsonMaxNodes: number;
+    jsonMaxObjectKeys: number;
+    /** Per user, authenticated POST/PATCH/PUT/DELETE; 0 turns it off. */
+    userWritesPerMinute: number;
+    /** Per client IP, unauthenticated requests (public routes and 401 answers); 0 turns it off. */
+    ipPerMinute: number;
+    /** admin.unauthorized audit rows per user and hour (the 403 is answered regardless). */
+    adminUnauthorizedAuditPerHour: number;
+    /** Express `trust proxy` hop count: how many reverse proxies add X-Forwarded-For in front of the API. */
+    trustProxyHops: number;
+  };
   declare testing: boolean;
 }

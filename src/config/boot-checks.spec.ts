@@ -1,6 +1,18 @@
 import { describe, expect, it } from '@jest/globals';
-import { type BootProbes, describeError, formatRefusal, hmacKeyBytes, runBootChecks } from './boot-checks.js';
-import { loadConfig } from './env.js';
+import {
+  type BootProbes,
+  corsOriginProblem,
+  describeError,
+  formatRefusal,
+  hmacKeyBytes,
+  runBootChecks,
+} from './boot-checks.js';
+import {
+  DEV_BILLING_WEBHOOK_SECRET,
+  DEV_IDENTITY_WEBHOOK_SECRET,
+  DEV_UNSUBSCRIBE_SECRET,
+  loadConfig,
+} from './env.js';
 
 const GOOD = {
   APP_ENV: 'production',
@@ -10,6 +22,13 @@ const GOOD = {
   IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
   CORS_ORIGINS: 'https://app.example.com',
   PUBLIC_BASE_URL: 'https://api.example.com',
+  DATABASE_URL: 'postgresql://app:pw@db.example.com:5432/app?sslmode=verify-full',
+  EMAIL_PROVIDER: 'resend',
+  EMAIL_API_KEY: 're_live_key_0123456789',
+  BILLING_API_URL: 'https://api.paddle.com',
+  IDENTITY_JWKS_URL: 'https://identity.example.com/.well-known/jwks.json',
+  IDENTITY_ISSUER: 'https://identity.example.com',
+  IDENTITY_AUDIENCE: 'https://api.example.com',
 };
 
 const ok: BootProbes = { database: async () => undefined, redis: async () => undefined };
@@ -207,5 +226,210 @@ describe('boot refusals', () => {
   it('measures Standard Webhooks keys by their decoded bytes', () => {
     expect(hmacKeyBytes(`whsec_${Buffer.alloc(32).toString('base64')}`)).toBe(32);
     expect(hmacKeyBytes('x'.repeat(40))).toBe(40);
+  });
+});
+
+describe('release 0.2 boot refusals (issue 14), after the spec ones', () => {
+  const whsec = (key: string) => `whsec_${Buffer.from(key).toString('base64')}`;
+
+  it.each<[string, Record<string, string>, string, RegExp]>([
+    [
+      'a development-default previous identity secret',
+      { IDENTITY_WEBHOOK_SECRET_PREVIOUS: DEV_IDENTITY_WEBHOOK_SECRET },
+      'previous_secrets',
+      /^IDENTITY_WEBHOOK_SECRET_PREVIOUS is the public development default$/,
+    ],
+    [
+      'a development-default previous billing secret',
+      { BILLING_WEBHOOK_SECRET_PREVIOUS: DEV_BILLING_WEBHOOK_SECRET },
+      'previous_secrets',
+      /BILLING_WEBHOOK_SECRET_PREVIOUS is the public/,
+    ],
+    [
+      'a development-default previous unsubscribe secret',
+      { EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS: DEV_UNSUBSCRIBE_SECRET },
+      'previous_secrets',
+      /EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS is the public/,
+    ],
+    [
+      'a DATABASE_URL without sslmode',
+      { DATABASE_URL: 'postgresql://app:pw@db.example.com/app' },
+      'database_tls',
+      /DATABASE_URL must use TLS.*no sslmode/,
+    ],
+    [
+      'sslmode=prefer',
+      { DATABASE_URL: 'postgresql://db.example.com/app?sslmode=prefer' },
+      'database_tls',
+      /sslmode=prefer/,
+    ],
+    [
+      'sslmode=disable',
+      { DATABASE_URL: 'postgresql://db.example.com/app?sslmode=disable' },
+      'database_tls',
+      /sslmode=disable/,
+    ],
+    [
+      'the console e-mail provider',
+      { EMAIL_PROVIDER: 'console' },
+      'email_provider',
+      /EMAIL_PROVIDER is console/,
+    ],
+    ['an unset e-mail provider', { EMAIL_PROVIDER: '' }, 'email_provider', /unset means console/],
+    ['an unset BILLING_API_URL', { BILLING_API_URL: '' }, 'billing_api_url', /BILLING_API_URL is unset/],
+    [
+      'an unset IDENTITY_JWKS_URL',
+      { IDENTITY_JWKS_URL: '', IDENTITY_ISSUER: '' },
+      'identity_provider',
+      /IDENTITY_JWKS_URL is unset/,
+    ],
+    [
+      'an unset IDENTITY_ISSUER',
+      { IDENTITY_ISSUER: '', IDENTITY_JWKS_URL: '' },
+      'identity_provider',
+      /IDENTITY_JWKS_URL/,
+    ],
+    [
+      'neither audience nor authorized parties',
+      { IDENTITY_AUDIENCE: '' },
+      'identity_audience',
+      /IDENTITY_ALLOW_ANY_AUDIENCE=true/,
+    ],
+    [
+      'IDENTITY_ALLOW_ANY_AUDIENCE=false',
+      { IDENTITY_AUDIENCE: '', IDENTITY_ALLOW_ANY_AUDIENCE: 'false' },
+      'identity_audience',
+      /IDENTITY_AUDIENCE/,
+    ],
+    [
+      'a CORS null origin',
+      { CORS_ORIGINS: 'https://app.example.com,null' },
+      'cors_origin_format',
+      /"null" is not an origin/,
+    ],
+    ['a CORS wildcard', { CORS_ORIGINS: '*' }, 'cors_origin_format', /"\*"/],
+    [
+      'a reused secret',
+      { EMAIL_UNSUBSCRIBE_SECRET: 'b'.repeat(32) },
+      'secret_reuse',
+      /^EMAIL_UNSUBSCRIBE_SECRET has the same value as BILLING_WEBHOOK_SECRET/,
+    ],
+  ])('refuses %s', async (_name, override, name, reason) => {
+    const refusal = await check({ ...GOOD, ...override });
+    expect(refusal?.check).toBe(name);
+    expect(refusal?.reason).toMatch(reason);
+    // A configuration the spec's checks refuse keeps that refusal.
+    expect((await check({ ...GOOD, ...override, COMPANY_LEGAL_NAME: 'TBD' }))?.check).toBe('project_config');
+    expect((await check({ ...GOOD, ...override, PUBLIC_BASE_URL: '' }))?.check).toBe('public_base_url');
+    // Not outside deployments.
+    expect(await check({ ...GOOD, ...override, APP_ENV: 'development' })).toBeNull();
+  });
+
+  it('checks in the issue order', async () => {
+    const all = {
+      BILLING_WEBHOOK_SECRET_PREVIOUS: DEV_BILLING_WEBHOOK_SECRET,
+      DATABASE_URL: 'postgresql://db.example.com/app',
+      EMAIL_PROVIDER: 'console',
+      BILLING_API_URL: '',
+      IDENTITY_JWKS_URL: '',
+      IDENTITY_ISSUER: '',
+      IDENTITY_AUDIENCE: '',
+      CORS_ORIGINS: 'null',
+      EMAIL_UNSUBSCRIBE_SECRET: 'b'.repeat(32),
+    };
+    const order: string[] = [];
+    let env: Record<string, string> = { ...GOOD, ...all };
+    const fixes: Record<string, string>[] = [
+      { BILLING_WEBHOOK_SECRET_PREVIOUS: '' },
+      { DATABASE_URL: GOOD.DATABASE_URL },
+      { EMAIL_PROVIDER: 'resend' },
+      { BILLING_API_URL: GOOD.BILLING_API_URL },
+      { IDENTITY_JWKS_URL: GOOD.IDENTITY_JWKS_URL, IDENTITY_ISSUER: GOOD.IDENTITY_ISSUER },
+      { IDENTITY_AUDIENCE: GOOD.IDENTITY_AUDIENCE },
+      { CORS_ORIGINS: GOOD.CORS_ORIGINS },
+      { EMAIL_UNSUBSCRIBE_SECRET: GOOD.EMAIL_UNSUBSCRIBE_SECRET },
+    ];
+    for (const fix of fixes) {
+      order.push((await check(env))?.check ?? 'none');
+      env = { ...env, ...fix };
+    }
+    order.push((await check(env))?.check ?? 'none');
+    expect(order).toEqual([
+      'previous_secrets',
+      'database_tls',
+      'email_provider',
+      'billing_api_url',
+      'identity_provider',
+      'identity_audience',
+      'cors_origin_format',
+      'secret_reuse',
+      'none',
+    ]);
+  });
+
+  it.each([
+    'sslmode=require',
+    'sslmode=verify-ca',
+    'sslmode=verify-full',
+    'uselibpqcompat=true&sslmode=require',
+  ])('accepts a DATABASE_URL with %s', async (query) => {
+    expect(await check({ ...GOOD, DATABASE_URL: `postgresql://db.example.com/app?${query}` })).toBeNull();
+  });
+
+  it('accepts authorized parties alone, or an explicit any-audience', async () => {
+    expect(
+      await check({ ...GOOD, IDENTITY_AUDIENCE: '', IDENTITY_AUTHORIZED_PARTIES: 'https://app.example.com' }),
+    ).toBeNull();
+    expect(await check({ ...GOOD, IDENTITY_AUDIENCE: '', IDENTITY_ALLOW_ANY_AUDIENCE: 'true' })).toBeNull();
+  });
+
+  it.each([
+    'null',
+    '*',
+    'https://*.example.com',
+    'http://app.example.com',
+    'https://app.example.com/',
+    'https://app.example.com/app',
+    'https://app.example.com?x=1',
+    'https://user@app.example.com',
+    'https://APP.example.com',
+    'https://app.example.com:443',
+    'app.example.com',
+    'https://127.0.0.2',
+    'https://127.1.2.3:8443',
+    'https://0.0.0.0',
+    'https://[::1]',
+    'https://[::]',
+    'https://[::ffff:127.0.0.1]',
+    'https://[::ffff:7f00:2]',
+    'https://localhost',
+    'https://localhost.',
+    'https://app.localhost:5173',
+  ])('refuses the CORS entry %s', (entry) => {
+    expect(corsOriginProblem(entry)).not.toBeNull();
+  });
+
+  it.each([
+    'https://app.example.com',
+    'https://app.example.com:8443',
+    'https://203.0.113.7',
+    'https://[2001:db8::1]',
+  ])('accepts the CORS origin %s', (entry) => {
+    expect(corsOriginProblem(entry)).toBeNull();
+  });
+
+  it.each<[string, Record<string, string>]>([
+    ['identity (whsec_ decoded) and billing', { IDENTITY_WEBHOOK_SECRET: whsec('b'.repeat(32)) }],
+    ['a previous secret and another current one', { EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS: 'b'.repeat(32) }],
+    ['a webhook secret and an API key', { BILLING_API_KEY: 'b'.repeat(32) }],
+    ['two API keys', { BILLING_API_KEY: 'same-key-0123456789', LLM_API_KEY: 'same-key-0123456789' }],
+  ])('refuses one value used for %s, naming the variables only', async (_name, override) => {
+    const refusal = await check({ ...GOOD, ...override });
+    expect(refusal?.check).toBe('secret_reuse');
+    expect(refusal?.reason).not.toMatch(/bbbb|same-key/);
+  });
+
+  it('lets a secret and its own previous value be equal', async () => {
+    expect(await check({ ...GOOD, BILLING_WEBHOOK_SECRET_PREVIOUS: GOOD.BILLING_WEBHOOK_SECRET })).toBeNull();
   });
 });

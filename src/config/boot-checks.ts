@@ -1,8 +1,23 @@
+import { BlockList, isIP } from 'node:net';
 import type { AppConfig } from './app-config.js';
 import { DEV_BILLING_WEBHOOK_SECRET, DEV_IDENTITY_WEBHOOK_SECRET, DEV_UNSUBSCRIBE_SECRET } from './env.js';
 
 export type BootCheckName =
-  'project_config' | 'secrets' | 'cors_origins' | 'database' | 'redis' | 'public_base_url';
+  | 'project_config'
+  | 'secrets'
+  | 'cors_origins'
+  | 'database'
+  | 'redis'
+  | 'public_base_url'
+  // Release 0.2 (issue 14 item 3), after the checks above, in the issue's order.
+  | 'previous_secrets'
+  | 'database_tls'
+  | 'email_provider'
+  | 'billing_api_url'
+  | 'identity_provider'
+  | 'identity_audience'
+  | 'cors_origin_format'
+  | 'secret_reuse';
 
 export interface BootRefusal {
   check: BootCheckName;
@@ -48,7 +63,7 @@ function secretsProblem(config: AppConfig): string | null {
   for (const [name, value] of keys) {
     if (!value || hmacKeyBytes(value) < minKeyBytes(name))
       return `${name} is unset or shorter than ${minKeyBytes(name)} bytes`;
-    if ([DEV_IDENTITY_WEBHOOK_SECRET, DEV_BILLING_WEBHOOK_SECRET, DEV_UNSUBSCRIBE_SECRET].includes(value)) {
+    if (DEV_SECRETS.includes(value)) {
       return `${name} is the public development default`;
     }
   }
@@ -96,7 +111,9 @@ function publicBaseUrlProblem(config: AppConfig): string | null {
 /**
  * The spec's boot refusals, in its order, stopping at the first. They apply outside development and
  * test only. The static checks run before any connection is attempted, except the one the spec does not
- * list (public_base_url), which comes last so that the spec's five keep their order and outcomes.
+ * list (public_base_url), which comes after them so that the spec's five keep their order and outcomes.
+ * The release 0.2 checks (issue 14) come last, in the issue's order: a configuration refused before is
+ * still refused by the same check.
  */
 export async function runBootChecks(config: AppConfig, probes: BootProbes): Promise<BootRefusal | null> {
   if (config.env === 'development' || config.env === 'test') return null;
@@ -119,8 +136,160 @@ export async function runBootChecks(config: AppConfig, probes: BootProbes): Prom
   }
   const publicUrl = publicBaseUrlProblem(config);
   if (publicUrl) return { check: 'public_base_url', reason: publicUrl };
+
+  for (const [check, problem] of RELEASE_2_CHECKS) {
+    const reason = problem(config);
+    if (reason) return { check, reason };
+  }
   return null;
 }
+
+const DEV_SECRETS = [DEV_IDENTITY_WEBHOOK_SECRET, DEV_BILLING_WEBHOOK_SECRET, DEV_UNSUBSCRIBE_SECRET];
+
+/** The rotation-overlap keys are accepted keys: the same rules as the current ones (length, no dev default). */
+function previousSecretsProblem(config: AppConfig): string | null {
+  const previous: [string, string | null][] = [
+    ['IDENTITY_WEBHOOK_SECRET_PREVIOUS', config.identity.previousWebhookSecret],
+    ['BILLING_WEBHOOK_SECRET_PREVIOUS', config.billing.previousWebhookSecret],
+    ['EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS', config.email.previousUnsubscribeSecret],
+  ];
+  for (const [name, value] of previous) {
+    if (value === null) continue;
+    if (DEV_SECRETS.includes(value)) return `${name} is the public development default`;
+    if (hmacKeyBytes(value) < minKeyBytes(name)) return `${name} is shorter than ${minKeyBytes(name)} bytes`;
+  }
+  return null;
+}
+
+/** libpq's sslmode values that never fall back to plain text. */
+const TLS_SSLMODES = new Set(['require', 'verify-ca', 'verify-full']);
+
+function databaseTlsProblem(config: AppConfig): string | null {
+  let sslmode: string | null = null;
+  try {
+    sslmode = new URL(config.database.url).searchParams.get('sslmode');
+  } catch {
+    // env.ts validated it as a URL; unparseable here means no sslmode either.
+  }
+  if (sslmode !== null && TLS_SSLMODES.has(sslmode)) return null;
+  return `DATABASE_URL must use TLS: add sslmode=require, verify-ca or verify-full (got ${sslmode === null ? 'no sslmode' : `sslmode=${sslmode}`})`;
+}
+
+function emailProviderProblem(config: AppConfig): string | null {
+  return config.email.provider === 'console'
+    ? 'EMAIL_PROVIDER is console (unset means console): a deployed service must send e-mail (resend)'
+    : null;
+}
+
+function billingApiUrlProblem(config: AppConfig): string | null {
+  return config.billing.apiUrl === null
+    ? 'BILLING_API_URL is unset (no silent sandbox default when deployed): set the live or sandbox API URL'
+    : null;
+}
+
+function identityProviderProblem(config: AppConfig): string | null {
+  if (!config.identity.jwksUrl) return 'IDENTITY_JWKS_URL is unset: no token could be verified';
+  if (!config.identity.issuer) return 'IDENTITY_ISSUER is unset';
+  return null;
+}
+
+function identityAudienceProblem(config: AppConfig): string | null {
+  const { audience, authorizedParties, allowAnyAudience } = config.identity;
+  if (audience || authorizedParties.length > 0 || allowAnyAudience) return null;
+  return 'IDENTITY_AUDIENCE and IDENTITY_AUTHORIZED_PARTIES are both unset: tokens issued to any application would be accepted (set one, or IDENTITY_ALLOW_ANY_AUDIENCE=true if that is intended)';
+}
+
+/** Loopback (127.0.0.0/8, ::1, IPv4-mapped loopback) and unspecified (0.0.0.0, ::) addresses. */
+const NOT_PUBLIC = new BlockList();
+NOT_PUBLIC.addSubnet('127.0.0.0', 8, 'ipv4');
+NOT_PUBLIC.addSubnet('0.0.0.0', 8, 'ipv4');
+NOT_PUBLIC.addAddress('::1', 'ipv6');
+NOT_PUBLIC.addAddress('::', 'ipv6');
+NOT_PUBLIC.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+NOT_PUBLIC.addSubnet('::ffff:0.0.0.0', 104, 'ipv6');
+
+/** Why a CORS entry is not an `https://host[:port]` origin a browser could send, or null. */
+export function corsOriginProblem(entry: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    return 'is not an origin';
+  }
+  if (url.protocol !== 'https:') return 'is not https://';
+  // The browser's Origin is exactly scheme://host[:port]: no path, trailing slash, query, credentials or
+  // default port, lower-case host. Anything else could never match (or matches more than meant).
+  if (url.origin !== entry) return `is not written as the origin a browser sends (${url.origin})`;
+  const host = url.hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return 'is a loopback host';
+  const family = isIP(host);
+  // Wildcards are no origin: CORS matching here is exact.
+  if (family === 0 && !/^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(host)) return 'is not a host name';
+  if (family !== 0 && NOT_PUBLIC.check(host, family === 4 ? 'ipv4' : 'ipv6')) {
+    return 'is a loopback or unspecified address';
+  }
+  return null;
+}
+
+function corsOriginFormatProblem(config: AppConfig): string | null {
+  for (const entry of config.corsOrigins) {
+    const problem = corsOriginProblem(entry);
+    // JSON.stringify: the entry is the operator's own text, shown quoted and on one line.
+    if (problem)
+      return `CORS_ORIGINS entry ${JSON.stringify(entry)} ${problem}; expected https://host[:port]`;
+  }
+  return null;
+}
+
+/** Key bytes of a secret: a `whsec_` secret and the raw key it encodes are the same key. */
+const keyMaterial = (secret: string): string =>
+  secret.startsWith('whsec_')
+    ? Buffer.from(secret.slice('whsec_'.length), 'base64').toString('hex')
+    : Buffer.from(secret, 'utf8').toString('hex');
+
+/**
+ * One value used for two different secrets (say the billing webhook secret reused as the unsubscribe key,
+ * or as an API key): whoever holds one can forge the other. A secret and its own _PREVIOUS are one secret.
+ * Names only: the value never reaches the output.
+ */
+function secretReuseProblem(config: AppConfig): string | null {
+  const secrets: [family: string, name: string, value: string | null][] = [
+    ['identity', 'IDENTITY_WEBHOOK_SECRET', config.identity.webhookSecret],
+    ['identity', 'IDENTITY_WEBHOOK_SECRET_PREVIOUS', config.identity.previousWebhookSecret],
+    ['billing', 'BILLING_WEBHOOK_SECRET', config.billing.webhookSecret],
+    ['billing', 'BILLING_WEBHOOK_SECRET_PREVIOUS', config.billing.previousWebhookSecret],
+    ['unsubscribe', 'EMAIL_UNSUBSCRIBE_SECRET', config.email.unsubscribeSecret],
+    ['unsubscribe', 'EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS', config.email.previousUnsubscribeSecret],
+    ['billing_api', 'BILLING_API_KEY', config.billing.apiKey],
+    ['email_api', 'EMAIL_API_KEY', config.email.apiKey],
+    ['llm_api', 'LLM_API_KEY', config.llm.apiKey],
+  ];
+  const seen = new Map<string, { family: string; name: string }>();
+  for (const [family, name, value] of secrets) {
+    if (!value) continue;
+    const key = keyMaterial(value);
+    const earlier = seen.get(key);
+    if (earlier && earlier.family !== family) {
+      return `${name} has the same value as ${earlier.name}: every secret needs its own value`;
+    }
+    if (!earlier) seen.set(key, { family, name });
+  }
+  return null;
+}
+
+const RELEASE_2_CHECKS: [BootCheckName, (config: AppConfig) => string | null][] = [
+  ['previous_secrets', previousSecretsProblem],
+  ['database_tls', databaseTlsProblem],
+  ['email_provider', emailProviderProblem],
+  ['billing_api_url', billingApiUrlProblem],
+  ['identity_provider', identityProviderProblem],
+  ['identity_audience', identityAudienceProblem],
+  ['cors_origin_format', corsOriginFormatProblem],
+  ['secret_reuse', secretReuseProblem],
+];
 
 /** Whitespace (newlines included) collapsed: a refusal is exactly one line. */
 export const oneLine = (text: string): string => text.replace(/\s+/g, ' ').trim();

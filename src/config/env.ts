@@ -90,6 +90,7 @@ const schema = z.object({
   IDENTITY_ISSUER: optional,
   IDENTITY_AUDIENCE: optional,
   IDENTITY_AUTHORIZED_PARTIES: optional,
+  IDENTITY_ALLOW_ANY_AUDIENCE: optional.pipe(z.enum(['true', 'false']).optional()),
   IDENTITY_WEBHOOK_SECRET: optional,
   IDENTITY_WEBHOOK_SECRET_PREVIOUS: optional,
   BILLING_WEBHOOK_SECRET: optional,
@@ -132,6 +133,14 @@ const schema = z.object({
   WEBHOOK_CONCURRENCY: int(16, 1, 256),
   SHUTDOWN_TIMEOUT_MS: int(25000, 1000, 3_600_000),
   LEAD_MAGNET_PREFIXES: optional,
+  BODY_LIMIT_KB: int(64, 1, 10_240),
+  BODY_LIMIT_LARGE_KB: int(1024, 1, 10_240),
+  JSON_MAX_NODES: int(10_000, 100, 1_000_000),
+  JSON_MAX_OBJECT_KEYS: int(1000, 10, 100_000),
+  RATE_LIMIT_WRITES_PER_MINUTE: int(120, 0),
+  RATE_LIMIT_PUBLIC_PER_MINUTE: int(60, 0),
+  ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR: int(20, 0),
+  TRUST_PROXY_HOPS: int(0, 0, 10),
   TESTING: optional,
 });
 
@@ -208,6 +217,7 @@ export function loadConfig(
       issuer: e.IDENTITY_ISSUER ?? null,
       audience: e.IDENTITY_AUDIENCE ?? null,
       authorizedParties: csv(e.IDENTITY_AUTHORIZED_PARTIES),
+      allowAnyAudience: e.IDENTITY_ALLOW_ANY_AUDIENCE === 'true',
       // Development-only defaults keep `npm start` working without secrets; deployed boots refuse them
       // (boot-checks.ts) because they are public.
       webhookSecret: e.IDENTITY_WEBHOOK_SECRET ?? (local ? DEV_IDENTITY_WEBHOOK_SECRET : null),
@@ -216,7 +226,8 @@ export function loadConfig(
     billing: {
       webhookSecret: e.BILLING_WEBHOOK_SECRET ?? (local ? DEV_BILLING_WEBHOOK_SECRET : null),
       previousWebhookSecret: e.BILLING_WEBHOOK_SECRET_PREVIOUS ?? null,
-      apiUrl: e.BILLING_API_URL ?? 'https://sandbox-api.paddle.com',
+      // No silent sandbox when deployed: unset stays null there and the boot is refused (boot-checks.ts).
+      apiUrl: e.BILLING_API_URL ?? (local ? DEFAULT_BILLING_API_URL : null),
       apiKey: e.BILLING_API_KEY ?? null,
       checkoutTokenTtlSeconds: e.BILLING_CHECKOUT_TOKEN_TTL_SECONDS,
       // Off without an explicit provider URL and key: the default sandbox URL is not a provider to sync from.
@@ -269,6 +280,16 @@ export function loadConfig(
       concurrency: e.WEBHOOK_CONCURRENCY,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    limits: {
+      bodyBytes: e.BODY_LIMIT_KB * 1024,
+      largeBodyBytes: Math.max(e.BODY_LIMIT_LARGE_KB, e.BODY_LIMIT_KB) * 1024,
+      jsonMaxNodes: e.JSON_MAX_NODES,
+      jsonMaxObjectKeys: e.JSON_MAX_OBJECT_KEYS,
+      userWritesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE,
+      ipPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
+      adminUnauthorizedAuditPerHour: e.ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR,
+      trustProxyHops: e.TRUST_PROXY_HOPS,
+    },
     testing: e.TESTING === '1',
   };
 }
@@ -276,6 +297,9 @@ export function loadConfig(
 /** The maintained upstream blocklist (the disposable-email-domains project), refreshed daily when deployed. */
 export const DEFAULT_DISPOSABLE_DOMAINS_URL =
   'https://raw.githubusercontent.com/disposable-email-domains/disposable-email-domains/main/disposable_email_blocklist.conf';
+
+/** Paddle's sandbox: the local default only. */
+export const DEFAULT_BILLING_API_URL = 'https://sandbox-api.paddle.com';
 
 export const DEV_IDENTITY_WEBHOOK_SECRET = 'whsec_ZGV2LWlkZW50aXR5LXdlYmhvb2stc2VjcmV0LW5vdC1mb3ItcHJvZA==';
 export const DEV_BILLING_WEBHOOK_SECRET = 'dev-billing-webhook-secret-not-for-production';

@@ -132,3 +132,16 @@ describe('docker/Dockerfile', () => {
     expect(flags(JSON.parse(worker!.replaceAll("'", '"')) as string[])).toEqual(npmFlags('start:worker'));
   });
 });
+
+describe('docker/compose.yml', () => {
+  const compose = readFileSync(join(ROOT, 'docker', 'compose.yml'), 'utf8');
+
+  it('connects to PostgreSQL over TLS, which a deployed boot requires, and the server offers it', () => {
+    const urls = [...compose.matchAll(/DATABASE_URL: (.+)$/gm)].map((m) => m[1]);
+    expect(urls.length).toBeGreaterThanOrEqual(2);
+    for (const url of urls)
+      expect(new URL(url.replace(/\$\{[^}]*\}/g, 'x')).searchParams.get('sslmode')).toBe('require');
+    expect(compose).toMatch(/- ssl=on\n/);
+    expect(compose).toMatch(/- ssl_key_file=\S+\n/);
+  });
+});

@@ -72,6 +72,23 @@ describe('health: /health, /health/ready, /status', () => {
     expect(ready.body.checks[2].latency_ms).toBeGreaterThanOrEqual(650);
   });
 
+  it('rates down above degraded: one component down and another degraded is down overall', async () => {
+    const broken = await env.startApi({
+      config: env.configWith({
+        VECTOR_STORE_URL: store.url,
+        DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/x',
+      }),
+    });
+    store.delayMs = 700;
+    const status = await broken.http.get('/status');
+    expect(status.body.components).toEqual([
+      { name: 'database', status: 'down' },
+      { name: 'redis', status: 'operational' },
+      { name: 'chromadb', status: 'degraded' },
+    ]);
+    expect(status.body.overall).toBe('down');
+  });
+
   it('lets the degraded threshold be set per component', async () => {
     const relaxed = await env.startApi({
       config: env.configWith({ VECTOR_STORE_URL: store.url, STATUS_DEGRADED_MS_CHROMADB: '2000' }),

@@ -1,37 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { FakeVectorStore } from '../fakes/vector-store.js';
+import { DeployedWorld } from '../support/deployed.js';
 import { freePort, type RunningProcess, startCompiled, waitForHttp } from '../support/processes.js';
-import { TEST_SECRETS, TestEnv } from '../support/test-env.js';
+import { TestEnv } from '../support/test-env.js';
 
 /** The compiled processes, started for real: boot refusals, readiness, graceful shutdown. */
 describe('API and worker processes', () => {
   let env: TestEnv;
-  let store: FakeVectorStore;
+  let world: DeployedWorld;
   let deployed: Record<string, string>;
   const running: RunningProcess[] = [];
 
   beforeAll(async () => {
     env = await TestEnv.create();
-    store = await FakeVectorStore.start();
-    deployed = {
-      APP_ENV: 'production',
-      LOG_LEVEL: 'warn',
-      COMPANY_LEGAL_NAME: 'Acme Software GmbH',
-      CORS_ORIGINS: 'https://app.example.com',
-      PUBLIC_BASE_URL: 'https://api.example.com',
-      DATABASE_URL: env.config.database.url,
-      REDIS_URL: env.config.redis.url,
-      REDIS_KEY_PREFIX: env.config.redis.keyPrefix,
-      VECTOR_STORE_URL: store.url,
-      IDENTITY_JWKS_URL: env.idp.jwksUrl,
-      IDENTITY_ISSUER: env.idp.issuer,
-      ...TEST_SECRETS,
-    };
+    world = await DeployedWorld.start(env);
+    deployed = world.vars;
   });
 
   afterAll(async () => {
     for (const p of running) if (p.child.exitCode === null) p.child.kill('SIGKILL');
-    await store.close();
+    await world.close();
     await env.close();
   });
 
@@ -86,7 +73,7 @@ describe('API and worker processes', () => {
     expect(ready.status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${port}/docs`)).status).toBe(404);
 
-    store.delayMs = 800;
+    world.store.delayMs = 800;
     const inFlight = fetch(`http://127.0.0.1:${port}/health/ready`);
     await new Promise((resolve) => setTimeout(resolve, 150));
     api.child.kill('SIGTERM');
@@ -94,7 +81,7 @@ describe('API and worker processes', () => {
     expect(res.status).toBe(200);
     expect(((await res.json()) as { ok: boolean }).ok).toBe(true);
     expect(await api.exited).toBe(0);
-    store.delayMs = 0;
+    world.store.delayMs = 0;
   });
 
   it('runs the worker with only its own /health on WORKER_PORT, and stops on SIGTERM', async () => {

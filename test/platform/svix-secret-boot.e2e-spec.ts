@@ -1,39 +1,26 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { FakeVectorStore } from '../fakes/vector-store.js';
+import { DeployedWorld } from '../support/deployed.js';
 import { freePort, type RunningProcess, startCompiled, waitForHttp } from '../support/processes.js';
-import { TEST_SECRETS, TestEnv } from '../support/test-env.js';
+import { TestEnv } from '../support/test-env.js';
 
 /** Svix (Clerk's sender) generates 24-byte `whsec_` secrets: a deployed API must boot with one (issue 13 item 3). */
 describe('deployed boot with a Svix-generated identity webhook secret', () => {
   let env: TestEnv;
-  let store: FakeVectorStore;
+  let world: DeployedWorld;
   let deployed: Record<string, string>;
   const running: RunningProcess[] = [];
   const whsec = (bytes: number) => `whsec_${randomBytes(bytes).toString('base64')}`;
 
   beforeAll(async () => {
     env = await TestEnv.create();
-    store = await FakeVectorStore.start();
-    deployed = {
-      APP_ENV: 'production',
-      LOG_LEVEL: 'warn',
-      COMPANY_LEGAL_NAME: 'Acme Software GmbH',
-      CORS_ORIGINS: 'https://app.example.com',
-      PUBLIC_BASE_URL: 'https://api.example.com',
-      DATABASE_URL: env.config.database.url,
-      REDIS_URL: env.config.redis.url,
-      REDIS_KEY_PREFIX: env.config.redis.keyPrefix,
-      VECTOR_STORE_URL: store.url,
-      IDENTITY_JWKS_URL: env.idp.jwksUrl,
-      IDENTITY_ISSUER: env.idp.issuer,
-      ...TEST_SECRETS,
-    };
+    world = await DeployedWorld.start(env);
+    deployed = world.vars;
   });
 
   afterAll(async () => {
     for (const p of running) if (p.child.exitCode === null) p.child.kill('SIGKILL');
-    await store.close();
+    await world.close();
     await env.close();
   });
 

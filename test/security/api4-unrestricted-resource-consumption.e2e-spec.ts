@@ -4,7 +4,7 @@
  * Routes covered (derived from the application, checked against ROUTE_TABLE):
  * - every route that reads a body (all POST/PATCH routes, webhooks and the form-encoded unsubscribe
  *   included): over the size limit -> 413 problem+json, before authentication;
- * - every route with a body DTO: JSON nested thousands of levels deep -> 400 (no stack overflow), every
+ * - every route with a body DTO: JSON nested 10,000 levels deep -> 400 (no stack overflow), every
  *   top-level field refuses a 300,000-character string and a 5,000-element array;
  * - every list route (owned lists, /credits, admin users/audit/broadcasts): a huge `page_size` is either
  *   normalised to at most 200 rows or refused with 400, a huge `page` is served without a 5xx;
@@ -14,6 +14,9 @@
  * - oversized URLs, headers and query-parameter floods on every route: never a 5xx.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { takesLargeBody } from '../../src/common/http/body-limits.js';
+import { MAX_FIELD_ERRORS } from '../../src/common/errors/app-error.js';
 import { grantCredits } from '../support/credits.js';
 import { inBatches } from './support/db.js';
 import { call, expectRouteTableMatches, type TableRoute } from './support/route-table.js';
@@ -65,8 +68,9 @@ describe('API4 unrestricted resource consumption', () => {
 
   it('refuses JSON nested thousands of levels deep on every body DTO route with a 400', async () => {
     // Sent as text: a client-side serializer would overflow its own stack on these.
-    const deepArray = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
-    const deepObject = `${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}`;
+    // 10,000 levels: deep enough to overflow a recursive walk, small enough for the 64 KB body limit.
+    const deepArray = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    const deepObject = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
     for (const route of routes.filter((r) => r.bodyDto)) {
       const field = Object.keys(route.body ?? {})[0] ?? dtoProperties(route.bodyDto!)[0];
       for (const deep of [deepArray, deepObject]) {
@@ -84,9 +88,10 @@ describe('API4 unrestricted resource consumption', () => {
 
   it('bounds the length of every string and array field of every body DTO', async () => {
     const failures: string[] = [];
-    const huge = 'y'.repeat(300_000);
     const many = Array.from({ length: 5_000 }, () => 'PRO');
     for (const route of routes.filter((r) => r.bodyDto)) {
+      // Under each route's body limit (64 KB, 1 MB on the large routes), so the field bound answers.
+      const huge = 'y'.repeat(takesLargeBody(`/${route.path.replace(/^\//, '')}`) ? 300_000 : 50_000);
       const fields = dtoProperties(route.bodyDto!);
       const attempts = fields.flatMap((field) => [
         { field, kind: 'string', body: { ...route.body, [field]: huge } },
@@ -222,5 +227,172 @@ describe('API4 unrestricted resource consumption', () => {
     }
     expect(failures).toEqual([]);
     expect((await world.api.http.get('/health/ready')).status).toBe(200);
+  });
+});
+
+/** Issue 14 item 2: no request freezes the process; general rate limits. */
+describe('API4 key-count bound, capped validation errors and the general rate limits', () => {
+  let world: SecurityWorld;
+  let routes: TableRoute[];
+
+  beforeAll(async () => {
+    world = await SecurityWorld.start();
+    routes = expectRouteTableMatches(world.api.app);
+  });
+  afterAll(() => world.close());
+
+  /** 70,000 keys in about 740 KB: under the 1 MB of the completions route, 4 s in class-transformer. */
+  const manyKeys = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":${i % 10}`).join(',')}}`;
+
+  it('refuses a 740 KB body of 70,000 keys with 413 before authentication and transformation', async () => {
+    const body = manyKeys(70_000);
+    expect(body.length).toBeGreaterThan(700_000);
+    expect(body.length).toBeLessThan(world.api.config.limits.largeBodyBytes);
+    const auth = (await world.user('keys')).auth;
+    for (const headers of [{}, { Authorization: auth }]) {
+      const res = await world.api.http
+        .post('/api/v1/ai/completions')
+        .set({ ...headers, 'Content-Type': 'application/json' })
+        .send(body);
+      expect(res.status).toBe(413);
+      expect(res.headers['content-type']).toMatch(PROBLEM);
+      expect(res.body).toMatchObject({ status: 413, code: 'payload_too_large' });
+      expect(res.body.detail).toMatch(/more than 1000 keys/);
+      expect(res.text.length).toBeLessThan(2_000);
+      expect(res.headers['x-request-id']).toBeTruthy();
+    }
+    const spends = await world.api.prisma.creditTransaction.count();
+    expect(spends).toBe(0);
+  });
+
+  it('bounds the total of keys and values and the keys of one object on every small-body route', async () => {
+    const bodyRoutes = routes.filter((r) => r.bodyDto && !takesLargeBody(`/${r.path.replace(/^\//, '')}`));
+    expect(bodyRoutes.length).toBeGreaterThan(5);
+    const admin = await world.admin();
+    const user = (await world.user('nodes')).auth;
+    // 12,000 array elements (24 KB) and 1,500 keys (about 15 KB): both under 64 KB.
+    const wideArray = JSON.stringify({ tags: Array.from({ length: 12_000 }, () => 0) });
+    const wideObject = manyKeys(1_500);
+    for (const route of bodyRoutes) {
+      for (const [body, detail] of [
+        [wideArray, /more than 10000 keys and values/],
+        [wideObject, /more than 1000 keys/],
+      ] as const) {
+        const res = await call(world.api, route, {
+          auth: route.access === 'admin' ? admin : user,
+          params: route.params.length ? { id: randomUUID() } : {},
+          headers: { 'Content-Type': 'application/json' },
+          body,
+        });
+        expect({ route: route.key, status: res.status }).toEqual({ route: route.key, status: 413 });
+        expect(res.body.detail).toMatch(detail);
+      }
+    }
+  });
+
+  it('caps errors[] of a validation problem and says how many there were', async () => {
+    const auth = (await world.user('errors')).auth;
+    const body = Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`unknown_${i}`, i]));
+    const res = await world.api.http.post('/api/v1/feedback').set('Authorization', auth).send(body);
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(PROBLEM);
+    expect(res.body.errors).toHaveLength(MAX_FIELD_ERRORS);
+    expect(res.body.errors_total).toBeGreaterThanOrEqual(900);
+    expect(res.body.detail).toMatch(/and \d+ more$/);
+    expect(res.text.length).toBeLessThan(5_000);
+  });
+
+  describe('with small limits', () => {
+    let limited: Awaited<ReturnType<TestEnvLike['startApi']>>;
+    type TestEnvLike = SecurityWorld['env'];
+    const from = (ip: string) => ({ 'X-Forwarded-For': ip });
+
+    beforeAll(async () => {
+      limited = await world.env.startApi({
+        config: world.env.configWith({
+          RATE_LIMIT_WRITES_PER_MINUTE: '3',
+          RATE_LIMIT_PUBLIC_PER_MINUTE: '4',
+          ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR: '2',
+          TRUST_PROXY_HOPS: '1',
+        }),
+      });
+    });
+
+    const expect429 = (res: { status: number; headers: Record<string, string>; body: { code?: string } }) => {
+      expect(res.status).toBe(429);
+      expect(res.headers['content-type']).toMatch(PROBLEM);
+      expect(res.body.code).toBe('rate_limited');
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(res.headers['x-request-id']).toBeTruthy();
+    };
+
+    it('limits authenticated writes per user, not reads, and spares other users', async () => {
+      const writer = await world.user('writer');
+      const statuses: number[] = [];
+      let last;
+      for (let i = 0; i < 5; i += 1) {
+        last = await limited.http
+          .post('/api/v1/feedback')
+          .set({ Authorization: writer.auth, ...from('203.0.113.10') })
+          .send({ message: `note ${i}` });
+        statuses.push(last.status);
+      }
+      expect(statuses).toEqual([201, 201, 201, 429, 429]);
+      expect429(last!);
+      expect(await limited.prisma.feedback.count({ where: { userId: writer.user.id } })).toBe(3);
+      for (let i = 0; i < 5; i += 1) {
+        const read = await limited.http
+          .get('/api/v1/me')
+          .set({ Authorization: writer.auth, ...from('203.0.113.10') });
+        expect(read.status).toBe(200);
+      }
+      const other = await world.user('other-writer');
+      const res = await limited.http
+        .post('/api/v1/feedback')
+        .set({ Authorization: other.auth, ...from('203.0.113.10') })
+        .send({ message: 'mine' });
+      expect(res.status).toBe(201);
+    });
+
+    it('limits unauthenticated requests per client IP: public routes and 401 answers', async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i += 1) {
+        statuses.push(
+          (await limited.http.get('/api/v1/email/unsubscribe?t=bogus').set(from('203.0.113.20'))).status,
+        );
+      }
+      expect(statuses.slice(0, 4).every((s) => s !== 429)).toBe(true);
+      expect(statuses[4]).toBe(429);
+
+      const denied: number[] = [];
+      for (let i = 0; i < 6; i += 1) {
+        denied.push((await limited.http.get('/api/v1/me').set(from('203.0.113.21'))).status);
+      }
+      expect(denied.slice(0, 4)).toEqual([401, 401, 401, 401]);
+      expect(denied.slice(5)).toEqual([429]);
+      expect429(await limited.http.get('/api/v1/email/unsubscribe?t=bogus').set(from('203.0.113.21')));
+      // Another address is unaffected; probes and the providers' webhooks are never limited.
+      expect((await limited.http.get('/api/v1/me').set(from('203.0.113.22'))).status).toBe(401);
+      for (let i = 0; i < 6; i += 1) {
+        expect((await limited.http.get('/health').set(from('203.0.113.21'))).status).toBe(200);
+        expect(
+          (await limited.http.post('/webhooks/billing').set(from('203.0.113.21')).send({})).status,
+        ).not.toBe(429);
+      }
+    });
+
+    it('writes at most ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR admin.unauthorized rows per user, still answering 403', async () => {
+      const prober = await world.user('prober');
+      const rows = () =>
+        limited.prisma.auditLog.count({ where: { action: 'admin.unauthorized', userId: prober.sub } });
+      for (let i = 0; i < 5; i += 1) {
+        const res = await limited.http
+          .get('/api/v1/admin/stats')
+          .set({ Authorization: prober.auth, ...from('203.0.113.30') });
+        expect(res.status).toBe(403);
+        expect(res.body.code).toBe('admin_required');
+      }
+      expect(await rows()).toBe(2);
+    });
   });
 });

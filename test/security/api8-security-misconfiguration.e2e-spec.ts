@@ -17,6 +17,8 @@
  * - a deployed boot refuses TESTING=1, the public development secrets and localhost CORS origins.
  */
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Response } from 'supertest';
 import { runBootChecks } from '../../src/config/boot-checks.js';
@@ -280,6 +282,13 @@ describe('API8 security misconfiguration', () => {
       COMPANY_LEGAL_NAME: 'Example GmbH',
       CORS_ORIGINS: ORIGIN,
       PUBLIC_BASE_URL: 'https://api.example.com',
+      DATABASE_URL: 'postgresql://app@db.example.com/app?sslmode=verify-full',
+      EMAIL_PROVIDER: 'resend',
+      EMAIL_API_KEY: 're_live_0123456789',
+      BILLING_API_URL: 'https://api.paddle.com',
+      IDENTITY_JWKS_URL: 'https://identity.example.com/.well-known/jwks.json',
+      IDENTITY_ISSUER: 'https://identity.example.com',
+      IDENTITY_AUDIENCE: 'https://api.example.com',
       ...TEST_SECRETS,
     };
     expect(await runBootChecks(loadConfig(deployed), probes)).toBeNull();
@@ -293,6 +302,64 @@ describe('API8 security misconfiguration', () => {
     for (const override of refusals) {
       const refusal = await runBootChecks(loadConfig({ ...deployed, ...override }), probes);
       expect({ override, refused: refusal !== null }).toEqual({ override, refused: true });
+    }
+  });
+
+  it('answers requests the HTTP parser refuses with problem+json, the security headers and a request id', async () => {
+    const { api } = world;
+    const server = api.app.getHttpServer() as Server;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const raw = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let answer = '';
+        socket.on('data', (chunk) => (answer += chunk.toString()));
+        socket.on('end', () => resolve(answer));
+        socket.on('error', reject);
+        socket.write(request);
+      });
+    // A normal answer's security headers, which the parser's refusals must carry as well.
+    const normal = await api.http.get('/api/v1/does-not-exist');
+    const security = [
+      'content-security-policy',
+      'strict-transport-security',
+      'x-frame-options',
+      'x-content-type-options',
+      'referrer-policy',
+      'permissions-policy',
+      'cross-origin-resource-policy',
+    ];
+    try {
+      for (const [request, status] of [
+        [`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'h'.repeat(20_000)}\r\n\r\n`, 431],
+        ['GARBAGE / HTTP/1.1\r\n\r\n', 400],
+        ['GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', 400],
+      ] as const) {
+        const answer = await raw(request);
+        const [head, body] = answer.split('\r\n\r\n');
+        const lines = head.split('\r\n');
+        expect(lines[0]).toBe(
+          `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}`,
+        );
+        const headers = Object.fromEntries(
+          lines
+            .slice(1)
+            .map((line) => [
+              line.slice(0, line.indexOf(':')).toLowerCase(),
+              line.slice(line.indexOf(':') + 2),
+            ]),
+        );
+        expect(headers['content-type']).toMatch(PROBLEM);
+        for (const name of security)
+          expect({ name, value: headers[name] }).toEqual({ name, value: normal.headers[name] });
+        expect(headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+        const problem = JSON.parse(body);
+        expect(problem).toMatchObject({ status, request_id: headers['x-request-id'] });
+        expect(body).not.toContain('hhhh');
+      }
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

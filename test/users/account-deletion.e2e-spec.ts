@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import pg from 'pg';
 import type { User } from '../../src/generated/prisma/client.js';
@@ -214,6 +214,12 @@ describe('account deletion: soft delete, restore, hard delete', () => {
     const softDelete = (user: User, at: Date) =>
       api.prisma.user.update({ where: { id: user.id }, data: { deletedAt: at } });
 
+    // Each test runs alone: no soft-deleted user of an earlier test (some are past their grace period) is
+    // left for the job, so every count below is exactly the test's own users.
+    beforeEach(async () => {
+      await api.prisma.user.updateMany({ where: { deletedAt: { not: null } }, data: { deletedAt: null } });
+    });
+
     it('applies every erasure rule: owned rows go, kept rows lose their user link, audit first', async () => {
       const gone = await seedUserWithEverything(api.prisma, 'user_erased');
       const inGrace = await seedUserWithEverything(api.prisma, 'user_in_grace');
@@ -237,8 +243,34 @@ describe('account deletion: soft delete, restore, hard delete', () => {
       await archive('user_erased', 'msg_erased');
       await archive('user_active', 'msg_active');
 
-      const run = await deletion.hardDeleteDue();
-      expect(run.deleted).toBeGreaterThanOrEqual(1);
+      // A witness of the order: at the moment the users row is deleted, how many user.hard_deleted entries
+      // for it exist (seen from inside the deleting transaction).
+      await api.prisma.$executeRawUnsafe('CREATE TABLE delete_witness (user_id uuid, audited int)');
+      await api.prisma.$executeRawUnsafe(`
+        CREATE FUNCTION witness_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO delete_witness SELECT OLD.id, count(*)::int FROM audit_logs
+            WHERE action = 'user.hard_deleted' AND resource_id = OLD.id::text;
+          RETURN OLD;
+        END $$`);
+      await api.prisma.$executeRawUnsafe(
+        'CREATE TRIGGER witness_delete BEFORE DELETE ON users FOR EACH ROW EXECUTE FUNCTION witness_delete()',
+      );
+      let witnessed: { user_id: string; audited: number }[];
+      try {
+        const run = await deletion.hardDeleteDue();
+        expect(run.deleted).toBe(1);
+        witnessed = await api.prisma.$queryRawUnsafe('SELECT user_id::text, audited FROM delete_witness');
+      } finally {
+        await api.prisma.$executeRawUnsafe('DROP TRIGGER witness_delete ON users');
+        await api.prisma.$executeRawUnsafe('DROP FUNCTION witness_delete()');
+        await api.prisma.$executeRawUnsafe('DROP TABLE delete_witness');
+      }
+      // The entry existed before the delete (written first, same transaction).
+      expect(witnessed.find((w) => w.user_id === gone.user.id)).toEqual({
+        user_id: gone.user.id,
+        audited: 1,
+      });
 
       expect(await api.prisma.user.findUnique({ where: { id: gone.user.id } })).toBeNull();
       await expectErased(gone);

@@ -29,11 +29,25 @@ export abstract class AppError extends Error {
   }
 }
 
+/** At most this many entries in a problem's errors[] (issue 14: 70,000 unknown keys made a 6.5 MB answer). */
+export const MAX_FIELD_ERRORS = 20;
+const MAX_FIELD_TEXT = 200;
+const MAX_DETAIL = 1000;
+
+const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 export class ValidationError extends AppError {
   readonly status = 400;
   readonly title = 'Invalid request';
+  /** errors[] keeps the first MAX_FIELD_ERRORS entries; `errors_total` says how many there were. */
   constructor(detail: string, errors: FieldError[] = [], code = 'validation_failed') {
-    super(code, detail, { extensions: { errors } });
+    const shown = errors
+      .slice(0, MAX_FIELD_ERRORS)
+      .map((e) => ({ field: clip(e.field, MAX_FIELD_TEXT), message: clip(e.message, MAX_FIELD_TEXT) }));
+    super(code, clip(detail, MAX_DETAIL), {
+      extensions:
+        errors.length > shown.length ? { errors: shown, errors_total: errors.length } : { errors: shown },
+    });
   }
 }
 

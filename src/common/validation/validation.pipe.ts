@@ -3,7 +3,7 @@ import {
   ValidationPipe,
   type ValidationError as ClassValidatorError,
 } from '@nestjs/common';
-import { type FieldError, ValidationError } from '../errors/app-error.js';
+import { type FieldError, MAX_FIELD_ERRORS, ValidationError } from '../errors/app-error.js';
 
 function flatten(errors: ClassValidatorError[], parent = ''): FieldError[] {
   return errors.flatMap((error) => {
@@ -64,10 +64,9 @@ export function createValidationPipe(): ValidationPipe {
     validationError: { target: false, value: false },
     exceptionFactory: (errors) => {
       const fields = flatten(errors);
-      return new ValidationError(
-        fields.length > 0 ? fields.map((f) => f.message).join('; ') : 'The request is invalid.',
-        fields,
-      );
+      const listed = fields.slice(0, MAX_FIELD_ERRORS).map((f) => f.message);
+      if (fields.length > listed.length) listed.push(`and ${fields.length - listed.length} more`);
+      return new ValidationError(listed.length > 0 ? listed.join('; ') : 'The request is invalid.', fields);
     },
   });
 }

@@ -6,6 +6,7 @@ import { AdminGuard } from './admin.guard.js';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { AuthenticationGuard } from './authentication.guard.js';
 import { JwtStrategy } from './jwt.strategy.js';
+import { RequestRateLimiter, RequestRateLimitGuard } from './request-rate-limit.js';
 
 @Global()
 @Module({
@@ -14,8 +15,11 @@ import { JwtStrategy } from './jwt.strategy.js';
     JwtStrategy,
     ApiKeyAuthService,
     AdminGuard,
+    RequestRateLimiter,
     { provide: APP_GUARD, useClass: AuthenticationGuard },
+    // After authentication: it needs to know whether the request has a user.
+    { provide: APP_GUARD, useClass: RequestRateLimitGuard },
   ],
-  exports: [AdminGuard],
+  exports: [AdminGuard, RequestRateLimiter],
 })
 export class AuthModule {}

@@ -109,13 +109,13 @@ export class BillingApiClient {
     json?: object,
     schema?: z.ZodType,
   ): Promise<unknown> {
-    const apiKey = this.config.billing.apiKey;
-    if (!apiKey)
+    const { apiKey, apiUrl } = this.config.billing;
+    if (!apiKey || !apiUrl)
       throw new DependencyError('The billing provider is not configured.', 'billing_not_configured');
     try {
       const response = await this.http.request({
         method,
-        url: `${this.config.billing.apiUrl.replace(/\/+$/, '')}${path}`,
+        url: `${apiUrl.replace(/\/+$/, '')}${path}`,
         headers: { authorization: `Bearer ${apiKey}` },
         json,
         schema: schema ?? subscriptionEnvelope,

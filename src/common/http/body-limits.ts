@@ -1,0 +1,145 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
+import type { AppConfig } from '../../config/app-config.js';
+import { type AppError, PayloadTooLargeError, ValidationError } from '../errors/app-error.js';
+import { MAX_INPUT_DEPTH } from '../validation/validation.pipe.js';
+import { sendProblem, toProblem } from '../filters/problem-details.filter.js';
+
+/** Form bodies: only the one-click unsubscribe reads one (`List-Unsubscribe=One-Click`). */
+export const FORM_BODY_LIMIT = '64kb';
+
+/**
+ * Routes whose JSON bodies may be large: the metered completions (DESIGN 5c: at least 256 KB of
+ * messages) and the providers' webhooks (their payloads are theirs to size). Everything else is small.
+ */
+export function takesLargeBody(path: string): boolean {
+  return path === '/api/v1/ai/completions' || path.startsWith('/webhooks/');
+}
+
+/** The webhook receivers verify a signature over the raw bytes and parse with their own schemas. */
+const isWebhook = (path: string): boolean => path.startsWith('/webhooks/');
+
+/** body-parser's own default (`application/json`, parameters ignored), decided per request. */
+function isJson(req: Request): boolean {
+  const type = req.headers['content-type'];
+  return typeof type === 'string' && type.split(';')[0].trim().toLowerCase() === 'application/json';
+}
+
+/**
+ * Why a JSON body is too big to parse and hand to class-transformer, or null, read from its bytes before
+ * JSON.parse: more than `maxNodes` values in all, an object with more than `maxKeys` keys, or nesting
+ * deeper than the validation pipe's bound (its 400). class-transformer de-duplicates each object's keys in
+ * O(n^2) (70,000 keys: about 4 s of event-loop time), and JSON.parse alone spends 50-90 ms on such a body,
+ * so the refusal comes from one pass over the bytes (about 1 ms for 740 KB) that stops at the first excess.
+ * Invalid JSON is left to JSON.parse.
+ */
+export function jsonSizeProblem(
+  body: Uint8Array,
+  maxNodes: number,
+  maxKeys: number,
+): { status: 400 | 413; message: string } | null {
+  // Per open container: -1 for an array, else the keys seen so far in the object.
+  const keys: number[] = [];
+  let nodes = 0;
+  let inString = false;
+  let arrayOpened = false;
+  for (let i = 0; i < body.length; i += 1) {
+    const c = body[i];
+    if (inString) {
+      if (c === 0x5c) i += 1;
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+    if (arrayOpened) {
+      arrayOpened = false;
+      if (c !== 0x5d) nodes += 1; // the first element of a non-empty array
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (keys.length >= MAX_INPUT_DEPTH) {
+        return { status: 400, message: `the request is nested deeper than ${MAX_INPUT_DEPTH} levels` };
+      }
+      keys.push(c === 0x7b ? 0 : -1);
+      arrayOpened = c === 0x5b;
+    } else if (c === 0x7d || c === 0x5d) keys.pop();
+    else if (c === 0x3a && keys.length > 0 && keys[keys.length - 1] >= 0) {
+      keys[keys.length - 1] += 1;
+      nodes += 1;
+      if (keys[keys.length - 1] > maxKeys) {
+        return { status: 413, message: `an object in the request body has more than ${maxKeys} keys` };
+      }
+    } else if (c === 0x2c && keys[keys.length - 1] === -1) nodes += 1;
+    if (nodes > maxNodes) {
+      return { status: 413, message: `the request body has more than ${maxNodes} keys and values` };
+    }
+  }
+  return null;
+}
+
+/** body-parser's JSON errors, so the fallback handler answers them as before (400 not valid JSON). */
+const parseFailed = (message: string) =>
+  Object.assign(new SyntaxError(message), {
+    status: 400,
+    statusCode: 400,
+    expose: true,
+    type: 'entity.parse.failed',
+  });
+
+function refuse(req: Request, res: Response, error: AppError): void {
+  const { problem, headers } = toProblem(error, req.id === undefined ? undefined : String(req.id));
+  sendProblem(res, problem, headers);
+}
+
+/**
+ * JSON bodies: the small limit everywhere, the large one on the routes that need it, each enforced by
+ * body-parser while it reads (a chunked body is cut off as well); then the key count on the bytes, then
+ * JSON.parse. Too big in bytes or in keys is 413 `payload_too_large`, before authentication and before any
+ * DTO transformation.
+ */
+export function installBodyParsers(app: NestExpressApplication, config: AppConfig): void {
+  const { bodyBytes, largeBodyBytes, jsonMaxNodes, jsonMaxObjectKeys } = config.limits;
+  // Read as bytes (Nest keeps them as req.rawBody for the webhook signatures), scanned, then parsed here.
+  const raw = (large: boolean) => ({
+    limit: large ? largeBodyBytes : bodyBytes,
+    type: (req: unknown) => isJson(req as Request) && takesLargeBody((req as Request).path) === large,
+  });
+  app.useBodyParser('raw', raw(true));
+  app.useBodyParser('raw', raw(false));
+  app.useBodyParser('urlencoded', { limit: FORM_BODY_LIMIT, extended: false });
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (!Buffer.isBuffer(req.body) || !isJson(req)) return next();
+    const bytes = req.body;
+    // Webhook receivers verify the signature over the exact bytes and parse the JSON themselves, so an
+    // authentic body that is not JSON is theirs to trace (audit + log), not a bare parser 400.
+    if (isWebhook(req.path)) {
+      (req as Request & { rawBody?: Buffer }).rawBody ??= bytes;
+      return next();
+    }
+    {
+      const problem = jsonSizeProblem(bytes, jsonMaxNodes, jsonMaxObjectKeys);
+      if (problem?.status === 400) return refuse(req, res, new ValidationError(problem.message));
+      if (problem) {
+        return refuse(
+          req,
+          res,
+          new PayloadTooLargeError(`The request body is too large: ${problem.message}.`),
+        );
+      }
+    }
+    if (bytes.length === 0) {
+      req.body = {};
+      return next();
+    }
+    const text = bytes.toString('utf8');
+    // body-parser's strict mode: only an object or an array at the top.
+    const first = text.trimStart()[0];
+    if (first !== '{' && first !== '[') return next(parseFailed('the top level is not an object or array'));
+    try {
+      req.body = JSON.parse(text);
+    } catch (err) {
+      return next(parseFailed((err as Error).message));
+    }
+    next();
+  });
+}
