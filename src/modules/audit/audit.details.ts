@@ -53,6 +53,7 @@ export const AUDIT_DETAIL_KEYS = [
   'expires_at',
   'checkout_token_expired_at',
   'prefix',
+  'previous_holder',
   'consent_given',
   'consent_at',
 ] as const;

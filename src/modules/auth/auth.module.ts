@@ -5,17 +5,19 @@ import { UsersModule } from '../users/users.module.js';
 import { AdminGuard } from './admin.guard.js';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { AuthenticationGuard } from './authentication.guard.js';
+import { IdentityKeySet } from './identity-key-set.js';
 import { JwtStrategy } from './jwt.strategy.js';
 
 @Global()
 @Module({
   imports: [PassportModule, UsersModule],
   providers: [
+    IdentityKeySet,
     JwtStrategy,
     ApiKeyAuthService,
     AdminGuard,
     { provide: APP_GUARD, useClass: AuthenticationGuard },
   ],
-  exports: [AdminGuard],
+  exports: [AdminGuard, IdentityKeySet],
 })
 export class AuthModule {}
