@@ -20,7 +20,10 @@
  *   that is not an address (an object, CRLF header injection, a Unicode look-alike);
  * - the JWKS endpoint is not re-fetched for every unknown kid: one refresh per cooldown shared by all
  *   callers, so garbage kids cannot use up the refreshes a real user needs after a key rotation;
- * - a key-set outage answers 503 `identity_unavailable` (with Retry-After), never 401 or 500.
+ * - a key-set outage answers 503 `identity_unavailable` (with Retry-After), never 401 or 500;
+ * - POST /api/v1/account/me/restore with a valid token: 409 `deleted_by_identity_provider` once the
+ *   identity provider deleted the user (`user.deleted`), also after the user had asked first; a deletion
+ *   the user asked for alone stays restorable.
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -29,7 +32,7 @@ import { generateApiKey } from '../../src/modules/auth/api-key.util.js';
 import { paddleSignature } from '../../src/modules/billing/paddle-signature.js';
 import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import { newSubId, subscriptionEvent } from '../support/billing.js';
-import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { identityDeletedEvent, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { IdentityKeySet } from '../../src/modules/auth/identity-key-set.js';
 import { TEST_SECRETS } from '../support/test-env.js';
 import { inBatches, tableCounts } from './support/db.js';
@@ -475,5 +478,44 @@ describe('API2 broken authentication: only a valid credential of a live account 
     }
     const res = await api.http.get('/api/v1/me').set('Authorization', await world.bearer(sub));
     expect(res.status).toBe(200);
+  });
+  it('never restores an account the identity provider deleted, even with a token issued before', async () => {
+    const { api } = world;
+    const restore = (auth: string) => api.http.post('/api/v1/account/me/restore').set('Authorization', auth);
+    const providerDeletes = async (sub: string) => {
+      const delivery = signIdentityEvent(identityDeletedEvent(sub));
+      expect(
+        (await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body)).status,
+      ).toBe(200);
+    };
+    const state = (sub: string) => api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } });
+
+    const gone = await world.user('idp-deleted');
+    await providerDeletes(gone.sub);
+    // Minted before the provider's deletion reached us; still valid for a while.
+    const res = await restore(`Bearer ${await token(gone.sub, undefined)}`);
+    expect({ status: res.status, code: res.body.code }).toEqual({
+      status: 409,
+      code: 'deleted_by_identity_provider',
+    });
+    expect((await state(gone.sub)).deletedAt).not.toBeNull();
+
+    // The user asked first, then the provider deleted the identity: no longer the user's to undo.
+    const both = await world.user('both-deleted');
+    expect((await api.http.delete('/api/v1/account/me').set('Authorization', both.auth)).status).toBe(202);
+    await providerDeletes(both.sub);
+    expect((await restore(`Bearer ${await token(both.sub, undefined)}`)).status).toBe(409);
+    expect((await state(both.sub)).deletedAt).not.toBeNull();
+    expect(
+      await api.prisma.auditLog.count({
+        where: { action: 'user.restored', userId: { in: [gone.sub, both.sub] } },
+      }),
+    ).toBe(0);
+
+    // Positive control: a deletion the user asked for alone is restorable within the grace period.
+    const self = await world.user('self-deleted');
+    expect((await api.http.delete('/api/v1/account/me').set('Authorization', self.auth)).status).toBe(202);
+    expect((await restore(`Bearer ${await token(self.sub, undefined)}`)).status).toBe(200);
+    expect((await state(self.sub)).deletedAt).toBeNull();
   });
 });

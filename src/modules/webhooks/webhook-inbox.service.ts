@@ -1,3 +1,4 @@
+import { recordableError } from '../../common/errors/internal-text.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
@@ -73,7 +74,12 @@ export class WebhookInboxService {
    * an operator to act on, and the archive keeps the successful outcome.
    */
   private async recordFailure(provider: WebhookProvider, event: InboundEvent, err: unknown): Promise<void> {
-    const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    // Never a stack trace, file path or SQL in the record or the audit entry; the log keeps it all.
+    const message = recordableError(err);
+    const full = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    if (message !== full.slice(0, 2000)) {
+      this.logger.error({ provider, event_id: event.eventId, err: full }, 'webhook handling failed');
+    }
     try {
       const recorded = await this.prisma.$transaction(async (tx) => {
         if (!(await this.inbox.archiveFailure(tx, provider, event, message.slice(0, 2000)))) return false;
@@ -88,7 +94,7 @@ export class WebhookInboxService {
       });
       if (!recorded) {
         this.logger.warn(
-          { provider, event_id: event.eventId, err: message },
+          { provider, event_id: event.eventId, err: full },
           'webhook attempt failed, but another delivery of the event was handled meanwhile; failure not recorded',
         );
       }
