@@ -30,6 +30,7 @@ import {
   transactionEvent,
 } from '../support/billing.js';
 import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
+import { IdentityKeySet } from '../../src/modules/auth/identity-key-set.js';
 import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import type { ApiApp } from '../support/test-env.js';
 import { Canary, type HostileAnswer, HostileServer } from './support/outbound.js';
@@ -316,6 +317,8 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
     const jwks = await world.env.startApi({
       config: world.env.configWith({ IDENTITY_JWKS_URL: `${hostile.url}/.well-known/jwks.json` }),
     });
+    // One refresh per answer below, without waiting out the 5 s default cooldown each time.
+    jwks.app.get(IdentityKeySet).cooldownMs = 50;
     const token = await world.env.idp.token({
       sub: `user_jwks_${randomUUID().slice(0, 6)}`,
       email: 'j@example.com',
