@@ -33,7 +33,10 @@ function keyProvider(keys: IdentityKeySet): SecretOrKeyProvider {
     if (!header) return done(new UnauthenticatedError('The token is invalid.', 'invalid_token'));
     if (header.crit !== undefined) {
       return done(
-        new UnauthenticatedError('The token requires header extensions (crit) that are not supported.', 'invalid_token'),
+        new UnauthenticatedError(
+          'The token requires header extensions (crit) that are not supported.',
+          'invalid_token',
+        ),
       );
     }
     if (typeof header.kid !== 'string' || header.kid.length === 0 || header.kid.length > 256) {

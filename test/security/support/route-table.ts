@@ -66,8 +66,16 @@ export const ROUTE_TABLE: Record<string, RouteCase> = {
   'post /api/v1/billing/checkout-token': { access: 'user', body: { tier: 'PRO' }, apiKeyRefused: true },
   'post /api/v1/billing/checkout': { access: 'user', body: { tier: 'PRO' }, apiKeyRefused: true },
   'get /api/v1/billing/subscription': { access: 'user' },
-  'post /api/v1/billing/subscription/cancel': { access: 'user', body: { cancel_immediately: true }, apiKeyRefused: true },
-  'post /api/v1/billing/subscription/change': { access: 'user', body: { target_tier: 'TEAM' }, apiKeyRefused: true },
+  'post /api/v1/billing/subscription/cancel': {
+    access: 'user',
+    body: { cancel_immediately: true },
+    apiKeyRefused: true,
+  },
+  'post /api/v1/billing/subscription/change': {
+    access: 'user',
+    body: { target_tier: 'TEAM' },
+    apiKeyRefused: true,
+  },
   'post /api/v1/billing/subscription/resume': { access: 'user', body: {}, apiKeyRefused: true },
   'get /api/v1/credits': { access: 'user' },
   'post /api/v1/ai/completions': {
