@@ -30,6 +30,8 @@ export abstract class AppConfig {
     webhookSecret: string | null;
     /** Still accepted during a rotation (never used to sign). */
     previousWebhookSecret: string | null;
+    /** Tokens are refused once this many seconds passed since their `iat`, whatever their `exp`. */
+    maxTokenAgeSeconds: number;
   };
   declare billing: {
     webhookSecret: string | null;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AppConfig, AppEnv } from './app-config.js';
+import { canonicalEmail } from '../common/validation/canonical-email.js';
 import { projectConfig as defaultProjectConfig, type ProjectConfig } from './project.config.js';
 
 export class ConfigError extends Error {}
@@ -93,6 +94,7 @@ const schema = z.object({
   IDENTITY_ALLOW_ANY_AUDIENCE: optional.pipe(z.enum(['true', 'false']).optional()),
   IDENTITY_WEBHOOK_SECRET: optional,
   IDENTITY_WEBHOOK_SECRET_PREVIOUS: optional,
+  IDENTITY_MAX_TOKEN_AGE_SECONDS: int(86400, 60, 31 * 86400),
   BILLING_WEBHOOK_SECRET: optional,
   BILLING_WEBHOOK_SECRET_PREVIOUS: optional,
   BILLING_API_URL: url,
@@ -169,9 +171,12 @@ export function loadConfig(
     ...project,
     projectSlug: e.PROJECT_SLUG ?? project.projectSlug,
     companyLegalName: e.COMPANY_LEGAL_NAME ?? project.companyLegalName,
-    adminEmails: (e.ADMIN_EMAILS !== undefined ? csv(e.ADMIN_EMAILS) : project.adminEmails).map((m) =>
-      m.toLowerCase(),
-    ),
+    // Compared in canonical ASCII form (no Unicode case folding): see canonicalEmail.
+    adminEmails: (e.ADMIN_EMAILS !== undefined ? csv(e.ADMIN_EMAILS) : project.adminEmails).map((m) => {
+      const canonical = canonicalEmail(m);
+      if (!canonical) throw new ConfigError(`ADMIN_EMAILS: "${m}" is not a printable ASCII address`);
+      return canonical;
+    }),
     priceTiers,
     leadMagnetPrefixes:
       e.LEAD_MAGNET_PREFIXES !== undefined
@@ -222,6 +227,7 @@ export function loadConfig(
       // (boot-checks.ts) because they are public.
       webhookSecret: e.IDENTITY_WEBHOOK_SECRET ?? (local ? DEV_IDENTITY_WEBHOOK_SECRET : null),
       previousWebhookSecret: e.IDENTITY_WEBHOOK_SECRET_PREVIOUS ?? null,
+      maxTokenAgeSeconds: e.IDENTITY_MAX_TOKEN_AGE_SECONDS,
     },
     billing: {
       webhookSecret: e.BILLING_WEBHOOK_SECRET ?? (local ? DEV_BILLING_WEBHOOK_SECRET : null),

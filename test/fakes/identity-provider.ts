@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createPrivateKey, randomBytes, sign } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -33,6 +33,16 @@ export interface TokenOptions {
    * RS256 even when the signature itself is valid.
    */
   alg?: 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512';
+  /** Seconds from now for `iat` (default 0); positive for a token issued in the future. */
+  issuedAt?: number;
+}
+
+export interface TokenClaims {
+  sub: string;
+  email?: string;
+  /** Defaults to true when `email` is given (the provider only puts verified addresses in its tokens). */
+  email_verified?: unknown;
+  azp?: string;
 }
 
 async function newKey(): Promise<SigningKey> {
@@ -95,10 +105,7 @@ export class FakeIdentityProvider {
     this.keys = keepOld ? [...this.keys, key] : [key];
   }
 
-  async token(
-    claims: { sub: string; email?: string; azp?: string },
-    options: TokenOptions = {},
-  ): Promise<string> {
+  async token(claims: TokenClaims, options: TokenOptions = {}): Promise<string> {
     const key = options.foreignKey
       ? { ...(await newKey()), kid: this.currentKid }
       : this.keys[this.keys.length - 1];
@@ -107,15 +114,29 @@ export class FakeIdentityProvider {
     const signingKey =
       alg === 'RS256' ? key.privateKey : await importPKCS8(await exportPKCS8(key.privateKey), alg);
     const now = Math.floor(Date.now() / 1000);
-    const jwt = new SignJWT({ ...claims })
+    const payload: Record<string, unknown> = { ...claims };
+    if (claims.email !== undefined && !('email_verified' in claims)) payload.email_verified = true;
+    const jwt = new SignJWT(payload)
       .setProtectedHeader({ alg, kid: options.kid ?? key.kid, typ: 'JWT' })
       .setIssuer(options.issuer ?? this.issuer)
       .setSubject(claims.sub)
-      .setIssuedAt(now)
+      .setIssuedAt(now + (options.issuedAt ?? 0))
       .setExpirationTime(now + (options.expiresIn ?? 60));
     if (options.notBefore !== undefined) jwt.setNotBefore(now + options.notBefore);
     if (options.audience) jwt.setAudience(options.audience);
     return jwt.sign(signingKey);
+  }
+
+  /**
+   * Any header and payload, RS256-signed with the current published key (validly signed, so only the
+   * service's own checks can refuse it): `iss` defaults to the issuer, `kid`/`alg` to the current ones.
+   * jose refuses to sign some of these (unknown `crit`), hence the hand-made JWS.
+   */
+  async rawToken(header: Record<string, unknown>, payload: Record<string, unknown>): Promise<string> {
+    const key = this.keys[this.keys.length - 1];
+    const input = `${b64url({ alg: 'RS256', typ: 'JWT', kid: key.kid, ...header })}.${b64url({ iss: this.issuer, ...payload })}`;
+    const privateKey = createPrivateKey(await exportPKCS8(key.privateKey));
+    return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
   }
 
   /** `alg: none`, no signature. */

@@ -9,6 +9,8 @@
  *   count never charges more than the reservation; prototype keys in the answer pollute nothing;
  * - POST /api/v1/billing/subscription/cancel (billing API): 502/503, the subscription row untouched, the
  *   attempt audited as failed;
+ * - POST /webhooks/identity: user.updated events apply newer-wins (the user's updated_at, else the event
+ *   time), so an old e-mail address delivered late never replaces the current one;
  * - every authenticated route's token check (identity provider JWKS): garbage key sets give 401/503,
  *   never 500;
  * - the e-mail provider client: off-contract ids are not stored;
@@ -28,6 +30,7 @@ import {
   transactionEvent,
 } from '../support/billing.js';
 import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
+import { IdentityKeySet } from '../../src/modules/auth/identity-key-set.js';
 import { deliverIdentity, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import type { ApiApp } from '../support/test-env.js';
 import { Canary, type HostileAnswer, HostileServer } from './support/outbound.js';
@@ -271,11 +274,51 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
     expect(await api.prisma.user.count({ where: { identityUserId: sub } })).toBe(0);
   });
 
+  it('applies identity user.updated newer-wins: an old address delivered late never comes back', async () => {
+    const { api } = world;
+    const sub = `user_order_${randomUUID().slice(0, 6)}`;
+    const t0 = Date.now() - 60_000;
+    const send = async (
+      type: 'user.created' | 'user.updated',
+      email: string,
+      at: { updatedAt?: number; timestamp: number },
+    ) => {
+      const delivery = signIdentityEvent(identityUserEvent(type, sub, email, at));
+      const res = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+      expect(res.status).toBe(200);
+      return res.body.status as string;
+    };
+    const email = async () =>
+      (await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } })).email;
+
+    expect(await send('user.created', 'first@example.com', { updatedAt: t0, timestamp: t0 })).toBe(
+      'processed',
+    );
+    expect(
+      await send('user.updated', 'third@example.com', { updatedAt: t0 + 2000, timestamp: t0 + 2000 }),
+    ).toBe('processed');
+    // Delivered late (a retry, or simply unordered delivery): older than what was applied.
+    expect(
+      await send('user.updated', 'second@example.com', { updatedAt: t0 + 1000, timestamp: t0 + 1000 }),
+    ).toBe('skipped');
+    expect(await email()).toBe('third@example.com');
+    // Without the user's updated_at the event time orders them.
+    expect(await send('user.updated', 'fifth@example.com', { timestamp: t0 + 5000 })).toBe('processed');
+    expect(await send('user.updated', 'fourth@example.com', { timestamp: t0 + 4000 })).toBe('skipped');
+    expect(await email()).toBe('fifth@example.com');
+    const archived = await api.prisma.webhookEvent.findMany({
+      where: { provider: 'identity', status: 'SKIPPED' },
+    });
+    expect(archived.filter((row) => row.error?.startsWith('stale event')).length).toBeGreaterThanOrEqual(2);
+  });
+
   it('answers 401/503, never 500, when the identity provider serves a garbage key set', async () => {
     // Last in the file: passport keeps one global 'jwt' strategy, so this app's key set wins from here on.
     const jwks = await world.env.startApi({
       config: world.env.configWith({ IDENTITY_JWKS_URL: `${hostile.url}/.well-known/jwks.json` }),
     });
+    // One refresh per answer below, without waiting out the 5 s default cooldown each time.
+    jwks.app.get(IdentityKeySet).cooldownMs = 50;
     const token = await world.env.idp.token({
       sub: `user_jwks_${randomUUID().slice(0, 6)}`,
       email: 'j@example.com',

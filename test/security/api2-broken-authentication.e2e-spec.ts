@@ -14,7 +14,16 @@
  * - POST /webhooks/identity and POST /webhooks/billing: missing, malformed, wrong-secret, stale, future and
  *   body-altered signatures: 401 and nothing stored;
  * - GET/POST /api/v1/email/unsubscribe: missing, forged, truncated, wrong-purpose tokens: 400, no change;
- * - the JWKS endpoint is not re-fetched for every unknown kid (the key-set refresh is rate limited).
+ * - token hardening on every protected route (401, nothing written): no `exp`, no `iat`, an `iat` in the
+ *   future, a token older than IDENTITY_MAX_TOKEN_AGE_SECONDS whatever its `exp`, an unknown `crit`
+ *   header, `sub` that is not a short clean string (an object, CRLF, 10,000 characters), an `email` claim
+ *   that is not an address (an object, CRLF header injection, a Unicode look-alike);
+ * - the JWKS endpoint is not re-fetched for every unknown kid: one refresh per cooldown shared by all
+ *   callers, so garbage kids cannot use up the refreshes a real user needs after a key rotation;
+ * - a key-set outage answers 503 `identity_unavailable` (with Retry-After), never 401 or 500;
+ * - POST /api/v1/account/me/restore with a valid token: 409 `deleted_by_identity_provider` once the
+ *   identity provider deleted the user (`user.deleted`), also after the user had asked first; a deletion
+ *   the user asked for alone stays restorable.
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -23,7 +32,8 @@ import { generateApiKey } from '../../src/modules/auth/api-key.util.js';
 import { paddleSignature } from '../../src/modules/billing/paddle-signature.js';
 import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import { newSubId, subscriptionEvent } from '../support/billing.js';
-import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { identityDeletedEvent, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { IdentityKeySet } from '../../src/modules/auth/identity-key-set.js';
 import { TEST_SECRETS } from '../support/test-env.js';
 import { inBatches, tableCounts } from './support/db.js';
 import { call, expectRouteTableMatches, type TableRoute } from './support/route-table.js';
@@ -44,6 +54,8 @@ describe('API2 broken authentication: only a valid credential of a live account 
     });
     routes = expectRouteTableMatches(world.api.app);
     protectedRoutes = routes.filter((r) => r.access === 'user' || r.access === 'admin');
+    // Shorter than the 5 s default so the unknown-kid variants below do not take minutes.
+    world.api.app.get(IdentityKeySet).cooldownMs = 1000;
   });
   afterAll(() => world.close());
 
@@ -113,6 +125,18 @@ describe('API2 broken authentication: only a valid credential of a live account 
       data: { expiresAt: new Date(Date.now() - 1000) },
     });
     const live = await world.apiKey(known.auth, 'live');
+    const now = Math.floor(Date.now() / 1000);
+    /** Validly signed with the published key: only the service's own claim checks can refuse these. */
+    const raw = (payload: Record<string, unknown>, header: Record<string, unknown> = {}) =>
+      env.idp.rawToken(header, {
+        sub: known.sub,
+        aud: AUDIENCE,
+        azp: PARTY,
+        iat: now,
+        exp: now + 60,
+        ...payload,
+      });
+    const ghost = () => `user_ghost_${randomUUID().slice(0, 8)}`;
 
     const variants: [
       string,
@@ -148,6 +172,53 @@ describe('API2 broken authentication: only a valid credential of a live account 
       [
         'unknown user without e-mail',
         { auth: `Bearer ${await token(`user_ghost_${randomUUID()}`, undefined)}` },
+      ],
+      ['no exp', { auth: `Bearer ${await raw({ exp: undefined })}` }],
+      ['no iat', { auth: `Bearer ${await raw({ iat: undefined })}` }],
+      ['iat in the future', { auth: `Bearer ${await token(known.sub, undefined, { issuedAt: 300 })}` }],
+      [
+        'older than the maximum age, exp far ahead',
+        { auth: `Bearer ${await raw({ iat: now - 86_400 - 60, exp: now + 86_400 })}` },
+      ],
+      [
+        'unknown crit header',
+        { auth: `Bearer ${await raw({}, { crit: ['urn:example:ext'], 'urn:example:ext': true })}` },
+      ],
+      [
+        'sub is an object',
+        { auth: `Bearer ${await raw({ sub: { a: 1 }, email: 'obj@example.com', email_verified: true })}` },
+      ],
+      [
+        'sub with CRLF',
+        {
+          auth: `Bearer ${await raw({ sub: 'user_x\r\nX-Injected: 1', email: 'crlf@example.com', email_verified: true })}`,
+        },
+      ],
+      [
+        'sub of 10,000 characters',
+        {
+          auth: `Bearer ${await raw({ sub: 'u'.repeat(10_000), email: 'long@example.com', email_verified: true })}`,
+        },
+      ],
+      [
+        'email is an object',
+        { auth: `Bearer ${await raw({ sub: ghost(), email: { a: 1 }, email_verified: true })}` },
+      ],
+      [
+        'email with CRLF header injection',
+        {
+          auth: `Bearer ${await raw({ sub: ghost(), email: 'a@example.com\r\nBcc: victim@example.net', email_verified: true })}`,
+        },
+      ],
+      [
+        'email a Unicode look-alike',
+        {
+          auth: `Bearer ${await raw({ sub: ghost(), email: '\u212Aim@example.com', email_verified: true })}`,
+        },
+      ],
+      [
+        'email not an address',
+        { auth: `Bearer ${await raw({ sub: ghost(), email: 'not-an-address', email_verified: true })}` },
       ],
       ['testing bypass while TESTING is off', { auth: `Bearer test:${known.sub}:admin@example.com` }],
       ['token in the query string', { query: { access_token: valid, token: valid } }],
@@ -365,5 +436,86 @@ describe('API2 broken authentication: only a valid credential of a live account 
     );
     expect(new Set(results)).toEqual(new Set([401]));
     expect(world.env.idp.jwksRequests - before).toBeLessThanOrEqual(10);
+  });
+  it('lets a real user in right after a key rotation, however many garbage kids came first', async () => {
+    const sub = `user_rotation_${randomUUID().slice(0, 6)}`;
+    expect(
+      (await world.api.http.get('/api/v1/me').set('Authorization', await world.bearer(sub))).status,
+    ).toBe(200);
+    const garbage = await inBatches(
+      Array.from({ length: 60 }, (_, i) => i),
+      20,
+      async (i) =>
+        (
+          await world.api.http
+            .get('/api/v1/me')
+            .set('Authorization', `Bearer ${await token(sub, undefined, { kid: `kid_garbage_${i}` })}`)
+        ).status,
+    );
+    expect(new Set(garbage)).toEqual(new Set([401]));
+    // The provider rotates without announcing the new key first: the next token carries an unknown kid.
+    await world.env.idp.rotate();
+    const res = await world.api.http.get('/api/v1/me').set('Authorization', await world.bearer(sub));
+    expect({ status: res.status, code: res.body.code }).toEqual({ status: 200, code: undefined });
+  });
+
+  it('answers 503 identity_unavailable while the key set is down, and recovers', async () => {
+    const { api, env } = world;
+    const sub = `user_outage_${randomUUID().slice(0, 6)}`;
+    expect((await api.http.get('/api/v1/me').set('Authorization', await world.bearer(sub))).status).toBe(200);
+    env.idp.available = false;
+    try {
+      await env.idp.rotate();
+      const res = await api.http.get('/api/v1/me').set('Authorization', await world.bearer(sub));
+      expect({ status: res.status, code: res.body.code }).toEqual({
+        status: 503,
+        code: 'identity_unavailable',
+      });
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.headers['retry-after']).toBeDefined();
+    } finally {
+      env.idp.available = true;
+    }
+    const res = await api.http.get('/api/v1/me').set('Authorization', await world.bearer(sub));
+    expect(res.status).toBe(200);
+  });
+  it('never restores an account the identity provider deleted, even with a token issued before', async () => {
+    const { api } = world;
+    const restore = (auth: string) => api.http.post('/api/v1/account/me/restore').set('Authorization', auth);
+    const providerDeletes = async (sub: string) => {
+      const delivery = signIdentityEvent(identityDeletedEvent(sub));
+      expect(
+        (await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body)).status,
+      ).toBe(200);
+    };
+    const state = (sub: string) => api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } });
+
+    const gone = await world.user('idp-deleted');
+    await providerDeletes(gone.sub);
+    // Minted before the provider's deletion reached us; still valid for a while.
+    const res = await restore(`Bearer ${await token(gone.sub, undefined)}`);
+    expect({ status: res.status, code: res.body.code }).toEqual({
+      status: 409,
+      code: 'deleted_by_identity_provider',
+    });
+    expect((await state(gone.sub)).deletedAt).not.toBeNull();
+
+    // The user asked first, then the provider deleted the identity: no longer the user's to undo.
+    const both = await world.user('both-deleted');
+    expect((await api.http.delete('/api/v1/account/me').set('Authorization', both.auth)).status).toBe(202);
+    await providerDeletes(both.sub);
+    expect((await restore(`Bearer ${await token(both.sub, undefined)}`)).status).toBe(409);
+    expect((await state(both.sub)).deletedAt).not.toBeNull();
+    expect(
+      await api.prisma.auditLog.count({
+        where: { action: 'user.restored', userId: { in: [gone.sub, both.sub] } },
+      }),
+    ).toBe(0);
+
+    // Positive control: a deletion the user asked for alone is restorable within the grace period.
+    const self = await world.user('self-deleted');
+    expect((await api.http.delete('/api/v1/account/me').set('Authorization', self.auth)).status).toBe(202);
+    expect((await restore(`Bearer ${await token(self.sub, undefined)}`)).status).toBe(200);
+    expect((await state(self.sub)).deletedAt).toBeNull();
   });
 });

@@ -13,13 +13,30 @@
  *   `api_key_not_allowed`), so a leaked key cannot mint successors or revoke its siblings;
  * - the account lifecycle and the full export (DELETE /api/v1/account/me, POST /api/v1/account/me/restore,
  *   GET /api/v1/account/me/export) refuse API keys the same way, so a leaked key can neither erase the
- *   account, nor undo a deletion the identity provider made, nor download everything.
+ *   account, nor undo a deletion the identity provider made, nor download everything;
+ * - billing changes (POST /api/v1/billing/checkout, /checkout-token, /subscription/cancel, /change,
+ *   /resume) and a consent change in PATCH /api/v1/me refuse API keys too (403 `api_key_not_allowed`, the
+ *   provider is not called, consent unchanged), so a leaked key cannot end or buy a subscription;
+ * - admin rights come only from a verified identity: an unverified e-mail claim (any case), a Unicode
+ *   look-alike of an allowlisted address, an identity webhook that moves an unverified address onto a user,
+ *   and a second identity holding the same address all get 403 `admin_required`; a token's e-mail claim
+ *   never replaces the stored address; every first grant is audited `admin.granted`.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { subscribe } from '../support/billing.js';
 import { tableCounts } from './support/db.js';
 import { call, expectRouteTableMatches, type TableRoute } from './support/route-table.js';
-import { archivedEvent, SecurityWorld } from './support/world.js';
+import { ADMIN_EMAIL, archivedEvent, SecurityWorld } from './support/world.js';
+
+/** More allowlisted addresses, one per test that needs an identity of its own to hold one. */
+const UPPER_ADMIN = 'second-admin@example.com';
+const LEAVING_ADMIN = 'leaving-admin@example.com';
+const BOSS = 'boss@example.com';
+const KIM = 'kim@example.com';
+const VERIFY_LATER = 'later-admin@example.com';
+const EXTRA_ADMINS = [UPPER_ADMIN, LEAVING_ADMIN, BOSS, KIM, VERIFY_LATER];
 
 describe('API5 broken function level authorization', () => {
   let world: SecurityWorld;
@@ -28,7 +45,9 @@ describe('API5 broken function level authorization', () => {
   let broadcastId: string;
 
   beforeAll(async () => {
-    world = await SecurityWorld.start();
+    world = await SecurityWorld.start({
+      env: { ADMIN_EMAILS: [ADMIN_EMAIL, ...EXTRA_ADMINS].join(',') },
+    });
     routes = expectRouteTableMatches(world.api.app);
     adminRoutes = routes.filter((r) => r.adminOnly);
     const res = await world.api.http
@@ -107,8 +126,8 @@ describe('API5 broken function level authorization', () => {
     expect(entry).toMatchObject({ actor: `user:${user.sub}`, resourceType: 'route' });
   });
 
-  it('lets the allowlisted admin in on every admin route (e-mail compared case-insensitively)', async () => {
-    const auth = await world.bearer('user_admin_upper', 'ADMIN@Example.com');
+  it('lets the allowlisted admin in on every admin route (e-mail compared ASCII case-insensitively)', async () => {
+    const auth = await world.bearer('user_admin_upper', 'SECOND-Admin@Example.com');
     for (const route of adminRoutes) {
       const res = await call(world.api, route, { auth, params: params(route), body: route.body });
       expect({ route: route.key, status: res.status }).toEqual({
@@ -120,7 +139,7 @@ describe('API5 broken function level authorization', () => {
 
   it('refuses a soft-deleted admin', async () => {
     const { api } = world;
-    const auth = await world.admin('user_admin_leaving');
+    const auth = await world.bearer('user_admin_leaving', LEAVING_ADMIN);
     expect((await api.http.get('/api/v1/admin/stats').set('Authorization', auth)).status).toBe(200);
     await api.prisma.user.update({
       where: { identityUserId: 'user_admin_leaving' },
@@ -168,7 +187,7 @@ describe('API5 broken function level authorization', () => {
     expect(me.status).toBe(404);
   });
 
-  it('refuses API key management, account deletion, restore and export with an API key', async () => {
+  it('refuses API key management, account deletion, restore, export and billing changes with an API key', async () => {
     const { api } = world;
     const owner = await world.user('key-owner');
     const key = await world.apiKey(owner.auth, 'leaked');
@@ -180,6 +199,11 @@ describe('API5 broken function level authorization', () => {
       'get /api/v1/account/me/export',
       'post /api/v1/account/me/restore',
       'post /api/v1/api_keys',
+      'post /api/v1/billing/checkout',
+      'post /api/v1/billing/checkout-token',
+      'post /api/v1/billing/subscription/cancel',
+      'post /api/v1/billing/subscription/change',
+      'post /api/v1/billing/subscription/resume',
     ]);
     for (const route of management) {
       const res = await call(api, route, { auth: key.auth, params: { id: sibling.id }, body: route.body });
@@ -199,5 +223,190 @@ describe('API5 broken function level authorization', () => {
     );
     // The same key may still read its owner's data (a narrower credential, not a useless one).
     expect((await api.http.get('/api/v1/api_keys').set('Authorization', key.auth)).status).toBe(200);
+  });
+  it('refuses a leaked API key on billing changes and on consent, and never calls the provider', async () => {
+    const { api } = world;
+    const { user, subId } = await subscribe(api, 'PRO');
+    const jwt = await world.bearer(user.identityUserId, user.email);
+    const key = await world.apiKey(jwt, 'leaked billing key');
+    const calls = world.billing.requests.length;
+    const attempts: [string, Record<string, unknown>][] = [
+      ['/api/v1/billing/subscription/cancel', { cancel_immediately: true }],
+      ['/api/v1/billing/subscription/change', { target_tier: 'TEAM' }],
+      ['/api/v1/billing/subscription/resume', {}],
+      ['/api/v1/billing/checkout', { tier: 'TEAM' }],
+      ['/api/v1/billing/checkout-token', { tier: 'TEAM' }],
+    ];
+    for (const [path, body] of attempts) {
+      const res = await api.http.post(path).set('Authorization', key.auth).send(body);
+      expect({ path, status: res.status, code: res.body.code }).toEqual({
+        path,
+        status: 403,
+        code: 'api_key_not_allowed',
+      });
+    }
+    expect(world.billing.requests.length).toBe(calls);
+    const subscription = await api.prisma.subscription.findFirstOrThrow({
+      where: { providerSubscriptionId: subId },
+    });
+    expect(subscription.status).toBe('ACTIVE');
+    expect(subscription.canceledAt).toBeNull();
+
+    // Consent is the person's own declaration; the locale is not.
+    const consent = await api.http
+      .patch('/api/v1/me')
+      .set('Authorization', key.auth)
+      .send({ marketing_consent_given: true });
+    expect({ status: consent.status, code: consent.body.code }).toEqual({
+      status: 403,
+      code: 'api_key_not_allowed',
+    });
+    const source = await api.http
+      .patch('/api/v1/me')
+      .set('Authorization', key.auth)
+      .send({ locale: 'de', marketing_consent_given: false, marketing_consent_source: 'api' });
+    expect(source.status).toBe(403);
+    const stored = await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } });
+    expect(stored).toMatchObject({ marketingConsentGiven: false, marketingConsentAt: null, locale: 'en' });
+    expect(await api.prisma.emailConsentEvent.count({ where: { userId: user.id } })).toBe(0);
+    const locale = await api.http.patch('/api/v1/me').set('Authorization', key.auth).send({ locale: 'fr' });
+    expect({ status: locale.status, locale: locale.body.locale }).toEqual({ status: 200, locale: 'fr' });
+
+    // Positive control: the signed-in owner gets through to the provider (the fake does not know this
+    // subscription, so it answers an error; what matters is that it was asked).
+    const cancel = await api.http
+      .post('/api/v1/billing/subscription/cancel')
+      .set('Authorization', await world.bearer(user.identityUserId, user.email))
+      .send({ cancel_immediately: false });
+    expect(cancel.status).not.toBe(403);
+    expect(world.billing.requests.length).toBeGreaterThan(calls);
+  });
+
+  describe('admin only from a verified identity', () => {
+    const adminStats = (auth: string) => world.api.http.get('/api/v1/admin/stats').set('Authorization', auth);
+    const refusal = async (sub: string) =>
+      (
+        await world.api.prisma.auditLog.findFirstOrThrow({
+          where: { action: 'admin.unauthorized', userId: sub },
+          orderBy: { createdAt: 'desc' },
+        })
+      ).details as Record<string, unknown>;
+    const identityEvent = async (
+      type: 'user.created' | 'user.updated',
+      sub: string,
+      email: string,
+      options: { verified?: boolean; updatedAt?: number } = {},
+    ) => {
+      const delivery = signIdentityEvent(identityUserEvent(type, sub, email, options));
+      const res = await world.api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+      expect(res.status).toBe(200);
+    };
+    /** A token without an e-mail claim (the provider's default session token): the stored row decides. */
+    const tokenOf = async (sub: string) => `Bearer ${await world.env.idp.token({ sub })}`;
+
+    it('never creates an admin from an unverified e-mail claim, in any case', async () => {
+      for (const email of [ADMIN_EMAIL, ADMIN_EMAIL.toUpperCase(), 'Admin@Example.COM']) {
+        const sub = `user_unverified_${randomUUID().slice(0, 6)}`;
+        const auth = `Bearer ${await world.env.idp.token({ sub, email, email_verified: false })}`;
+        const res = await adminStats(auth);
+        expect({ email, status: res.status, code: res.body.code }).toEqual({
+          email,
+          status: 401,
+          code: 'unknown_user',
+        });
+        // Not even a user row: a JIT user takes its e-mail only from a verified claim.
+        expect(await world.api.prisma.user.count({ where: { identityUserId: sub } })).toBe(0);
+      }
+      // The string "true" is not the boolean the provider sends.
+      const sub = `user_stringly_${randomUUID().slice(0, 6)}`;
+      const stringly = `Bearer ${await world.env.idp.token({ sub, email: BOSS, email_verified: 'true' })}`;
+      expect((await adminStats(stringly)).status).toBe(401);
+    });
+
+    it('refuses an allowlisted address the identity provider has not verified, until it has', async () => {
+      const sub = `user_later_${randomUUID().slice(0, 6)}`;
+      await identityEvent('user.created', sub, VERIFY_LATER.toUpperCase(), { verified: false });
+      const res = await adminStats(await tokenOf(sub));
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 403, code: 'admin_required' });
+      expect(await refusal(sub)).toMatchObject({ reason: 'email_not_verified' });
+      // An unverified claim for the same address does not help either.
+      const claim = `Bearer ${await world.env.idp.token({ sub, email: VERIFY_LATER.toUpperCase(), email_verified: false })}`;
+      expect((await adminStats(claim)).status).toBe(403);
+
+      await identityEvent('user.updated', sub, VERIFY_LATER.toUpperCase(), { verified: true });
+      expect((await adminStats(await tokenOf(sub))).status).toBe(200);
+      const granted = await world.api.prisma.auditLog.findMany({
+        where: { action: 'admin.granted', userId: sub },
+      });
+      expect(granted).toHaveLength(1);
+      expect(granted[0].actor).toBe(`user:${sub}`);
+      expect(
+        world.env.logs.lines.some((line) => line.includes('admin rights granted') && line.includes(sub)),
+      ).toBe(true);
+      // Granted once: the next requests write nothing more.
+      expect((await adminStats(await tokenOf(sub))).status).toBe(200);
+      expect(await world.api.prisma.auditLog.count({ where: { action: 'admin.granted', userId: sub } })).toBe(
+        1,
+      );
+    });
+
+    it('refuses an identity webhook that moves an unverified allowlisted address onto a user', async () => {
+      const sub = `user_mover_${randomUUID().slice(0, 6)}`;
+      await identityEvent('user.created', sub, `${sub}@example.com`);
+      expect((await adminStats(await tokenOf(sub))).status).toBe(403);
+      await identityEvent('user.updated', sub, BOSS, { verified: false });
+      expect((await world.api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } })).email).toBe(
+        BOSS,
+      );
+      const res = await adminStats(await tokenOf(sub));
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 403, code: 'admin_required' });
+      expect(await refusal(sub)).toMatchObject({ reason: 'email_not_verified' });
+    });
+
+    it('compares in canonical ASCII form: a Unicode look-alike of an allowlisted address is not it', async () => {
+      // U+212A KELVIN SIGN lower-cases to "k": "\u212Aim@example.com".toLowerCase() === KIM.
+      const lookAlike = `\u212A${KIM.slice(1)}`;
+      expect(lookAlike.toLowerCase()).toBe(KIM);
+      const sub = `user_kelvin_${randomUUID().slice(0, 6)}`;
+      // As a token claim it is not an address at all.
+      const claim = `Bearer ${await world.env.idp.token({ sub, email: lookAlike })}`;
+      expect((await adminStats(claim)).status).toBe(401);
+      // Stored (say, by an older release), verified: still not the allowlisted address.
+      await world.api.prisma.user.create({
+        data: { identityUserId: sub, email: lookAlike, emailVerified: true },
+      });
+      const res = await adminStats(await tokenOf(sub));
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 403, code: 'admin_required' });
+      expect(await refusal(sub)).toMatchObject({ reason: 'not_allowlisted' });
+    });
+
+    it("never lets a token's e-mail claim replace the stored address", async () => {
+      const sub = `user_claimer_${randomUUID().slice(0, 6)}`;
+      await identityEvent('user.created', sub, `${sub}@example.com`);
+      const res = await adminStats(`Bearer ${await world.env.idp.token({ sub, email: ADMIN_EMAIL })}`);
+      expect(res.status).toBe(403);
+      expect(await refusal(sub)).toMatchObject({ reason: 'not_allowlisted' });
+      const user = await world.api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } });
+      expect(user.email).toBe(`${sub}@example.com`);
+    });
+
+    it('binds an allowlisted address to one identity: a second holder is refused until the first lets go', async () => {
+      const first = `user_boss_a_${randomUUID().slice(0, 6)}`;
+      const second = `user_boss_b_${randomUUID().slice(0, 6)}`;
+      await identityEvent('user.created', first, BOSS);
+      await identityEvent('user.created', second, BOSS.toUpperCase());
+      expect((await adminStats(await tokenOf(first))).status).toBe(200);
+      const res = await adminStats(await tokenOf(second));
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 403, code: 'admin_required' });
+      expect(await refusal(second)).toMatchObject({ reason: 'address_held_by_another_identity' });
+      // (Here: the first identity moves to another address; the second may take it over, audited.)
+      await identityEvent('user.updated', first, `${first}@example.com`, { updatedAt: Date.now() + 1000 });
+      expect((await adminStats(await tokenOf(first))).status).toBe(403);
+      expect((await adminStats(await tokenOf(second))).status).toBe(200);
+      const grant = await world.api.prisma.auditLog.findFirstOrThrow({
+        where: { action: 'admin.granted', userId: second },
+      });
+      expect(grant.details).toMatchObject({ previous_holder: first });
+    });
   });
 });

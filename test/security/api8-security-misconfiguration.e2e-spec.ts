@@ -11,6 +11,9 @@
  * - only the unsubscribe pages (and the docs) answer HTML; every error of every route is problem+json
  *   without stack traces, file paths, SQL or driver messages, in production as in test, including a 500
  *   and a database outage (503);
+ * - POST /webhooks/identity failing inside its handler (a database error): the FAILED archive row and
+ *   the `webhook.failed` audit entry name the error class and code only, never its stack trace, file
+ *   paths or SQL; no audit entry stores such text whoever writes it;
  * - GET /docs, /docs/openapi.json, /docs-yaml and every other Swagger route: served outside production
  *   only (derived from the router of a non-production app);
  * - TRACE and other unrouted verbs are 404, never an echo;
@@ -23,6 +26,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Response } from 'supertest';
 import { runBootChecks } from '../../src/config/boot-checks.js';
 import { loadConfig } from '../../src/config/env.js';
+import { AuditService } from '../../src/modules/audit/audit.service.js';
+import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { ProbeModule } from '../support/probe.module.js';
 import { TEST_SECRETS } from '../support/test-env.js';
 import { inBatches } from './support/db.js';
@@ -248,6 +253,43 @@ describe('API8 security misconfiguration', () => {
     expect(res.text).not.toMatch(INTERNALS);
     expect(res.text).not.toContain('127.0.0.1:1');
     expect(res.text).not.toContain('nowhere');
+  });
+
+  it('keeps stack traces, file paths and SQL out of webhook failure records and audit details', async () => {
+    const { api } = world;
+    const internals =
+      /\b(INSERT|SELECT|UPDATE)\b|constraint|sec_trap|users|invocation|\/[\w.-]+\/[\w./-]+\.[cm]?[jt]s|\n\s+at\s/;
+    // A database error inside the identity handler: Prisma's message quotes the statement and the schema.
+    await api.prisma.$executeRawUnsafe(
+      `ALTER TABLE users ADD CONSTRAINT sec_trap CHECK (email <> 'trap@example.com') NOT VALID`,
+    );
+    try {
+      const delivery = signIdentityEvent(
+        identityUserEvent('user.created', `user_trap_${randomUUID().slice(0, 6)}`, 'trap@example.com'),
+      );
+      const res = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+      expect(res.status).toBe(500);
+      expect(res.text).not.toMatch(internals);
+      const row = await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: delivery.id } });
+      expect(row.status).toBe('FAILED');
+      expect(row.error).toMatch(/internal error, see the logs$/);
+      const audit = await api.prisma.auditLog.findFirstOrThrow({
+        where: { action: 'webhook.failed', resourceId: delivery.id },
+      });
+      for (const text of [row.error ?? '', JSON.stringify(audit.details)])
+        expect(text).not.toMatch(internals);
+    } finally {
+      await api.prisma.$executeRawUnsafe('ALTER TABLE users DROP CONSTRAINT sec_trap');
+    }
+    // Whoever writes an audit entry, such text is not stored.
+    const err = new Error('update failed: UPDATE users SET email = $1 WHERE id = $2');
+    await api.app.get(AuditService).record(null, {
+      actor: 'system:test',
+      action: 'test.internal_text',
+      details: { error: err.stack ?? '', reason: 'at /srv/app/dist/modules/x.js:10:5' },
+    });
+    const entry = await api.prisma.auditLog.findFirstOrThrow({ where: { action: 'test.internal_text' } });
+    expect(JSON.stringify(entry.details)).not.toMatch(internals);
   });
 
   it('serves the docs outside production only', async () => {

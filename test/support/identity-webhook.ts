@@ -47,17 +47,23 @@ export function identityUserEvent(
   type: 'user.created' | 'user.updated',
   identityUserId: string,
   email: string,
+  options: { verified?: boolean; updatedAt?: number; timestamp?: number } = {},
 ): object {
+  const verification = (verified: boolean) => ({
+    status: verified ? 'verified' : 'unverified',
+    strategy: 'email_code',
+  });
   return {
     type,
     object: 'event',
-    timestamp: Date.now(),
+    timestamp: options.timestamp ?? Date.now(),
     data: {
       id: identityUserId,
       object: 'user',
+      ...(options.updatedAt !== undefined ? { updated_at: options.updatedAt } : {}),
       email_addresses: [
-        { id: 'idn_secondary', email_address: `other-${email}` },
-        { id: 'idn_primary', email_address: email },
+        { id: 'idn_secondary', email_address: `other-${email}`, verification: verification(false) },
+        { id: 'idn_primary', email_address: email, verification: verification(options.verified ?? true) },
       ],
       primary_email_address_id: 'idn_primary',
       unsafe_metadata: {},

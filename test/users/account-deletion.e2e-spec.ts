@@ -203,10 +203,16 @@ describe('account deletion: soft delete, restore, hard delete', () => {
       expect((await api.http.get('/api/v1/me').set('Authorization', key)).status).toBe(200);
       await expectKeyRefused('user_key_erased', key);
       expect((await state('user_key_erased')).deletedAt).toEqual(deleted.deletedAt);
-      // An interactive sign-in still can.
+      // An interactive sign-in may still export, but not undo the provider's deletion either (a token
+      // issued before the deletion is still valid for a while).
       const jwt = await auth('user_key_erased');
       expect((await api.http.get('/api/v1/account/me/export').set('Authorization', jwt)).status).toBe(200);
-      expect((await api.http.post('/api/v1/account/me/restore').set('Authorization', jwt)).status).toBe(200);
+      const restore = await api.http.post('/api/v1/account/me/restore').set('Authorization', jwt);
+      expect({ status: restore.status, code: restore.body.code }).toEqual({
+        status: 409,
+        code: 'deleted_by_identity_provider',
+      });
+      expect((await state('user_key_erased')).deletedAt).toEqual(deleted.deletedAt);
     });
   });
 

@@ -20,3 +20,6 @@ export const isValueTooLong = (error: unknown): boolean => hasDatabaseCode(error
 
 /** A row pointing at a row that does not exist (23503 foreign_key_violation, Prisma P2003). */
 export const isForeignKeyViolation = (error: unknown): boolean => hasDatabaseCode(error, 'P2003', '23503');
+
+/** A second row with a value a unique index allows once (23505 unique_violation, Prisma P2002). */
+export const isUniqueViolation = (error: unknown): boolean => hasDatabaseCode(error, 'P2002', '23505');

@@ -1,3 +1,5 @@
+import { looksInternal } from '../../common/errors/internal-text.js';
+
 /**
  * The only keys an audit entry's details may hold (spec rule 4: a curated set, never a request body).
  * Values are primitives or short lists of primitives; anything else is dropped.
@@ -59,6 +61,7 @@ export const AUDIT_DETAIL_KEYS = [
   'other_subscription_id',
   'body_digest',
   'prefix',
+  'previous_holder',
   'consent_given',
   'consent_at',
 ] as const;
@@ -67,13 +70,15 @@ export type AuditDetailKey = (typeof AUDIT_DETAIL_KEYS)[number];
 export type AuditDetailValue = string | number | boolean | null | (string | number | boolean)[];
 export type AuditDetails = Partial<Record<AuditDetailKey, AuditDetailValue>>;
 
+export const INTERNAL_REMOVED = '[internal error text removed]';
 const ALLOWED = new Set<string>(AUDIT_DETAIL_KEYS);
 const MAX_STRING = 500;
 const MAX_LIST = 50;
 
 const clip = (value: unknown): string | number | boolean | null | undefined => {
   if (value === null) return null;
-  if (typeof value === 'string') return value.slice(0, MAX_STRING);
+  // Whatever a caller passes, no stack trace, file path or SQL is stored (admins and exports read these).
+  if (typeof value === 'string') return looksInternal(value) ? INTERNAL_REMOVED : value.slice(0, MAX_STRING);
   if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
   if (typeof value === 'boolean') return value;
   return undefined;

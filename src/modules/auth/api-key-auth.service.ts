@@ -26,6 +26,6 @@ export class ApiKeyAuthService {
         UPDATE api_keys SET last_used_at = now()
         WHERE id = ${key.id}::uuid AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`;
     }
-    return { user: key.user, via: 'api_key', apiKeyId: key.id };
+    return { user: key.user, via: 'api_key', apiKeyId: key.id, emailVerified: key.user.emailVerified };
   }
 }

@@ -5,6 +5,7 @@ import { UsersModule } from '../users/users.module.js';
 import { AdminGuard } from './admin.guard.js';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { AuthenticationGuard } from './authentication.guard.js';
+import { IdentityKeySet } from './identity-key-set.js';
 import { JwtStrategy } from './jwt.strategy.js';
 import { RequestRateLimiter, RequestRateLimitGuard } from './request-rate-limit.js';
 
@@ -12,6 +13,7 @@ import { RequestRateLimiter, RequestRateLimitGuard } from './request-rate-limit.
 @Module({
   imports: [PassportModule, UsersModule],
   providers: [
+    IdentityKeySet,
     JwtStrategy,
     ApiKeyAuthService,
     AdminGuard,
@@ -20,6 +22,6 @@ import { RequestRateLimiter, RequestRateLimitGuard } from './request-rate-limit.
     // After authentication: it needs to know whether the request has a user.
     { provide: APP_GUARD, useClass: RequestRateLimitGuard },
   ],
-  exports: [AdminGuard, RequestRateLimiter],
+  exports: [AdminGuard, RequestRateLimiter, IdentityKeySet],
 })
 export class AuthModule {}

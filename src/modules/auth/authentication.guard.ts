@@ -15,6 +15,7 @@ import { REFUSE_API_KEYS } from '../../common/decorators/refuse-api-keys.decorat
 import { UsersService } from '../users/users.service.js';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { looksLikeApiKey } from './api-key.util.js';
+import { KeySetUnavailableError } from './identity-key-set.js';
 import { StrategyFailure } from './jwt.strategy.js';
 import type { Principal } from './principal.js';
 
@@ -65,7 +66,7 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
     const principal = req.principal!;
     if (principal.via === 'api_key' && this.reflector.getAllAndOverride<boolean>(REFUSE_API_KEYS, targets)) {
       throw new ForbiddenError(
-        'API keys cannot delete, restore or export the account. Sign in to do this.',
+        'API keys cannot do this (account lifecycle, export, billing changes, consent, API keys). Sign in to do this.',
         'api_key_not_allowed',
       );
     }
@@ -82,12 +83,14 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
     if (err) {
       if (err instanceof AppError) throw err;
       if (err instanceof StrategyFailure) throw err.original;
-      const name = (err as Error).name;
-      if (name === 'SigningKeyNotFoundError' || name === 'JwksRateLimitError')
-        throw new UnauthenticatedError('The token is invalid.', 'invalid_token');
       throw new DependencyError('The identity provider key set is unavailable.', 'identity_unavailable', err);
     }
     if (!user) {
+      // passport-jwt reports key lookup and verification failures as `info`, not as errors.
+      if (info instanceof AppError) throw info;
+      if (info instanceof KeySetUnavailableError) {
+        throw new DependencyError('The identity provider key set is unavailable.', 'identity_unavailable');
+      }
       const [detail, code] = TOKEN_REASONS[(info as Error | undefined)?.name ?? ''] ?? [
         'The token is invalid.',
         'invalid_token',
@@ -108,10 +111,12 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
         await this.users.ensureUser({
           identityUserId,
           email: email || `${identityUserId}@test.invalid`,
+          emailVerified: true,
           via: 'token',
         })
       ).user;
-    return { user, via: 'testing' };
+    // TESTING=1 only (refused when deployed): the bypass stands for a verified sign-in.
+    return { user, via: 'testing', emailVerified: true };
   }
 }
 

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
-import { passportJwtSecret } from 'jwks-rsa';
 import { ExtractJwt, Strategy, type SecretOrKeyProvider } from 'passport-jwt';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, UnauthenticatedError } from '../../common/errors/app-error.js';
 import { UsersService } from '../users/users.service.js';
+import { CLOCK_LEEWAY_SECONDS, checkClaims, tokenHeader } from './identity-claims.js';
+import { IdentityKeySet } from './identity-key-set.js';
 import type { Principal } from './principal.js';
 
 /** An error raised by our own code inside the strategy (e.g. the database is down), not by the key set. */
@@ -12,12 +13,6 @@ export class StrategyFailure extends Error {
   constructor(readonly original: unknown) {
     super('strategy failure');
   }
-}
-
-export interface IdentityClaims {
-  sub?: string;
-  email?: string;
-  azp?: string;
 }
 
 const unconfigured: SecretOrKeyProvider = (_req, _token, done) =>
@@ -29,39 +24,57 @@ const unconfigured: SecretOrKeyProvider = (_req, _token, done) =>
   );
 
 /**
- * RS256 Bearer tokens of the identity provider, verified against its JWKS (keys cached; an unknown kid
- * triggers a re-fetch, rate limited). Any other algorithm is refused; issuer checked; 5 s clock leeway.
+ * Hands jsonwebtoken the key the token's kid names, from the shared key set. A `crit` header is refused:
+ * this service implements no JWS extension, and RFC 7515 requires refusing a token that needs one.
+ */
+function keyProvider(keys: IdentityKeySet): SecretOrKeyProvider {
+  return (_req, token, done) => {
+    const header = tokenHeader(token);
+    if (!header) return done(new UnauthenticatedError('The token is invalid.', 'invalid_token'));
+    if (header.crit !== undefined) {
+      return done(
+        new UnauthenticatedError(
+          'The token requires header extensions (crit) that are not supported.',
+          'invalid_token',
+        ),
+      );
+    }
+    if (typeof header.kid !== 'string' || header.kid.length === 0 || header.kid.length > 256) {
+      return done(new UnauthenticatedError('The token names no signing key.', 'invalid_token'));
+    }
+    keys.key(header.kid).then(
+      (key) => done(null, key as never),
+      (err: unknown) => done(err),
+    );
+  };
+}
+
+/**
+ * RS256 Bearer tokens of the identity provider, verified against its JWKS (IdentityKeySet: prefetched,
+ * periodically refreshed, unknown kids share one rate-limited refresh). Any other algorithm is refused;
+ * issuer checked; 5 s clock leeway; exp and iat required and the age capped (checkClaims).
  */
 @Injectable()
 export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   constructor(
     private readonly config: AppConfig,
     private readonly users: UsersService,
+    keys: IdentityKeySet,
   ) {
     const { jwksUrl, issuer, audience } = config.identity;
     super({
       jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
-      secretOrKeyProvider: jwksUrl
-        ? passportJwtSecret({
-            jwksUri: jwksUrl,
-            cache: true,
-            cacheMaxEntries: 20,
-            cacheMaxAge: 10 * 60_000,
-            rateLimit: true,
-            jwksRequestsPerMinute: 10,
-            timeout: 5000,
-          })
-        : unconfigured,
+      secretOrKeyProvider: jwksUrl ? keyProvider(keys) : unconfigured,
       algorithms: ['RS256'],
       issuer: issuer ?? undefined,
       audience: audience ?? undefined,
       ignoreExpiration: false,
-      jsonWebTokenOptions: { clockTolerance: 5 },
+      jsonWebTokenOptions: { clockTolerance: CLOCK_LEEWAY_SECONDS },
     });
   }
 
-  async validate(claims: IdentityClaims): Promise<Principal> {
-    if (!claims.sub) throw new UnauthenticatedError('The token has no subject.', 'invalid_token');
+  async validate(payload: Record<string, unknown>): Promise<Principal> {
+    const claims = checkClaims(payload, this.config.identity.maxTokenAgeSeconds);
     const parties = this.config.identity.authorizedParties;
     if (parties.length > 0 && (!claims.azp || !parties.includes(claims.azp))) {
       throw new UnauthenticatedError('The token was issued for another party.', 'invalid_token');
@@ -69,13 +82,30 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     try {
       let user = await this.users.findByIdentityId(claims.sub);
       if (!user) {
-        // The user.created webhook is late: create the row just in time when the token carries an e-mail.
+        // The user.created webhook is late: create the row just in time, but only from an address the
+        // identity provider verified (DESIGN section 4): an unverified claim could be anyone's address.
         if (!claims.email) throw new UnauthenticatedError('Unknown user.', 'unknown_user');
+        if (!claims.emailVerified) {
+          throw new UnauthenticatedError(
+            'Unknown user: the token carries no verified e-mail address.',
+            'unknown_user',
+          );
+        }
         user = (
-          await this.users.ensureUser({ identityUserId: claims.sub, email: claims.email, via: 'token' })
+          await this.users.ensureUser({
+            identityUserId: claims.sub,
+            email: claims.email,
+            emailVerified: true,
+            via: 'token',
+          })
         ).user;
       }
-      return { user, via: 'jwt' };
+      // The claim never replaces the stored address; it may only confirm that this very address is verified.
+      if (!user.emailVerified && claims.emailVerified && claims.email === user.email) {
+        await this.users.markEmailVerified(user);
+        user = { ...user, emailVerified: true };
+      }
+      return { user, via: 'jwt', emailVerified: user.emailVerified };
     } catch (err) {
       // Passport hands every error to the guard alike; wrap ours so the guard can tell them from key-set
       // (identity provider) failures.

@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import {
   ApiBadGatewayResponse,
+  ApiForbiddenResponse,
   ApiBearerAuth,
   ApiBadRequestResponse,
   ApiConflictResponse,
@@ -10,6 +11,7 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import { RefuseApiKeys } from '../../common/decorators/refuse-api-keys.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
 import { BillingActionsService } from './billing-actions.service.js';
 import {
@@ -27,11 +29,17 @@ import {
 
 @ApiTags('billing')
 @ApiBearerAuth()
+/**
+ * Starting, changing, cancelling or resuming a subscription needs an interactive sign-in: a leaked API
+ * key must not be able to end (or buy) a subscription. Reading it is fine with a key.
+ */
 @Controller('billing')
 export class BillingController {
   constructor(private readonly billing: BillingActionsService) {}
 
   @Post('checkout-token')
+  @RefuseApiKeys()
+  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: CheckoutTokenResponseDto })
   @ApiBadRequestResponse({ description: 'FREE or an unknown tier' })
@@ -44,6 +52,8 @@ export class BillingController {
   }
 
   @Post('checkout')
+  @RefuseApiKeys()
+  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: CheckoutResponseDto, description: 'What the checkout overlay needs' })
   @ApiBadRequestResponse({ description: 'FREE or an unknown tier' })
@@ -60,6 +70,8 @@ export class BillingController {
   }
 
   @Post('subscription/cancel')
+  @RefuseApiKeys()
+  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({
     type: BillingActionResponseDto,
@@ -73,6 +85,8 @@ export class BillingController {
   }
 
   @Post('subscription/change')
+  @RefuseApiKeys()
+  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({
     type: BillingActionResponseDto,
@@ -87,6 +101,8 @@ export class BillingController {
   }
 
   @Post('subscription/resume')
+  @RefuseApiKeys()
+  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({
     type: BillingActionResponseDto,

@@ -1,4 +1,5 @@
 import { AppError } from '../../common/errors/app-error.js';
+import { RecordableError } from '../../common/errors/internal-text.js';
 import type { z } from 'zod';
 
 /** Bad, stale or missing Paddle-Signature. No WWW-Authenticate: this is not a Bearer endpoint. */
@@ -33,7 +34,7 @@ export class WebhookProcessingError extends AppError {
  * purpose: the customer paid, so the event must not be dropped; the provider retries it and the retry
  * succeeds once the price is configured.
  */
-export class UnknownPriceError extends Error {
+export class UnknownPriceError extends RecordableError {
   constructor(readonly priceId: string) {
     super(`price ${priceId} is not mapped to a tier (BILLING_PRICE_TIERS)`);
     this.name = 'UnknownPriceError';

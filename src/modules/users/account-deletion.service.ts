@@ -70,6 +70,10 @@ export class AccountDeletionService {
     const user = await this.users.lockById(tx, userId);
     if (!user) return null;
     if (user.deletedAt) {
+      if (via === 'identity_webhook' && user.deletedVia !== via) {
+        // The user asked first, then the provider deleted the identity: restoring is no longer theirs.
+        await this.users.update(tx, user.id, { deletedVia: via });
+      }
       return {
         changed: false,
         deletedAt: user.deletedAt,
@@ -79,7 +83,7 @@ export class AccountDeletionService {
     }
     const deletedAt = new Date();
     const hardDeleteAfter = new Date(deletedAt.getTime() + this.graceMs);
-    await this.users.update(tx, user.id, { deletedAt });
+    await this.users.update(tx, user.id, { deletedAt, deletedVia: via });
     await this.audit.record(tx, {
       actor: via === 'api' ? userActor(user.identityUserId) : webhookActor('identity'),
       action: 'user.deletion_requested',
@@ -102,19 +106,29 @@ export class AccountDeletionService {
     return { changed: true, deletedAt, hardDeleteAfter, outboxIds: [outboxId] };
   }
 
-  /** POST /account/me/restore: within the grace period only; restoring an active account is a no-op. */
+  /**
+   * POST /account/me/restore: within the grace period only; restoring an active account is a no-op. A
+   * deletion the identity provider made (`user.deleted`) is not the user's to undo: the identity is gone
+   * there, and a token issued before it (or a stale session) must not bring the account back.
+   */
   async restore(actor: User): Promise<void> {
     await this.prisma.$transaction(async (tx) => {
       const user = await this.users.lockById(tx, actor.id);
       if (!user) throw new NotFoundError('The user does not exist.', 'user_not_found');
       if (!user.deletedAt) return;
+      if (user.deletedVia === 'identity_webhook') {
+        throw new ConflictError(
+          'This account was deleted at the identity provider and cannot be restored here.',
+          'deleted_by_identity_provider',
+        );
+      }
       if (Date.now() - user.deletedAt.getTime() >= this.graceMs) {
         throw new ConflictError(
           'The grace period is over; this account is being erased and cannot be restored.',
           'restore_window_closed',
         );
       }
-      await this.users.update(tx, user.id, { deletedAt: null });
+      await this.users.update(tx, user.id, { deletedAt: null, deletedVia: null });
       await this.audit.record(tx, {
         actor: userActor(user.identityUserId),
         action: 'user.restored',

@@ -20,9 +20,18 @@ const identityUserId = z.string().min(1).max(200);
 export const identityUserData = z.object({
   id: identityUserId,
   email_addresses: z
-    .array(z.object({ id: z.string().min(1).max(200), email_address: z.email().max(320) }))
+    .array(
+      z.object({
+        id: z.string().min(1).max(200),
+        email_address: z.email().max(320),
+        /** Clerk: `{status: 'verified' | 'unverified' | ..., strategy}`; read leniently (verifiedAddress). */
+        verification: z.unknown().optional(),
+      }),
+    )
     .max(100),
   primary_email_address_id: z.string().max(200).nullish(),
+  /** The provider's version of the user (ms since the epoch); orders user.updated events. */
+  updated_at: z.unknown().optional(),
 });
 
 export const identityDeletedData = z.object({
@@ -38,6 +47,32 @@ export function primaryEmail(data: IdentityUserData): string | null {
     data.email_addresses.find((address) => address.id === data.primary_email_address_id) ??
     data.email_addresses[0];
   return primary?.email_address ?? null;
+}
+
+/**
+ * The primary address and whether the provider verified it (its `verification.status` is `verified`).
+ * Admin rights need a verified address; anything else (absent, another status, an odd shape) is not.
+ */
+export function primaryAddress(data: IdentityUserData): { email: string; verified: boolean } | null {
+  const primary =
+    data.email_addresses.find((address) => address.id === data.primary_email_address_id) ??
+    data.email_addresses[0];
+  if (!primary) return null;
+  const verification = primary.verification as { status?: unknown } | null | undefined;
+  const verified =
+    verification !== null && typeof verification === 'object' && verification.status === 'verified';
+  return { email: primary.email_address, verified };
+}
+
+/**
+ * When the provider last changed the user: its `updated_at` (ms) when usable, else `fallback` (the event
+ * time). Events older than what was applied are not applied (newer wins).
+ */
+export function identityVersion(data: IdentityUserData, fallback: Date): Date {
+  const at = data.updated_at;
+  return typeof at === 'number' && Number.isInteger(at) && at > 0 && at <= MAX_TIMESTAMP_MS
+    ? new Date(at)
+    : fallback;
 }
 
 /** Members of the envelope kept in the archive: none of them can hold a name, phone or address. */

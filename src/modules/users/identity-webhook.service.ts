@@ -22,7 +22,8 @@ import {
   identityDeletedData,
   identityEnvelope,
   identityUserData,
-  primaryEmail,
+  identityVersion,
+  primaryAddress,
 } from './identity-events.js';
 import { UsersRepository } from './users.repository.js';
 import { UsersService } from './users.service.js';
@@ -91,7 +92,13 @@ export class IdentityWebhookService implements OnModuleInit {
   private apply(tx: Tx, stored: StoredEvent, outboxIds: string[]): Promise<HandlerOutcome> {
     const envelope = identityEnvelope.safeParse(stored.payload);
     if (!envelope.success) throw invalidPayload(envelope.error);
-    return this.handle(tx, envelope.data.type, envelope.data.data, outboxIds);
+    return this.handle(
+      tx,
+      envelope.data.type,
+      envelope.data.data,
+      stored.occurredAt ?? new Date(0),
+      outboxIds,
+    );
   }
 
   /** The signature check; both the `webhook-*` and the `svix-*` header sets are accepted. */
@@ -146,13 +153,14 @@ export class IdentityWebhookService implements OnModuleInit {
     tx: Tx,
     type: string,
     data: Record<string, unknown>,
+    occurredAt: Date,
     outboxIds: string[],
   ): Promise<HandlerOutcome> {
     switch (type) {
       case 'user.created':
-        return this.created(tx, parse(identityUserData, data), outboxIds);
+        return this.created(tx, parse(identityUserData, data), occurredAt, outboxIds);
       case 'user.updated':
-        return this.updated(tx, parse(identityUserData, data), outboxIds);
+        return this.updated(tx, parse(identityUserData, data), occurredAt, outboxIds);
       case 'user.deleted':
         return this.deleted(tx, parse(identityDeletedData, data), outboxIds);
       default:
@@ -163,43 +171,74 @@ export class IdentityWebhookService implements OnModuleInit {
   private async created(
     tx: Tx,
     data: z.infer<typeof identityUserData>,
+    occurredAt: Date,
     outboxIds: string[],
   ): Promise<HandlerOutcome> {
-    const email = primaryEmail(data);
-    if (!email) return { status: 'skipped', reason: 'the user has no e-mail address' };
+    const address = primaryAddress(data);
+    if (!address) return { status: 'skipped', reason: 'the user has no e-mail address' };
     const ensured = await this.usersService.ensureUser(
-      { identityUserId: data.id, email, via: 'identity_webhook' },
+      {
+        identityUserId: data.id,
+        email: address.email,
+        emailVerified: address.verified,
+        via: 'identity_webhook',
+        identityUpdatedAt: identityVersion(data, occurredAt),
+      },
       tx,
     );
     outboxIds.push(...ensured.outboxIds);
-    // Created just in time by an earlier request: that path already audited and ran the hooks.
+    // Created just in time by an earlier request (that path already audited and ran the hooks), or by a
+    // user.updated that overtook this event: either way the row is at least as new as the creation.
     return ensured.created ? { status: 'processed' } : { status: 'skipped', reason: 'user already existed' };
   }
 
+  /**
+   * Applies the provider's address and its verification, newer wins: deliveries are unordered and
+   * retried, so an event older than the last one applied (by the user's `updated_at`, else the event
+   * time) changes nothing; an old address delivered late never comes back.
+   */
   private async updated(
     tx: Tx,
     data: z.infer<typeof identityUserData>,
+    occurredAt: Date,
     outboxIds: string[],
   ): Promise<HandlerOutcome> {
-    const email = primaryEmail(data);
-    if (!email) return { status: 'skipped', reason: 'the user has no e-mail address' };
+    const address = primaryAddress(data);
+    if (!address) return { status: 'skipped', reason: 'the user has no e-mail address' };
     const user = await this.users.lockByIdentityId(tx, data.id);
     if (!user) {
       // Deliveries are unordered: an update that overtakes user.created creates the row with the newer address.
-      return this.created(tx, data, outboxIds);
+      return this.created(tx, data, occurredAt, outboxIds);
     }
-    if (user.email === email) return { status: 'skipped', reason: 'no change' };
-    await this.users.update(tx, user.id, { email });
+    const version = identityVersion(data, occurredAt);
+    if (user.identityUpdatedAt && version.getTime() < user.identityUpdatedAt.getTime()) {
+      return { status: 'skipped', reason: 'stale event: older than the last change applied' };
+    }
+    const emailChanged = user.email !== address.email;
+    if (!emailChanged && user.emailVerified === address.verified) {
+      if (!user.identityUpdatedAt || version.getTime() > user.identityUpdatedAt.getTime())
+        await this.users.update(tx, user.id, { identityUpdatedAt: version });
+      return { status: 'skipped', reason: 'no change' };
+    }
+    await this.users.update(tx, user.id, {
+      email: address.email,
+      emailVerified: address.verified,
+      identityUpdatedAt: version,
+    });
+    const fieldsChanged = [...(emailChanged ? ['email'] : []), 'email_verified'];
     await this.audit.record(tx, {
       actor: webhookActor('identity'),
       action: 'user.updated',
       userId: user.identityUserId,
       resourceType: 'user',
       resourceId: user.id,
-      details: { fields_changed: ['email'], via: 'identity_webhook' },
+      details: {
+        fields_changed: emailChanged && user.emailVerified === address.verified ? ['email'] : fieldsChanged,
+        via: 'identity_webhook',
+      },
     });
     // Reactions to the new address (e.g. the disposable-domain flag) run in the worker after commit.
-    outboxIds.push(await this.outbox.add(tx, JOBS.emailChanged, { userId: user.id }));
+    if (emailChanged) outboxIds.push(await this.outbox.add(tx, JOBS.emailChanged, { userId: user.id }));
     return { status: 'processed' };
   }
 

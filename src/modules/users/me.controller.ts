@@ -7,7 +7,9 @@ import {
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import { AllowDeleted } from '../../common/decorators/allow-deleted.decorator.js';
-import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import { CurrentPrincipal, CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import { ForbiddenError } from '../../common/errors/app-error.js';
+import type { Principal } from '../auth/principal.js';
 import type { User } from '../../generated/prisma/client.js';
 import { MeResponseDto } from './dto/me-response.dto.js';
 import { UpdateMeDto } from './dto/update-me.dto.js';
@@ -28,11 +30,26 @@ export class MeController {
     return this.profile.me(user.id);
   }
 
-  /** Changes locale and marketing consent (the only mutable fields). */
+  /**
+   * Changes locale and marketing consent (the only mutable fields). Consent is the person's own
+   * declaration: an API key (a script, possibly leaked) may change the locale but not consent.
+   */
   @Patch()
   @ApiOkResponse({ type: MeResponseDto })
-  @ApiForbiddenResponse({ description: 'account_deleted: the account is scheduled for deletion' })
-  update(@CurrentUser() user: User, @Body() dto: UpdateMeDto): Promise<MeResponseDto> {
-    return this.profile.update(user, dto);
+  @ApiForbiddenResponse({
+    description:
+      'account_deleted: the account is scheduled for deletion; api_key_not_allowed: consent changed with an API key',
+  })
+  update(@CurrentPrincipal() principal: Principal, @Body() dto: UpdateMeDto): Promise<MeResponseDto> {
+    if (
+      principal.via === 'api_key' &&
+      (dto.marketing_consent_given !== undefined || dto.marketing_consent_source !== undefined)
+    ) {
+      throw new ForbiddenError(
+        'API keys cannot change marketing consent. Sign in to do this.',
+        'api_key_not_allowed',
+      );
+    }
+    return this.profile.update(principal.user, dto);
   }
 }

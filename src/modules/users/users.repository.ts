@@ -43,14 +43,24 @@ export class UsersRepository {
     db: Db,
     identityUserId: string,
     email: string,
+    emailVerified: boolean,
+    identityUpdatedAt: Date | null = null,
   ): Promise<{ user: User; inserted: boolean }> {
     const rows = await db.$queryRaw<{ id: string }[]>`
-      INSERT INTO users (id, identity_user_id, email)
-      VALUES (gen_random_uuid(), ${identityUserId}, ${email})
+      INSERT INTO users (id, identity_user_id, email, email_verified, identity_updated_at)
+      VALUES (gen_random_uuid(), ${identityUserId}, ${email}, ${emailVerified}, ${identityUpdatedAt})
       ON CONFLICT (identity_user_id) DO NOTHING
       RETURNING id`;
     const user = await db.user.findUniqueOrThrow({ where: { identityUserId } });
     return { user, inserted: rows.length === 1 };
+  }
+
+  /**
+   * Records that the identity provider verified the address stored now (a token's email_verified: true
+   * for this very address); conditional, so it writes once.
+   */
+  async markEmailVerified(db: Db, id: string, email: string): Promise<void> {
+    await db.user.updateMany({ where: { id, email, emailVerified: false }, data: { emailVerified: true } });
   }
 
   update(db: Db, id: string, data: Prisma.UserUpdateInput): Promise<User> {

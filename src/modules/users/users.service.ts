@@ -27,11 +27,25 @@ export class UsersService {
    * (the identity webhook); the caller then dispatches the returned outbox ids after commit.
    */
   async ensureUser(
-    input: { identityUserId: string; email: string; via: CreatedVia },
+    input: {
+      identityUserId: string;
+      email: string;
+      /** Whether the identity provider verified `email` (JIT creation only happens from a verified claim). */
+      emailVerified: boolean;
+      via: CreatedVia;
+      /** The identity provider's version of the user (identity events older than it are not applied). */
+      identityUpdatedAt?: Date | null;
+    },
     tx?: Tx,
   ): Promise<{ user: User; created: boolean; outboxIds: string[] }> {
     const work = async (db: Tx) => {
-      const { user, inserted } = await this.users.insertIfAbsent(db, input.identityUserId, input.email);
+      const { user, inserted } = await this.users.insertIfAbsent(
+        db,
+        input.identityUserId,
+        input.email,
+        input.emailVerified,
+        input.identityUpdatedAt ?? null,
+      );
       if (!inserted) return { user, created: false, outboxIds: [] as string[] };
       await this.audit.record(db, {
         actor: input.via === 'token' ? userActor(input.identityUserId) : 'webhook:identity',
@@ -53,6 +67,10 @@ export class UsersService {
     const result = await this.prisma.$transaction(work);
     await this.outbox.dispatch(result.outboxIds);
     return result;
+  }
+
+  markEmailVerified(user: User): Promise<void> {
+    return this.users.markEmailVerified(this.prisma, user.id, user.email);
   }
 
   touchLastActive(user: User): Promise<void> | void {

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, ConflictError, NotFoundError } from '../../common/errors/app-error.js';
+import { recordableError } from '../../common/errors/internal-text.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import { DISPATCH_WAIT_MS, OutboxService } from '../../infra/queue/outbox.service.js';
@@ -154,6 +155,7 @@ export class WebhookInboxService {
       if (hopeless || final) {
         if (await this.recordFailure(id, err)) return { outcome: 'failed' };
       } else {
+        this.logger.warn({ id, err: fullText(err) }, 'webhook attempt failed; it will be retried');
         await this.inbox.recordAttempt(this.prisma, id, failureMessage(err)).catch(() => undefined);
       }
       throw err;
@@ -281,7 +283,7 @@ export class WebhookInboxService {
       if (!recorded) return false;
       this.metrics.webhookEvents.inc({ provider: recorded.provider, outcome: 'failed' });
       this.logger.warn(
-        { provider: recorded.provider, event_id: recorded.eventId, err: message },
+        { provider: recorded.provider, event_id: recorded.eventId, err: fullText(err) },
         'webhook event failed for good; replayable',
       );
       return true;
@@ -316,17 +318,12 @@ export class WebhookInboxService {
 export const jobIdOf = (row: AcceptedRow): string => `webhook-${row.id}-${row.receivedAt.getTime()}`;
 
 /**
- * What a failure record keeps: the error's code or name and the first line of its message, never a stack
- * trace, a file path or a multi-line driver message with SQL in it.
+ * What a failure record keeps (issue 14 item 8): the message of our own errors, otherwise only the error's
+ * class and code, never a stack trace, a file path or SQL. The log line of the failure keeps the full text.
  */
 export function failureMessage(err: unknown): string {
-  if (err instanceof AppError) return `${err.code}: ${err.message}`.slice(0, 1000);
-  if (err instanceof Error) {
-    const firstLine = err.message
-      .split('\n')[0]
-      .replace(/\(?\/[^\s)]+\)?/g, '')
-      .trim();
-    return `${err.name}: ${firstLine}`.slice(0, 500);
-  }
-  return String(err).split('\n')[0].slice(0, 500);
+  return recordableError(err);
 }
+
+const fullText = (err: unknown): string =>
+  err instanceof Error ? `${err.name}: ${err.message}` : String(err);

@@ -18,7 +18,8 @@ export interface RouteCase {
   idOf?: IdKind;
   /**
    * Refused with 403 when the caller authenticates with an API key, whoever owns it: admin routes, API key
-   * management (in its service) and the account lifecycle and export (@RefuseApiKeys, in the guard).
+   * management (in its service), the account lifecycle and export and the billing changes (@RefuseApiKeys,
+   * in the guard).
    */
   apiKeyRefused?: boolean;
   /** Soft-deletes the caller: run it after every other route. */
@@ -62,12 +63,20 @@ export const ROUTE_TABLE: Record<string, RouteCase> = {
   'get /api/v1/api_keys/:id': { access: 'user', idOf: 'api_key' },
   'delete /api/v1/api_keys/:id': { access: 'user', idOf: 'api_key', apiKeyRefused: true },
 
-  'post /api/v1/billing/checkout-token': { access: 'user', body: { tier: 'PRO' } },
-  'post /api/v1/billing/checkout': { access: 'user', body: { tier: 'PRO' } },
+  'post /api/v1/billing/checkout-token': { access: 'user', body: { tier: 'PRO' }, apiKeyRefused: true },
+  'post /api/v1/billing/checkout': { access: 'user', body: { tier: 'PRO' }, apiKeyRefused: true },
   'get /api/v1/billing/subscription': { access: 'user' },
-  'post /api/v1/billing/subscription/cancel': { access: 'user', body: { cancel_immediately: true } },
-  'post /api/v1/billing/subscription/change': { access: 'user', body: { target_tier: 'TEAM' } },
-  'post /api/v1/billing/subscription/resume': { access: 'user', body: {} },
+  'post /api/v1/billing/subscription/cancel': {
+    access: 'user',
+    body: { cancel_immediately: true },
+    apiKeyRefused: true,
+  },
+  'post /api/v1/billing/subscription/change': {
+    access: 'user',
+    body: { target_tier: 'TEAM' },
+    apiKeyRefused: true,
+  },
+  'post /api/v1/billing/subscription/resume': { access: 'user', body: {}, apiKeyRefused: true },
   'get /api/v1/credits': { access: 'user' },
   'post /api/v1/ai/completions': {
     access: 'user',
