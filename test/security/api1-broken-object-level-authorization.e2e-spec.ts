@@ -49,7 +49,8 @@ describe('API1 broken object level authorization: a second user never reaches th
     alice = await seedUserWithEverything(api.prisma, `user_alice_${randomUUID().slice(0, 6)}`);
     await api.prisma.user.update({
       where: { id: alice.user.id },
-      data: { marketingConsentGiven: true, utmSource: 'alice-utm-marker', locale: 'de' },
+      // Verified like a real sign-in makes it (her own token's email_verified claim would set it mid-test).
+      data: { marketingConsentGiven: true, utmSource: 'alice-utm-marker', locale: 'de', emailVerified: true },
     });
     aliceAuth = () => api.bearer(alice.user.identityUserId, alice.user.email);
     const broadcast = await api.http

@@ -284,9 +284,9 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
       at: { updatedAt?: number; timestamp: number },
     ) => {
       const delivery = signIdentityEvent(identityUserEvent(type, sub, email, at));
-      const res = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+      const res = await deliverIdentity(api, delivery);
       expect(res.status).toBe(200);
-      return res.body.status as string;
+      return res.outcome;
     };
     const email = async () =>
       (await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } })).email;

@@ -24,7 +24,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import type { INestApplication } from '@nestjs/common';
+import { deliverIdentity, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { subscribe } from '../support/billing.js';
 import { tableCounts } from './support/db.js';
 import { call, expectRouteTableMatches, type TableRoute } from './support/route-table.js';
@@ -226,7 +227,11 @@ describe('API5 broken function level authorization', () => {
   });
   it('refuses a leaked API key on billing changes and on consent, and never calls the provider', async () => {
     const { api } = world;
+    // The subscription's webhook is applied by a worker, started for this test only (the other tests count
+    // rows and must not see a worker's writes).
+    const worker = await world.env.startWorker();
     const { user, subId } = await subscribe(api, 'PRO');
+    await world.env.stop(worker);
     const jwt = await world.bearer(user.identityUserId, user.email);
     const key = await world.apiKey(jwt, 'leaked billing key');
     const calls = world.billing.requests.length;
@@ -283,6 +288,12 @@ describe('API5 broken function level authorization', () => {
   });
 
   describe('admin only from a verified identity', () => {
+    // Identity webhooks are applied by the worker; this block runs one.
+    let identityWorker: INestApplication;
+    beforeAll(async () => {
+      identityWorker = await world.env.startWorker();
+    });
+    afterAll(() => world.env.stop(identityWorker));
     const adminStats = (auth: string) => world.api.http.get('/api/v1/admin/stats').set('Authorization', auth);
     const refusal = async (sub: string) =>
       (
@@ -298,7 +309,8 @@ describe('API5 broken function level authorization', () => {
       options: { verified?: boolean; updatedAt?: number } = {},
     ) => {
       const delivery = signIdentityEvent(identityUserEvent(type, sub, email, options));
-      const res = await world.api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+      // Applied by the worker: wait for it.
+      const res = await deliverIdentity(world.api, delivery);
       expect(res.status).toBe(200);
     };
     /** A token without an e-mail claim (the provider's default session token): the stored row decides. */

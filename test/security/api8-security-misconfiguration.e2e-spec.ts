@@ -27,7 +27,7 @@ import type { Response } from 'supertest';
 import { runBootChecks } from '../../src/config/boot-checks.js';
 import { loadConfig } from '../../src/config/env.js';
 import { AuditService } from '../../src/modules/audit/audit.service.js';
-import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { deliverIdentity, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { ProbeModule } from '../support/probe.module.js';
 import { TEST_SECRETS } from '../support/test-env.js';
 import { inBatches } from './support/db.js';
@@ -46,7 +46,7 @@ describe('API8 security misconfiguration', () => {
   let auth: string;
 
   beforeAll(async () => {
-    world = await SecurityWorld.start({ env: { CORS_ORIGINS: ORIGIN } });
+    world = await SecurityWorld.start({ env: { CORS_ORIGINS: ORIGIN }, worker: true });
     routes = expectRouteTableMatches(world.api.app);
     auth = (await world.user('misconfig')).auth;
   });
@@ -267,8 +267,10 @@ describe('API8 security misconfiguration', () => {
       const delivery = signIdentityEvent(
         identityUserEvent('user.created', `user_trap_${randomUUID().slice(0, 6)}`, 'trap@example.com'),
       );
-      const res = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
-      expect(res.status).toBe(500);
+      // Accepted, then failed for good by the worker (every attempt hits the constraint).
+      const res = await deliverIdentity(api, delivery);
+      expect(res.status).toBe(200);
+      expect(res.outcome).toBe('failed');
       expect(res.text).not.toMatch(internals);
       const row = await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: delivery.id } });
       expect(row.status).toBe('FAILED');
