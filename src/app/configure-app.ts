@@ -29,7 +29,6 @@ const UNPREFIXED = [
   { path: 'webhooks/billing', method: RequestMethod.POST },
 ];
 
-
 const PERMISSIONS_POLICY =
   'accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), payment=(), usb=(), interest-cohort=()';
 

@@ -485,7 +485,6 @@ describe('API2 broken authentication: only a valid credential of a live account 
     expect(res.status).toBe(200);
   });
   it('never restores an account the identity provider deleted, even with a token issued before', async () => {
-    const { api } = world;
     // The provider's user.deleted is applied by a worker, started for this test only (others count rows).
     const worker = await world.env.startWorker();
     try {
