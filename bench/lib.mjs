@@ -161,10 +161,10 @@ export async function identityProvider() {
   return {
     issuer,
     jwksUrl: `${issuer}/.well-known/jwks.json`,
-    /** A token for `sub` (with `email`, so the API creates the user just in time), valid for `ttl` seconds. */
+    /** A token for `sub` (with a verified `email`, so the API creates the user just in time), valid for `ttl` seconds. */
     token(sub, email, ttl = 3600) {
       const now = Math.floor(Date.now() / 1000);
-      return new SignJWT({ email })
+      return new SignJWT({ email, email_verified: true })
         .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
         .setIssuer(issuer)
         .setSubject(sub)
