@@ -102,6 +102,8 @@ export abstract class AppConfig {
     jsonMaxObjectKeys: number;
     /** Per user, authenticated POST/PATCH/PUT/DELETE; 0 turns it off. */
     userWritesPerMinute: number;
+    /** At most this many writes in a row (refilled at the minute's rate); 0 or >= the minute's turns it off. */
+    userWritesBurst: number;
     /** Per client IP, unauthenticated requests (public routes and 401 answers); 0 turns it off. */
     ipPerMinute: number;
     /** admin.unauthorized audit rows per user and hour (the 403 is answered regardless). */

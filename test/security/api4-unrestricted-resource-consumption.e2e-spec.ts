@@ -326,6 +326,22 @@ describe('API4 key-count bound, capped validation errors and the general rate li
       expect(res.headers['x-request-id']).toBeTruthy();
     };
 
+    it('limits a burst of writes below the minute limit (DESIGN: 120 a minute, bursts of 30)', async () => {
+      const burst = await world.env.startApi({
+        config: world.env.configWith({ RATE_LIMIT_WRITES_PER_MINUTE: '120', RATE_LIMIT_WRITES_BURST: '4' }),
+      });
+      const writer = await world.user('burster');
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i += 1) {
+        const res = await burst.http
+          .post('/api/v1/feedback')
+          .set('Authorization', writer.auth)
+          .send({ message: `b ${i}` });
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([201, 201, 201, 201, 429, 429]);
+    });
+
     it('limits authenticated writes per user, not reads, and spares other users', async () => {
       const writer = await world.user('writer');
       const statuses: number[] = [];

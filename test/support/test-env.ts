@@ -78,6 +78,7 @@ export class TestEnv {
       // Suites send hundreds of requests from one address and user: the general limits stay on (their
       // code path runs everywhere) but out of reach. test/security/api4 proves them with small values.
       RATE_LIMIT_WRITES_PER_MINUTE: '1000000',
+      RATE_LIMIT_WRITES_BURST: '1000000',
       RATE_LIMIT_PUBLIC_PER_MINUTE: '1000000',
       ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR: '1000000',
       ...TEST_SECRETS,

@@ -30,13 +30,16 @@ type Outcome = { ok: true } | { ok: false; error: RateLimitedError };
 export class RequestRateLimiter {
   private readonly logger = new Logger(RequestRateLimiter.name);
   private readonly user: RateLimiterRedis | null;
+  /** DESIGN.md: 120 writes a minute, in bursts of at most 30 (the minute's rate refills a burst). */
+  private readonly userBurst: RateLimiterRedis | null;
   private readonly ip: RateLimiterRedis | null;
   private readonly adminAudit: RateLimiterRedis | null;
   /** IPs over their limit, learned from a 401: refused before authentication until the window ends. */
   private readonly blockedIps = new Map<string, number>();
 
   constructor(config: AppConfig, redis: RedisService) {
-    const { userWritesPerMinute, ipPerMinute, adminUnauthorizedAuditPerHour } = config.limits;
+    const { userWritesPerMinute, userWritesBurst, ipPerMinute, adminUnauthorizedAuditPerHour } =
+      config.limits;
     const limiter = (name: string, points: number, duration: number) =>
       points > 0
         ? new RateLimiterRedis({
@@ -47,12 +50,24 @@ export class RequestRateLimiter {
           })
         : null;
     this.user = limiter('user-writes', userWritesPerMinute, 60);
+    // The burst window is the time the minute's rate takes to refill a burst (30 at 120/min: 15 s).
+    this.userBurst =
+      userWritesPerMinute > 0 && userWritesBurst > 0 && userWritesBurst < userWritesPerMinute
+        ? limiter(
+            'user-writes-burst',
+            userWritesBurst,
+            Math.max(1, Math.ceil((userWritesBurst * 60) / userWritesPerMinute)),
+          )
+        : null;
     this.ip = limiter('ip', ipPerMinute, 60);
     this.adminAudit = limiter('admin-unauthorized-audit', adminUnauthorizedAuditPerHour, 3600);
   }
 
-  consumeUser(userId: string): Promise<Outcome> {
-    return this.consume(this.user, userId, 'Too many write requests for this account.');
+  async consumeUser(userId: string): Promise<Outcome> {
+    const detail = 'Too many write requests for this account.';
+    const burst = await this.consume(this.userBurst, userId, detail);
+    if (!burst.ok) return burst;
+    return this.consume(this.user, userId, detail);
   }
 
   async consumeIp(ip: string): Promise<Outcome> {
