@@ -84,10 +84,18 @@ async function main() {
     await figure('json_keys', async () => rows.push(...(await benchJsonKeys(ctx))));
     await figure('saved_searches', async () => rows.push(...(await benchSavedSearches(ctx))));
     await figure('webhooks', async () => {
-      // The worker sends the welcome e-mails that the created events enqueue (outbox -> BullMQ).
-      const worker = await startProcess(join(ROOT, 'dist', 'worker.js'), ctx.env, { readyUrl: `${ctx.workerUrl}/health` });
+      // The worker applies the accepted events (and sends the welcome e-mails the created ones enqueue).
+      const startWorker = () => startProcess(join(ROOT, 'dist', 'worker.js'), ctx.env, { readyUrl: `${ctx.workerUrl}/health` });
+      let worker = await startWorker();
+      // SIGKILL mid-run, then a new worker process: what a crashed or evicted worker looks like.
+      const killWorker = async () => {
+        const exited = new Promise((resolve) => worker.child.once('exit', resolve));
+        worker.child.kill('SIGKILL');
+        await exited;
+        worker = await startWorker();
+      };
       try {
-        rows.push(...(await benchWebhooks(ctx)));
+        rows.push(...(await benchWebhooks({ ...ctx, killWorker })));
       } finally {
         memory.worker.push(['worker after webhook ingest', await worker.rssMb()]);
         await worker.stop();

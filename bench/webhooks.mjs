@@ -227,5 +227,31 @@ export async function benchWebhooks(ctx) {
     goal: 'lag p99 < 2 s; zero duplicates, zero lost',
     met: Number(stored.lag_p99) < 2 && done && consistentOf(stored, steady),
   });
+  if (ctx.killWorker) rows.push(await killedMidRun(ctx, { subIds, start: start + 15_000_000, runId }));
   return rows;
+}
+
+/** Issue 15 item 5: the worker SIGKILLed half-way through a run and restarted; nothing lost, nothing twice. */
+async function killedMidRun(ctx, { subIds, start, runId }) {
+  const tag = 'kill';
+  let killed = Promise.resolve();
+  const timer = setTimeout(() => {
+    killed = ctx.killWorker();
+  }, (ctx.duration * 1000) / 2);
+  const run = await send(ctx, { subIds, start, runId, tag, connections: CONNECTIONS });
+  clearTimeout(timer);
+  await killed;
+  // Jobs active at the kill come back when BullMQ declares them stalled (QUEUE_STALLED_INTERVAL_MS).
+  const done = await drained(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
+  const stored = await ledger(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
+  return {
+    figure: `billing webhooks with the worker SIGKILLed mid-run and restarted, ${CONNECTIONS} senders`,
+    value:
+      `${run.accepted} accepted, ${stored.archived} archived, ${stored.effects} applied, ${stored.unprocessed} ` +
+      `not applied, ${stored.duplicates} duplicates; all applied ${Math.round(Number(stored.span_s))} s after the first send`,
+    baseline: '-',
+    ratio: NaN,
+    goal: 'zero duplicates, zero lost',
+    met: done && consistentOf(stored, run),
+  };
 }
