@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
-import { HttpClient } from '../../src/infra/http/http-client.js';
 import { BillingBackfillService } from '../../src/modules/billing/billing-backfill.service.js';
-import { FakeBillingApi } from '../fakes/billing-api.js';
+import type { FakeBillingApi } from '../fakes/billing-api.js';
 import {
+  billingApiWorld,
   checkoutToken,
   createUser,
   DAY,
@@ -14,7 +14,7 @@ import {
   subscriptionEvent,
   transactionEvent,
 } from '../support/billing.js';
-import { type ApiApp, TestEnv } from '../support/test-env.js';
+import type { ApiApp, TestEnv } from '../support/test-env.js';
 import { settled } from '../support/webhooks.js';
 
 type LoggedEvent = { event_id: string; event_type: string; occurred_at: string; data: unknown };
@@ -31,12 +31,7 @@ describe('billing backfill from the provider event log', () => {
   let billing: FakeBillingApi;
 
   beforeAll(async () => {
-    billing = await FakeBillingApi.start();
-    env = await TestEnv.create({ env: { BILLING_API_URL: billing.url, BILLING_API_KEY: 'pdl_test_key' } });
-    env.onClose(() => billing.close());
-    api = await env.startApi();
-    worker = await env.startWorker();
-    worker.get(HttpClient).backoffBaseMs = 5;
+    ({ env, api, worker, billing } = await billingApiWorld());
   });
   afterAll(() => env.close());
 

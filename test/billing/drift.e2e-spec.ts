@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
-import { HttpClient } from '../../src/infra/http/http-client.js';
 import { BillingDriftService } from '../../src/modules/billing/billing-drift.service.js';
-import { FakeBillingApi } from '../fakes/billing-api.js';
+import type { FakeBillingApi } from '../fakes/billing-api.js';
 import {
+  billingApiWorld,
   checkoutToken,
   createUser,
   DAY,
@@ -12,7 +12,7 @@ import {
   newSubId,
   subscriptionEvent,
 } from '../support/billing.js';
-import { type ApiApp, TestEnv } from '../support/test-env.js';
+import type { ApiApp, TestEnv } from '../support/test-env.js';
 
 const HOUR = 3_600_000;
 
@@ -28,12 +28,7 @@ describe('billing drift check', () => {
   let billing: FakeBillingApi;
 
   beforeAll(async () => {
-    billing = await FakeBillingApi.start();
-    env = await TestEnv.create({ env: { BILLING_API_URL: billing.url, BILLING_API_KEY: 'pdl_test_key' } });
-    env.onClose(() => billing.close());
-    api = await env.startApi();
-    worker = await env.startWorker();
-    worker.get(HttpClient).backoffBaseMs = 5;
+    ({ env, api, worker, billing } = await billingApiWorld());
   });
   afterAll(() => env.close());
 

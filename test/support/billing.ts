@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { User } from '../../src/generated/prisma/client.js';
 import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
 import { paddleSignature } from '../../src/modules/billing/paddle-signature.js';
-import { type ApiApp, TEST_SECRETS } from './test-env.js';
+import type { INestApplication } from '@nestjs/common';
+import { HttpClient } from '../../src/infra/http/http-client.js';
+import { FakeBillingApi } from '../fakes/billing-api.js';
+import { type ApiApp, TEST_SECRETS, TestEnv } from './test-env.js';
 import { type Delivered, withOutcome } from './webhooks.js';
 
 export const PRICE = { PRO: 'pri_pro', TEAM: 'pri_team' } as const;
@@ -239,4 +242,25 @@ export function lookups(app: () => ApiApp) {
     audits: (action: string, resourceId?: string) =>
       api.prisma.auditLog.findMany({ where: { action, ...(resourceId ? { resourceId } : {}) } }),
   };
+}
+
+/**
+ * A test world whose billing provider API is the local Paddle-shaped fake (`BILLING_API_URL`/`_KEY` set, so
+ * the backfill and the drift check are on), with the API and a worker whose provider retries are fast.
+ */
+export async function billingApiWorld(): Promise<{
+  env: TestEnv;
+  api: ApiApp;
+  worker: INestApplication;
+  billing: FakeBillingApi;
+}> {
+  const billing = await FakeBillingApi.start();
+  const env = await TestEnv.create({
+    env: { BILLING_API_URL: billing.url, BILLING_API_KEY: 'pdl_test_key' },
+  });
+  env.onClose(() => billing.close());
+  const api = await env.startApi();
+  const worker = await env.startWorker();
+  worker.get(HttpClient).backoffBaseMs = 5;
+  return { env, api, worker, billing };
 }

@@ -182,7 +182,7 @@ export class BillingWebhookService implements OnModuleInit {
     }
   }
 
-  /** Handler failures must make the provider retry: 503 for an unavailable store, else 500; never a 4xx. */
+  /** A failed intake statement must make the provider retry: 503 for an unavailable store, else 500; never a 4xx. */
   private asHttpError(err: unknown): AppError {
     if (err instanceof InvalidWebhookPayloadError) return err;
     if (err instanceof DependencyError) return err;
@@ -193,7 +193,7 @@ export class BillingWebhookService implements OnModuleInit {
         err,
       );
     }
-    this.logger.error({ err: (err as Error)?.message }, 'billing webhook handler failed');
+    this.logger.error({ err: (err as Error)?.message }, 'billing webhook could not be stored');
     return new WebhookProcessingError(err);
   }
 }

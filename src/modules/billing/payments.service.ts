@@ -147,18 +147,12 @@ export class PaymentsService {
   }
 
   /** A tier change whose period has ended takes effect with the renewal that opens the next period. */
-  private async applyDueTierChange(
-    tx: Tx,
-    subscription: Subscription,
-    userId: string,
-  ): Promise<Subscription> {
-    if (!subscription.pendingTier) return subscription;
+  private async applyDueTierChange(tx: Tx, subscription: Subscription, userId: string): Promise<void> {
+    if (!subscription.pendingTier) return;
     const now = new Date();
-    const changed = await this.subscriptions.applyPendingTier(tx, subscription.id, now);
-    if (!changed) return subscription;
+    if (!(await this.subscriptions.applyPendingTier(tx, subscription.id, now))) return;
     const user = await this.users.lock(tx, userId);
     if (user) await this.tiers.recompute(tx, user, now);
-    return changed;
   }
 
   async adjustment(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {

@@ -90,9 +90,9 @@ export class SubscriptionExpiryService {
       await this.subscriptions.lock(tx, candidate.provider_subscription_id);
       const user = await this.users.lock(tx, candidate.user_id);
       if (!user) return false;
-      const before = await this.subscriptions.findByProviderId(tx, candidate.provider_subscription_id);
-      const subscription = await this.subscriptions.applyPendingTier(tx, candidate.id, now);
-      if (!subscription || !before) return false;
+      const changed = await this.subscriptions.applyPendingTier(tx, candidate.id, now);
+      if (!changed) return false;
+      const subscription = changed.row;
       const tier = await this.tiers.recompute(tx, user, now);
       await this.audit.record(tx, {
         actor: systemActor('subscription-expiry'),
@@ -105,7 +105,7 @@ export class SubscriptionExpiryService {
           status: subscription.status,
           reason: 'scheduled_change_due',
           subscription_tier: subscription.tier,
-          previous_subscription_tier: before.tier,
+          previous_subscription_tier: changed.previousTier,
           tier: tier.current,
           previous_tier: tier.previous,
         },

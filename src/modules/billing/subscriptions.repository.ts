@@ -154,14 +154,22 @@ export class SubscriptionsRepository {
       LIMIT ${options.limit ?? 1}`;
   }
 
-  /** Makes the pending tier the subscription's tier (its period has ended); null when none was due. */
-  async applyPendingTier(tx: Tx, id: string, now: Date): Promise<Subscription | null> {
+  /**
+   * Makes the pending tier the subscription's tier (its period has ended). Returns the row after and the tier
+   * it had before, or null when no change was due.
+   */
+  async applyPendingTier(
+    tx: Tx,
+    id: string,
+    now: Date,
+  ): Promise<{ row: Subscription; previousTier: string } | null> {
     const row = await tx.subscription.findUnique({ where: { id } });
     if (!row?.pendingTier || !row.pendingTierAt || row.pendingTierAt.getTime() > now.getTime()) return null;
-    return tx.subscription.update({
+    const updated = await tx.subscription.update({
       where: { id },
       data: { tier: row.pendingTier, pendingTier: null, pendingTierAt: null },
     });
+    return { row: updated, previousTier: row.tier };
   }
 
   /**

@@ -105,7 +105,7 @@ export class WebhookInboxService {
   async refuse(provider: WebhookProvider, event: InboundEvent, err: AppError): Promise<void> {
     this.refusals.refused(provider, { reason: err.code, eventId: event.eventId, detail: err.message });
     this.metrics.webhookEvents.inc({ provider, outcome: 'failed' });
-    const message = failureMessage(err);
+    const message = recordableError(err);
     try {
       await this.prisma.$transaction(async (tx) => {
         if (!(await this.inbox.archiveRefused(tx, provider, event, message))) return;
@@ -156,7 +156,7 @@ export class WebhookInboxService {
         if (await this.recordFailure(id, err)) return { outcome: 'failed' };
       } else {
         this.logger.warn({ id, err: fullText(err) }, 'webhook attempt failed; it will be retried');
-        await this.inbox.recordAttempt(this.prisma, id, failureMessage(err)).catch(() => undefined);
+        await this.inbox.recordAttempt(this.prisma, id, recordableError(err)).catch(() => undefined);
       }
       throw err;
     }
@@ -266,7 +266,7 @@ export class WebhookInboxService {
    * applied the event meanwhile or the database is unreachable (the relay retries then).
    */
   private async recordFailure(id: string, err: unknown): Promise<boolean> {
-    const message = failureMessage(err);
+    const message = recordableError(err);
     try {
       const recorded = await this.prisma.$transaction(async (tx) => {
         const event = await this.inbox.markFailed(tx, id, message);
@@ -317,13 +317,6 @@ export class WebhookInboxService {
  */
 export const jobIdOf = (row: AcceptedRow): string => `webhook-${row.id}-${row.receivedAt.getTime()}`;
 
-/**
- * What a failure record keeps (issue 14 item 8): the message of our own errors, otherwise only the error's
- * class and code, never a stack trace, a file path or SQL. The log line of the failure keeps the full text.
- */
-export function failureMessage(err: unknown): string {
-  return recordableError(err);
-}
-
+/** The whole error for the log line (the failure record keeps only recordableError's text, issue 14 item 8). */
 const fullText = (err: unknown): string =>
   err instanceof Error ? `${err.name}: ${err.message}` : String(err);
