@@ -1,4 +1,4 @@
-// The typed client's schema (clients/typescript/src/schema.d.ts) from an OpenAPI document, with
+// The typed client's schema (clients/typescript/src/schema.ts) from an OpenAPI document, with
 // openapi-typescript. Shared by `npm run openapi` and the test that checks the committed file.
 import openapiTS, { astToString } from 'openapi-typescript';
 

@@ -1,5 +1,5 @@
 // `npm run openapi`: writes openapi.json (the API's OpenAPI 3.1 document) and the typed client's
-// clients/typescript/src/schema.d.ts from the code, without a database or Redis (the Nest application is
+// clients/typescript/src/schema.ts from the code, without a database or Redis (the Nest application is
 // created in preview mode: modules and routes only, no provider instantiated). Commit both files; a test
 // (test/openapi/openapi-document.spec.ts) fails while they differ from what the code produces.
 // Run `node scripts/swagger-metadata.mjs` first when DTOs changed (`npm run openapi` does).
@@ -16,7 +16,7 @@ const { clientSchemaText } = await import('./openapi-client.mjs');
 
 const document = await generateOpenApiDocument();
 writeFileSync(join(root, 'openapi.json'), openApiText(document));
-writeFileSync(join(root, 'clients', 'typescript', 'src', 'schema.d.ts'), await clientSchemaText(document));
+writeFileSync(join(root, 'clients', 'typescript', 'src', 'schema.ts'), await clientSchemaText(document));
 const operations = Object.values(document.paths).reduce((n, item) => n + Object.keys(item).length, 0);
-console.log(`openapi.json: ${operations} operations; clients/typescript/src/schema.d.ts regenerated`);
+console.log(`openapi.json: ${operations} operations; clients/typescript/src/schema.ts regenerated`);
 process.exit(0);

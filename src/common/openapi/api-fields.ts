@@ -15,6 +15,7 @@ interface Extra {
   maximum?: number;
   default?: unknown;
   required?: boolean;
+  nullable?: boolean;
 }
 
 const property = (options: Record<string, unknown>) => ApiProperty(options as ApiPropertyOptions);

@@ -37,7 +37,7 @@ export class QueuesDto {
   available!: boolean;
   @ApiProperty({ type: String, nullable: true })
   error!: string | null;
-  @ApiProperty({ type: Number, nullable: true })
+  @ApiProperty({ type: 'integer', nullable: true })
   failed_last_24h!: number | null;
   @ApiProperty({
     type: 'object',
@@ -59,7 +59,7 @@ export class JobRunDto {
   last_started_at!: string | null;
   @ApiProperty({ type: String, nullable: true })
   last_finished_at!: string | null;
-  @ApiProperty({ type: Number, nullable: true })
+  @ApiProperty({ type: 'integer', nullable: true })
   last_duration_ms!: number | null;
   @ApiProperty({ type: String, nullable: true })
   last_error!: string | null;
@@ -106,7 +106,7 @@ export class WebhookBackfillDto {
   checkpoint!: string | null;
   @ApiProperty({ type: String, nullable: true })
   last_run_at!: string | null;
-  @ApiProperty({ type: Number, nullable: true })
+  @ApiProperty({ type: 'integer', nullable: true })
   last_run_processed!: number | null;
 }
 

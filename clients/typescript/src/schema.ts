@@ -1651,16 +1651,33 @@ export interface components {
             id: string;
             /** @enum {string} */
             status: "queued" | "running" | "done" | "failed";
-            template_key: string;
+            /**
+             * @example newsletter
+             * @enum {string}
+             */
+            template_key: "newsletter" | "subscription_welcome" | "welcome";
             /** @enum {string} */
             kind: "transactional" | "marketing";
             audience: components["schemas"]["AudienceDto"];
             bypass_consent: boolean;
             counts: components["schemas"]["BroadcastCountsDto"];
+            /** @example user:user_2abcDEF3ghiJKL4mnoPQR5stu */
             created_by: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
             created_at: string;
-            started_at?: string | null;
-            finished_at?: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            started_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            finished_at: string | null;
             error?: string | null;
         };
         BroadcastListDto: {
