@@ -8,6 +8,7 @@ import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import type { AppConfig } from '../config/app-config.js';
+import { NotFoundError } from '../common/errors/app-error.js';
 import { buildProblem, sendProblem, toProblem } from '../common/filters/problem-details.filter.js';
 import { installBodyParsers } from '../common/http/body-limits.js';
 import { requestIdMiddleware, requestIdOf } from '../common/http/request-id.middleware.js';
@@ -27,6 +28,8 @@ const UNPREFIXED = [
   { path: 'webhooks/identity', method: RequestMethod.POST },
   { path: 'webhooks/billing', method: RequestMethod.POST },
 ];
+
+const NO_ROUTE = 'No route or resource matches this request.';
 
 const PERMISSIONS_POLICY =
   'accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), microphone=(), payment=(), usb=(), interest-cohort=()';
@@ -214,8 +217,17 @@ function installClientErrorHandler(server: Server, securityHeaders: string[]): v
   });
 }
 
-/** Express-level errors (body parser: bad JSON, 413) never reach Nest's filters: answer them here too. */
+/**
+ * Express-level errors (body parser: bad JSON, 413) never reach Nest's filters: answer them here too.
+ * Nest's own not-found answer covers only paths under the global prefix; any other path nobody serves
+ * (next to the docs, the probes and the webhook receivers) gets the same 404 problem+json here instead of
+ * Express's HTML page. Registered after app.init(), so after every route.
+ */
 export function installFallbackErrorHandler(app: NestExpressApplication): void {
+  app.use((req: Request & { id?: string }, res: Response) => {
+    const { problem, headers } = toProblem(new NotFoundError(NO_ROUTE), req.id);
+    sendProblem(res, problem, headers);
+  });
   app.use((err: unknown, req: Request & { id?: string }, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
     const { problem, headers } = toProblem(err, req.id);
