@@ -55,7 +55,9 @@ describe('the typed client against the running service', () => {
     const id = created.data!.id;
     expect(created.data).toMatchObject({ name: 'Berlin', query: 'backend', filters: { remote: true } });
 
-    const list = await client.GET('/api/v1/saved_searches', { params: { query: { page: 1, page_size: 10 } } });
+    const list = await client.GET('/api/v1/saved_searches', {
+      params: { query: { page: 1, page_size: 10 } },
+    });
     expect(list.data).toMatchObject({ total: 1, page: 1, page_size: 10, items: [{ id }] });
 
     const path = { params: { path: { id } } };
@@ -89,7 +91,11 @@ describe('the typed client against the running service', () => {
   it('runs a completion once per Idempotency-Key, with the rate-limit headers', async () => {
     const me = (await client.GET('/api/v1/me')).data!;
     await grantCredits(api, me.id, 10);
-    llm.behaviour = { kind: 'ok', content: 'Hello from the fake model', usage: { prompt_tokens: 12, completion_tokens: 8 } };
+    llm.behaviour = {
+      kind: 'ok',
+      content: 'Hello from the fake model',
+      usage: { prompt_tokens: 12, completion_tokens: 8 },
+    };
     const key = newIdempotencyKey();
     const ask = () =>
       client.POST('/api/v1/ai/completions', {
@@ -99,7 +105,11 @@ describe('the typed client against the running service', () => {
 
     const first = await ask();
     expect(first.error).toBeUndefined();
-    expect(first.data).toMatchObject({ content: 'Hello from the fake model', refusal: null, credits_charged: 1 });
+    expect(first.data).toMatchObject({
+      content: 'Hello from the fake model',
+      refusal: null,
+      credits_charged: 1,
+    });
     const limit = readRateLimit(first.response);
     expect(limit).toMatchObject({ limit: 5, remaining: 4, retryAfterSeconds: null });
     expect(limit!.policy).toContain('w=60');

@@ -15,7 +15,9 @@ describe('API docs and unknown paths', () => {
 
   // A different project slug and origin list: nothing of the configuration leaks into the document.
   beforeAll(async () => {
-    env = await TestEnv.create({ env: { PROJECT_SLUG: 'other-slug', CORS_ORIGINS: 'https://app.example.com' } });
+    env = await TestEnv.create({
+      env: { PROJECT_SLUG: 'other-slug', CORS_ORIGINS: 'https://app.example.com' },
+    });
     api = await env.startApi();
   });
   afterAll(() => env.close());
@@ -23,7 +25,11 @@ describe('API docs and unknown paths', () => {
   it('serves openapi.json at /docs-json and /docs/openapi.json', async () => {
     for (const path of ['/docs-json', '/docs/openapi.json']) {
       const res = await api.http.get(path);
-      expect({ path, status: res.status, type: res.type }).toEqual({ path, status: 200, type: 'application/json' });
+      expect({ path, status: res.status, type: res.type }).toEqual({
+        path,
+        status: 200,
+        type: 'application/json',
+      });
       expect(res.body).toEqual(committed);
     }
     const page = await api.http.get('/docs');
@@ -42,9 +48,9 @@ describe('API docs and unknown paths', () => {
     ['get', '/api/v2/me'],
     ['get', '/api/v1/nope'],
   ])('%s %s answers 404 problem+json', async (method, path) => {
-    const res = await (api.http as unknown as Record<string, (p: string) => Promise<import('supertest').Response>>)[
-      method
-    ](path);
+    const res = await (
+      api.http as unknown as Record<string, (p: string) => Promise<import('supertest').Response>>
+    )[method](path);
     expect({ path, status: res.status, type: res.type }).toEqual({
       path,
       status: 404,

@@ -1629,8 +1629,11 @@ export interface components {
             signed_up_before?: string;
         };
         CreateBroadcastDto: {
-            /** @example newsletter */
-            template_key: string;
+            /**
+             * @example newsletter
+             * @enum {string}
+             */
+            template_key: "newsletter" | "subscription_welcome" | "welcome";
             audience: components["schemas"]["AudienceDto"];
             /**
              * @description Transactional templates only: also reach users without marketing consent. Marketing + true is 409.

@@ -58,7 +58,7 @@ export class AudienceDto {
 }
 
 export class CreateBroadcastDto {
-  @ApiProperty({ type: String, example: 'newsletter' })
+  @ApiProperty({ type: String, enum: TEMPLATE_KEYS, example: 'newsletter' })
   @IsString()
   @Matches(/^[a-z0-9_]{1,64}$/, { message: 'template_key must be a template name' })
   template_key!: string;
