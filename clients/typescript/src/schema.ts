@@ -1650,7 +1650,10 @@ export interface components {
             skipped: number;
         };
         BroadcastResponseDto: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+             */
             id: string;
             /** @enum {string} */
             status: "queued" | "running" | "done" | "failed";
@@ -1829,7 +1832,15 @@ export interface components {
              * @example 2026-11-24T09:30:00.000Z
              */
             created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
             started_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
             finished_at: string | null;
             counts: components["schemas"]["BroadcastCountsDto"];
         };
@@ -1906,9 +1917,20 @@ export interface components {
             lead_magnet: components["schemas"]["LeadMagnetSectionDto"];
         };
         JobRunDto: {
-            /** @description running | ok | failed; null (like every last_* field) when the job never ran. */
-            last_status: string | null;
+            /**
+             * @description running | ok | failed; null (like every last_* field) when the job never ran.
+             * @enum {string|null}
+             */
+            last_status: "running" | "ok" | "failed" | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
             last_started_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
             last_finished_at: string | null;
             last_duration_ms: number | null;
             last_error: string | null;
@@ -1929,6 +1951,10 @@ export interface components {
         };
         WebhookBackfillDto: {
             checkpoint: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
             last_run_at: string | null;
             last_run_processed: number | null;
         };
@@ -1941,7 +1967,11 @@ export interface components {
             failed_last_24h: number;
             /** @description Archived events skipped (no effect: unknown subscription, stale, unhandled type) in the last 24 h. */
             skipped_last_24h: number;
-            /** @description The oldest event accepted but not yet applied by the worker (null when none waits). */
+            /**
+             * Format: date-time
+             * @description The oldest event accepted but not yet applied by the worker (null when none waits).
+             * @example 2026-11-24T09:30:00.000Z
+             */
             oldest_unprocessed_at: string | null;
             by_status: components["schemas"]["WebhookStatusCountsDto"];
             /** @description The billing backfill from the provider's event log: where it stopped and its last run (null before). */
@@ -1950,6 +1980,10 @@ export interface components {
         OutboxDto: {
             /** @description Jobs written but not yet pushed to the queue (the relay retries them). */
             pending: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
             oldest_pending_at: string | null;
         };
         AdminStatsDto: {

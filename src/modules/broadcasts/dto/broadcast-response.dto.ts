@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ApiTimestamp, TEMPLATE_KEYS } from '../../../common/openapi/api-fields.js';
+import { ApiTimestamp, ApiUuid, TEMPLATE_KEYS } from '../../../common/openapi/api-fields.js';
 import { AudienceDto } from './create-broadcast.dto.js';
 
 export class BroadcastCountsDto {
@@ -17,7 +17,7 @@ export class BroadcastCountsDto {
 }
 
 export class BroadcastResponseDto {
-  @ApiProperty({ format: 'uuid' })
+  @ApiUuid()
   id!: string;
   @ApiProperty({ enum: ['queued', 'running', 'done', 'failed'] })
   status!: string;

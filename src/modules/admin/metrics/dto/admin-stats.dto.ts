@@ -53,11 +53,11 @@ export class JobRunDto {
   /** Cron expression, UTC (six fields: the first is seconds). */
   schedule!: string;
   /** running | ok | failed; null (like every last_* field) when the job never ran. */
-  @ApiProperty({ type: String, nullable: true })
+  @ApiProperty({ type: String, nullable: true, enum: ['running', 'ok', 'failed'] })
   last_status!: string | null;
-  @ApiProperty({ type: String, nullable: true })
+  @ApiTimestamp({ nullable: true })
   last_started_at!: string | null;
-  @ApiProperty({ type: String, nullable: true })
+  @ApiTimestamp({ nullable: true })
   last_finished_at!: string | null;
   @ApiProperty({ type: 'integer', nullable: true })
   last_duration_ms!: number | null;
@@ -95,7 +95,7 @@ export class WebhooksDto {
   @ApiInt()
   skipped_last_24h!: number;
   /** The oldest event accepted but not yet applied by the worker (null when none waits). */
-  @ApiProperty({ type: String, nullable: true })
+  @ApiTimestamp({ nullable: true })
   oldest_unprocessed_at!: string | null;
   /** The billing backfill from the provider's event log: where it stopped and its last run (null before). */
   backfill!: WebhookBackfillDto;
@@ -104,7 +104,7 @@ export class WebhooksDto {
 export class WebhookBackfillDto {
   @ApiProperty({ type: String, nullable: true })
   checkpoint!: string | null;
-  @ApiProperty({ type: String, nullable: true })
+  @ApiTimestamp({ nullable: true })
   last_run_at!: string | null;
   @ApiProperty({ type: 'integer', nullable: true })
   last_run_processed!: number | null;
@@ -114,7 +114,7 @@ export class OutboxDto {
   /** Jobs written but not yet pushed to the queue (the relay retries them). */
   @ApiInt()
   pending!: number;
-  @ApiProperty({ type: String, nullable: true })
+  @ApiTimestamp({ nullable: true })
   oldest_pending_at!: string | null;
 }
 

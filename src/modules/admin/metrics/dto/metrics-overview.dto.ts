@@ -132,9 +132,9 @@ export class LastBroadcastDto {
   kind!: string;
   @ApiTimestamp()
   created_at!: string;
-  @ApiProperty({ type: String, nullable: true })
+  @ApiTimestamp({ nullable: true })
   started_at!: string | null;
-  @ApiProperty({ type: String, nullable: true })
+  @ApiTimestamp({ nullable: true })
   finished_at!: string | null;
   counts!: BroadcastCountsDto;
 }
