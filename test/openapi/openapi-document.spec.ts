@@ -128,6 +128,14 @@ describe('openapi.json', () => {
     );
     expect(ids.length).toBeGreaterThan(5);
     expect(ids.filter(([, format]) => format !== 'uuid')).toEqual([]);
+    const untyped = operations.flatMap(([key, op]) =>
+      (op.parameters ?? [])
+        .filter(
+          (p) => !['string', 'integer', 'boolean'].includes((p.schema as { type?: string })?.type ?? ''),
+        )
+        .map((p) => `${key} ${p.in} ${p.name}`),
+    );
+    expect(untyped).toEqual([]);
   });
 
   it('types what TypeScript cannot say: date-times, uuids, integers and enums', () => {

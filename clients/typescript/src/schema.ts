@@ -4362,7 +4362,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: the same key and body are charged once and answered from the first result for 24 h (`Idempotent-Replayed: true`). Up to 200 printable characters; a UUID per user action is a good key. */
+                /** @description Makes retries safe: the same key and body are charged once and answered from the first result for 24 h (`Idempotent-Replayed: true`). 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; a UUID per user action is a good key. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4470,7 +4470,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description HMAC-signed unsubscribe token from the e-mail */
-                t: unknown;
+                t: string;
             };
             header?: never;
             path?: never;
@@ -4513,7 +4513,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description HMAC-signed unsubscribe token from the e-mail */
-                t: unknown;
+                t: string;
             };
             header?: never;
             path?: never;

@@ -29,8 +29,12 @@ export class AiController {
     name: 'Idempotency-Key',
     required: false,
     description:
-      'Makes retries safe: the same key and body are charged once and answered from the first result for 24 h (`Idempotent-Replayed: true`). Up to 200 printable characters; a UUID per user action is a good key.',
-    schema: { type: 'string', maxLength: 200, example: '5f0c2a1e-8d4b-4b8e-9a57-3c1d2e4f6a70' },
+      'Makes retries safe: the same key and body are charged once and answered from the first result for 24 h (`Idempotent-Replayed: true`). 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; a UUID per user action is a good key.',
+    schema: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9._~:-]{1,128}$',
+      example: '5f0c2a1e-8d4b-4b8e-9a57-3c1d2e4f6a70',
+    },
   })
   @ApiOkResponse({
     type: CompletionResponseDto,

@@ -16,6 +16,7 @@ import { confirmationPage, unsubscribedPage } from './unsubscribe.pages.js';
 const TOKEN_QUERY = {
   name: 't',
   required: true,
+  type: String,
   description: 'HMAC-signed unsubscribe token from the e-mail',
 };
 
