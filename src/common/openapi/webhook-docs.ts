@@ -83,16 +83,22 @@ const standardWebhookHeader = (
     schema: { type: 'string', example },
   });
 
-/** POST /webhooks/identity: Clerk events signed per Standard Webhooks (Svix). */
-export const ApiIdentityWebhook = () =>
+/** The three Standard Webhooks (Svix) signature headers, signed with the named secret. */
+export const ApiStandardWebhookHeaders = (secretName: string) =>
   applyDecorators(
     standardWebhookHeader('id', 'The delivery id (the event id).', 'msg_2bH9XhZxQkzN3q7Lw5tYcVdE1fG'),
     standardWebhookHeader('timestamp', 'Unix seconds; more than 5 minutes off is refused.', '1732435200'),
     standardWebhookHeader(
       'signature',
-      'Space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` signatures with IDENTITY_WEBHOOK_SECRET.',
+      `Space-separated \`v1,<base64 HMAC-SHA256 of "id.timestamp.body">\` signatures with ${secretName}.`,
       'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
     ),
+  );
+
+/** POST /webhooks/identity: Clerk events signed per Standard Webhooks (Svix). */
+export const ApiIdentityWebhook = () =>
+  applyDecorators(
+    ApiStandardWebhookHeaders('IDENTITY_WEBHOOK_SECRET'),
     ApiBody({
       description:
         'A Clerk event: user.created, user.updated or user.deleted (others are archived and skipped).',
