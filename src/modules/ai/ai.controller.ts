@@ -1,5 +1,5 @@
 import { Body, Controller, Headers, HttpCode, Post, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
@@ -18,14 +18,38 @@ export class AiController {
   ) {}
 
   /** A metered chat completion: rate limited per tier, paid for with credits, refunded when it fails. */
+  @ApiOperation({
+    summary: 'Run a metered chat completion',
+    description:
+      'Rate limited per tier (the `RateLimit-*` headers come with every answer), paid for with credits: the bound of the request is reserved, the real cost (from the usage) settled, and everything refunded when the provider fails. Send an `Idempotency-Key` to retry safely.',
+  })
   @Post('completions')
   @HttpCode(200)
   @ApiHeader({
     name: 'Idempotency-Key',
     required: false,
-    description: 'Makes retries safe: the same key and body are charged once and replayed for 24 h.',
+    description:
+      'Makes retries safe: the same key and body are charged once and answered from the first result for 24 h (`Idempotent-Replayed: true`). 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; a UUID per user action is a good key.',
+    schema: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9._~:-]{1,128}$',
+      example: '5f0c2a1e-8d4b-4b8e-9a57-3c1d2e4f6a70',
+    },
   })
-  @ApiOkResponse({ type: CompletionResponseDto })
+  @ApiOkResponse({
+    type: CompletionResponseDto,
+    headers: {
+      'RateLimit-Limit': { $ref: '#/components/headers/RateLimit-Limit' },
+      'RateLimit-Remaining': { $ref: '#/components/headers/RateLimit-Remaining' },
+      'RateLimit-Reset': { $ref: '#/components/headers/RateLimit-Reset' },
+      'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
+      'Idempotent-Replayed': {
+        description:
+          '`true` when this is the stored answer of an earlier request with the same Idempotency-Key.',
+        schema: { type: 'string', enum: ['true'] },
+      },
+    },
+  })
   @ApiResponse({ status: 402, description: 'insufficient_credits (problem+json with balance and required)' })
   @ApiResponse({ status: 409, description: 'request_in_progress or idempotency_key_reused' })
   @ApiResponse({ status: 422, description: 'idempotency_key_mismatch' })

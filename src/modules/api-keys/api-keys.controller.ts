@@ -5,6 +5,7 @@ import {
   ApiForbiddenResponse,
   ApiNoContentResponse,
   ApiOkResponse,
+  ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
@@ -13,6 +14,7 @@ import { PageQueryDto } from '../owned/dto/page-query.dto.js';
 import { ApiOwnedNotFound, ApiOwnedPageResponse } from '../owned/owned-api.decorators.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';
+import { ApiUuidParam } from '../../common/openapi/api-fields.js';
 
 const KEY_MANAGEMENT_REFUSED = 'Refused when authenticated with an API key (code api_key_not_allowed)';
 
@@ -23,6 +25,11 @@ const KEY_MANAGEMENT_REFUSED = 'Refused when authenticated with an API key (code
 export class ApiKeysController {
   constructor(private readonly apiKeys: ApiKeysService) {}
 
+  @ApiOperation({
+    summary: 'Create an API key',
+    description:
+      'The full key is in `secret` and shown only in this answer. Refused when called with an API key.',
+  })
   @Post()
   // The body holds the secret: no cache may keep it.
   @Header('Cache-Control', 'no-store')
@@ -32,12 +39,18 @@ export class ApiKeysController {
     return this.apiKeys.create(principal, dto);
   }
 
+  @ApiOperation({
+    summary: 'List my API keys',
+    description: 'Newest first; never the secrets, only their visible prefix.',
+  })
   @Get()
   @ApiOwnedPageResponse(ApiKeyDto)
   list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
     return this.apiKeys.list(principal, { page: query.page, pageSize: query.page_size });
   }
 
+  @ApiOperation({ summary: 'Get one API key' })
+  @ApiUuidParam()
   @Get(':id')
   @ApiOkResponse({ type: ApiKeyDto })
   @ApiOwnedNotFound()
@@ -45,6 +58,11 @@ export class ApiKeysController {
     return this.apiKeys.get(principal, id);
   }
 
+  @ApiOperation({
+    summary: 'Revoke an API key',
+    description: 'Also answers 204 when it was already revoked. Refused when called with an API key.',
+  })
+  @ApiUuidParam()
   @Delete(':id')
   @HttpCode(204)
   @ApiNoContentResponse({ description: 'Revoked (also when it already was)' })

@@ -1,5 +1,6 @@
 import { Controller, Headers, HttpCode, Post, Req, type RawBodyRequest } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiOkResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiBillingWebhook } from '../../common/openapi/webhook-docs.js';
 import type { Request } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
 import { BillingWebhookService, type WebhookReceipt } from './billing-webhook.service.js';
@@ -13,10 +14,12 @@ export class BillingWebhookController {
 
   @Post('billing')
   @HttpCode(200)
-  @ApiOkResponse({
+  @ApiOperation({
+    summary: 'Receive a billing provider event',
     description:
-      '{received: true, status: accepted | duplicate}; the worker applies accepted events shortly after',
+      'Paddle Billing webhooks, authenticated by `Paddle-Signature` only. Verified events are stored and answered at once; the worker applies them (tier, credits, payments) shortly after.',
   })
+  @ApiBillingWebhook()
   @ApiUnauthorizedResponse({ description: 'Missing, stale or wrong Paddle-Signature; nothing stored' })
   @ApiBadRequestResponse({ description: 'Verified body that does not match the provider contract' })
   receive(

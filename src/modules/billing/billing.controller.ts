@@ -1,12 +1,13 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import {
   ApiBadGatewayResponse,
-  ApiForbiddenResponse,
-  ApiBearerAuth,
   ApiBadRequestResponse,
+  ApiBearerAuth,
   ApiConflictResponse,
+  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
+  ApiOperation,
   ApiServiceUnavailableResponse,
   ApiTags,
 } from '@nestjs/swagger';
@@ -37,6 +38,11 @@ import {
 export class BillingController {
   constructor(private readonly billing: BillingActionsService) {}
 
+  @ApiOperation({
+    summary: 'Get a checkout token',
+    description:
+      "A short-lived token tying a provider checkout to the caller: open the provider's checkout with `customData: { checkout_token }`. The tier follows from the webhook; poll GET /api/v1/me.",
+  })
   @Post('checkout-token')
   @RefuseApiKeys()
   @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
@@ -51,6 +57,11 @@ export class BillingController {
     return this.billing.checkoutToken(user, body.tier);
   }
 
+  @ApiOperation({
+    summary: 'Get what the checkout overlay needs',
+    description:
+      "Price id, customer e-mail and `custom_data.checkout_token` for the provider's checkout overlay (Paddle.js `Checkout.open`).",
+  })
   @Post('checkout')
   @RefuseApiKeys()
   @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
@@ -62,6 +73,7 @@ export class BillingController {
     return this.billing.checkout(user, body.tier);
   }
 
+  @ApiOperation({ summary: 'Get the current subscription' })
   @Get('subscription')
   @ApiOkResponse({ type: SubscriptionResponseDto })
   @ApiNotFoundResponse({ description: 'No current subscription' })
@@ -69,6 +81,11 @@ export class BillingController {
     return this.billing.current(user);
   }
 
+  @ApiOperation({
+    summary: 'Cancel the subscription',
+    description:
+      'At the end of the period, or now with `cancel_immediately`; the provider confirms through its webhook.',
+  })
   @Post('subscription/cancel')
   @RefuseApiKeys()
   @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
@@ -84,6 +101,10 @@ export class BillingController {
     return this.billing.cancel(user, body.cancel_immediately ?? false);
   }
 
+  @ApiOperation({
+    summary: 'Change the tier',
+    description: 'To another paid tier at the end of the period (FREE cancels at the end of the period).',
+  })
   @Post('subscription/change')
   @RefuseApiKeys()
   @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
@@ -100,6 +121,7 @@ export class BillingController {
     return this.billing.change(user, body.target_tier);
   }
 
+  @ApiOperation({ summary: 'Resume a paused subscription' })
   @Post('subscription/resume')
   @RefuseApiKeys()
   @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })

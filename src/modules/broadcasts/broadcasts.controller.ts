@@ -7,6 +7,7 @@ import {
   ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
+  ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
@@ -16,6 +17,7 @@ import { BroadcastsService } from './broadcasts.service.js';
 import { BroadcastListDto, BroadcastResponseDto } from './dto/broadcast-response.dto.js';
 import { CreateBroadcastDto } from './dto/create-broadcast.dto.js';
 import { ListBroadcastsQueryDto } from './dto/list-broadcasts.dto.js';
+import { ApiUuidParam } from '../../common/openapi/api-fields.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -25,6 +27,10 @@ import { ListBroadcastsQueryDto } from './dto/list-broadcasts.dto.js';
 export class BroadcastsController {
   constructor(private readonly broadcasts: BroadcastsService) {}
 
+  @ApiOperation({
+    summary: 'Start a broadcast',
+    description: 'Queues an e-mail run of a template to an audience; the dispatcher sends it in the worker.',
+  })
   @Post()
   @ApiCreatedResponse({
     type: BroadcastResponseDto,
@@ -36,12 +42,15 @@ export class BroadcastsController {
     return this.broadcasts.create(admin, body);
   }
 
+  @ApiOperation({ summary: 'List broadcasts', description: 'Newest first.' })
   @Get()
   @ApiOkResponse({ type: BroadcastListDto, description: 'Newest first.' })
   list(@Query() query: ListBroadcastsQueryDto): Promise<BroadcastListDto> {
     return this.broadcasts.list(query.page, query.page_size);
   }
 
+  @ApiOperation({ summary: 'Get one broadcast' })
+  @ApiUuidParam()
   @Get(':id')
   @ApiOkResponse({ type: BroadcastResponseDto })
   @ApiNotFoundResponse()

@@ -1,5 +1,5 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
 import { CreditsService } from './credits.service.js';
@@ -13,6 +13,11 @@ export class CreditsController {
   constructor(private readonly credits: CreditsService) {}
 
   /** The caller's balance and ledger rows, newest first. */
+  @ApiOperation({
+    summary: 'Get my credit balance and ledger',
+    description:
+      'The balance and the ledger rows, newest first. Invalid paging values are reset, never refused.',
+  })
   @Get()
   @ApiOkResponse({ type: CreditsPageDto })
   async list(@CurrentUser() user: User, @Query() query: ListCreditsQueryDto): Promise<CreditsPageDto> {

@@ -3,6 +3,7 @@ import {
   ApiBadRequestResponse,
   ApiConsumes,
   ApiOkResponse,
+  ApiOperation,
   ApiProduces,
   ApiQuery,
   ApiTags,
@@ -15,6 +16,7 @@ import { confirmationPage, unsubscribedPage } from './unsubscribe.pages.js';
 const TOKEN_QUERY = {
   name: 't',
   required: true,
+  type: String,
   description: 'HMAC-signed unsubscribe token from the e-mail',
 };
 
@@ -25,6 +27,10 @@ const TOKEN_QUERY = {
 export class UnsubscribeController {
   constructor(private readonly unsubscribe: UnsubscribeService) {}
 
+  @ApiOperation({
+    summary: 'Unsubscribe confirmation page',
+    description: 'An HTML page whose button POSTs; nothing changes on GET.',
+  })
   @Get('unsubscribe')
   @ApiQuery(TOKEN_QUERY)
   @ApiProduces('text/html')
@@ -41,6 +47,11 @@ export class UnsubscribeController {
    * RFC 8058 one-click: mail clients POST `List-Unsubscribe=One-Click` form-encoded or as multipart.
    * The body carries nothing we need (the token authenticates), so it is not required or parsed.
    */
+  @ApiOperation({
+    summary: 'Unsubscribe (one click)',
+    description:
+      'RFC 8058 one-click: mail clients POST `List-Unsubscribe=One-Click`; the token in `t` authenticates. Answers JSON, or a page to a browser form.',
+  })
   @Post('unsubscribe')
   @HttpCode(200)
   @ApiQuery(TOKEN_QUERY)

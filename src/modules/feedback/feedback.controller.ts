@@ -1,8 +1,9 @@
 import { Body, Controller, Post } from '@nestjs/common';
 import {
-  ApiBearerAuth,
   ApiBadRequestResponse,
+  ApiBearerAuth,
   ApiCreatedResponse,
+  ApiOperation,
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
@@ -19,6 +20,10 @@ export class FeedbackController {
   constructor(private readonly feedback: FeedbackService) {}
 
   /** In-app feedback: message 1..5000, optional rating 1..5 and page. */
+  @ApiOperation({
+    summary: 'Send feedback',
+    description: 'In-app feedback: message 1..5000 characters, optional rating 1..5 and page.',
+  })
   @Post()
   @ApiCreatedResponse({ type: FeedbackResponseDto })
   @ApiBadRequestResponse({ description: 'validation_failed' })

@@ -1,5 +1,5 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
 import { HealthService, type ReadinessReport, type StatusReport } from './health.service.js';
@@ -11,6 +11,7 @@ export class HealthController {
   constructor(private readonly health: HealthService) {}
 
   /** Liveness only: no database, store or external call. */
+  @ApiOperation({ summary: 'Liveness', description: 'Liveness only: no database, store or external call.' })
   @Get('health')
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ description: '{status, project_slug, environment}' })
@@ -18,6 +19,10 @@ export class HealthController {
     return this.health.liveness();
   }
 
+  @ApiOperation({
+    summary: 'Readiness',
+    description: 'Database, Redis and the configured dependencies; 503 when a check fails.',
+  })
   @Get('health/ready')
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ description: 'All checks passed' })
@@ -28,6 +33,10 @@ export class HealthController {
     return report;
   }
 
+  @ApiOperation({
+    summary: 'Component status',
+    description: 'Always 200: operational, degraded or down per component.',
+  })
   @Get('status')
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ description: 'Always 200: operational, degraded or down per component' })

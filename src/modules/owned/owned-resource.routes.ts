@@ -17,8 +17,10 @@ import {
   ApiCreatedResponse,
   ApiNoContentResponse,
   ApiOkResponse,
+  ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
+import { ApiUuidParam } from '../../common/openapi/api-fields.js';
 import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
 import type { Principal } from '../auth/principal.js';
 import { PageQueryDto } from './dto/page-query.dto.js';
@@ -35,6 +37,8 @@ export interface OwnedControllerOptions<CreateDto extends object, UpdateDto exte
   createDto: Type<CreateDto>;
   updateDto: Type<UpdateDto>;
   responseDto: Type<unknown>;
+  /** The resource in the operations' summaries; default: the tag without its final `s`. */
+  noun?: string;
 }
 
 /**
@@ -45,6 +49,7 @@ export interface OwnedControllerOptions<CreateDto extends object, UpdateDto exte
 export function OwnedResourceController<CreateDto extends object, UpdateDto extends object>(
   options: OwnedControllerOptions<CreateDto, UpdateDto>,
 ) {
+  const noun = options.noun ?? options.tag.replace(/s$/, '');
   @ApiTags(options.tag)
   @ApiBearerAuth()
   @Controller(options.path)
@@ -54,6 +59,7 @@ export function OwnedResourceController<CreateDto extends object, UpdateDto exte
       readonly service: OwnedResourceService<OwnedRow, CreateDto, UpdateDto, unknown>,
     ) {}
 
+    @ApiOperation({ summary: `Create a ${noun}` })
     @Post()
     @ApiBody({ type: options.createDto })
     @ApiCreatedResponse({ type: options.responseDto })
@@ -61,12 +67,18 @@ export function OwnedResourceController<CreateDto extends object, UpdateDto exte
       return this.service.create(principal, dto);
     }
 
+    @ApiOperation({
+      summary: `List my ${options.tag}`,
+      description: 'Newest first. Invalid paging values are reset, never refused.',
+    })
     @Get()
     @ApiOwnedPageResponse(options.responseDto)
     list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
       return this.service.list(principal, { page: query.page, pageSize: query.page_size });
     }
 
+    @ApiOperation({ summary: `Get one ${noun}` })
+    @ApiUuidParam()
     @Get(':id')
     @ApiOkResponse({ type: options.responseDto })
     @ApiOwnedNotFound()
@@ -74,6 +86,8 @@ export function OwnedResourceController<CreateDto extends object, UpdateDto exte
       return this.service.get(principal, id);
     }
 
+    @ApiOperation({ summary: `Update a ${noun}`, description: 'Only the fields sent change.' })
+    @ApiUuidParam()
     @Patch(':id')
     @ApiBody({ type: options.updateDto })
     @ApiOkResponse({ type: options.responseDto })
@@ -82,6 +96,8 @@ export function OwnedResourceController<CreateDto extends object, UpdateDto exte
       return this.service.update(principal, id, dto);
     }
 
+    @ApiOperation({ summary: `Delete a ${noun}` })
+    @ApiUuidParam()
     @Delete(':id')
     @HttpCode(204)
     @ApiNoContentResponse({ description: 'Deleted' })

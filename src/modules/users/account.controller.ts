@@ -5,6 +5,7 @@ import {
   ApiConflictResponse,
   ApiForbiddenResponse,
   ApiOkResponse,
+  ApiOperation,
   ApiProduces,
   ApiTags,
   ApiUnauthorizedResponse,
@@ -33,6 +34,11 @@ export class AccountController {
   ) {}
 
   /** First-touch UTM attribution; applied once, later calls answer `recorded: false` and change nothing. */
+  @ApiOperation({
+    summary: 'Record first-touch attribution',
+    description:
+      'UTM parameters, referrer and landing page the frontend cached at landing; applied once, later calls answer `recorded: false` and change nothing.',
+  })
   @Post('signup-metadata')
   @HttpCode(200)
   @ApiOkResponse({ type: SignupMetadataResultDto })
@@ -47,6 +53,11 @@ export class AccountController {
    * Every user-linked table and the caller's audit entries as one JSON attachment (streamed). Needs an
    * interactive sign-in: a leaked API key must not be able to download everything.
    */
+  @ApiOperation({
+    summary: 'Export my data',
+    description:
+      "Every user-linked table and the caller's audit entries as one JSON attachment (streamed). Needs an interactive sign-in: refused with an API key.",
+  })
   @Get('export')
   @AllowDeleted()
   @RefuseApiKeys()
@@ -71,6 +82,11 @@ export class AccountController {
   }
 
   /** Schedules the account for deletion: 30 days to restore, then it is erased. Not with an API key. */
+  @ApiOperation({
+    summary: 'Delete my account',
+    description:
+      'Schedules the account for deletion: 30 days to restore, then it is erased. Refused with an API key.',
+  })
   @Delete()
   @HttpCode(202)
   @RefuseApiKeys()
@@ -89,6 +105,11 @@ export class AccountController {
    * the identity provider deleted the user (`user.deleted`) it issues no more tokens, and a key left over
    * must not undo that deletion.
    */
+  @ApiOperation({
+    summary: 'Restore my account',
+    description:
+      'Cancels a pending deletion within the grace period; answers the /me body. Refused with an API key.',
+  })
   @Post('restore')
   @HttpCode(200)
   @AllowDeleted()

@@ -1,5 +1,6 @@
 import { Controller, HttpCode, Post, type RawBodyRequest, Req } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiOkResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiIdentityWebhook } from '../../common/openapi/webhook-docs.js';
 import type { Request } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
 import { IdentityWebhookService, type WebhookReceipt } from './identity-webhook.service.js';
@@ -13,10 +14,12 @@ export class IdentityWebhookController {
   /** Identity provider events, signed per Standard Webhooks (webhook-* or svix-* headers). */
   @Post('identity')
   @HttpCode(200)
-  @ApiOkResponse({
+  @ApiOperation({
+    summary: 'Receive an identity provider event',
     description:
-      '{received, event_id, status: accepted | duplicate}; the worker applies accepted events shortly after',
+      'Clerk user events signed per Standard Webhooks (`webhook-*` or `svix-*` headers). Verified events are stored and answered at once; the worker applies them shortly after.',
   })
+  @ApiIdentityWebhook()
   @ApiUnauthorizedResponse({
     description: 'invalid_signature: bad, missing or expired signature; nothing stored',
   })

@@ -3,6 +3,7 @@ import {
   ApiBearerAuth,
   ApiForbiddenResponse,
   ApiOkResponse,
+  ApiOperation,
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
@@ -23,6 +24,11 @@ export class MeController {
   constructor(private readonly profile: ProfileService) {}
 
   /** Profile, tier, credit balance, consent, attribution and deletion state of the caller. */
+  @ApiOperation({
+    summary: 'Get the current user',
+    description:
+      'Profile, tier, credit balance, consent, attribution and deletion state of the caller. The user is created on the first authenticated request. After a checkout, poll this until `current_tier` shows the new tier.',
+  })
   @Get()
   @AllowDeleted()
   @ApiOkResponse({ type: MeResponseDto })
@@ -34,6 +40,11 @@ export class MeController {
    * Changes locale and marketing consent (the only mutable fields). Consent is the person's own
    * declaration: an API key (a script, possibly leaked) may change the locale but not consent.
    */
+  @ApiOperation({
+    summary: 'Update locale and marketing consent',
+    description:
+      "The only mutable fields. Consent is the person's own declaration: an API key may change the locale but not consent.",
+  })
   @Patch()
   @ApiOkResponse({ type: MeResponseDto })
   @ApiForbiddenResponse({

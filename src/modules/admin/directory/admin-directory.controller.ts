@@ -4,6 +4,7 @@ import {
   ApiBearerAuth,
   ApiForbiddenResponse,
   ApiOkResponse,
+  ApiOperation,
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
@@ -23,6 +24,10 @@ export class AdminDirectoryController {
   constructor(private readonly directory: AdminDirectoryService) {}
 
   /** Users, newest first; search by e-mail prefix, filter by tier and deletion state. */
+  @ApiOperation({
+    summary: 'List users',
+    description: 'Users, newest first; search by e-mail prefix, filter by tier and deletion state.',
+  })
   @Get('users')
   @ApiOkResponse({ type: AdminUserListDto })
   users(@Query() query: ListAdminUsersQueryDto): Promise<AdminUserListDto> {
@@ -30,6 +35,11 @@ export class AdminDirectoryController {
   }
 
   /** Audit entries, newest first; filters action, actor, user_id, resource_type, from, to (inclusive). */
+  @ApiOperation({
+    summary: 'List audit entries',
+    description:
+      'Audit entries, newest first; filters action, actor, user_id, resource_type, from and to (inclusive).',
+  })
   @Get('audit')
   @ApiOkResponse({ type: AuditListDto })
   audit(@Query() query: ListAuditQueryDto): Promise<AuditListDto> {

@@ -7,6 +7,7 @@ import {
   ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
+  ApiOperation,
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
@@ -22,6 +23,7 @@ import {
   WebhookDetailDto,
   WebhookListDto,
 } from './dto/admin-webhooks.dto.js';
+import { ApiUuidParam } from '../../../common/openapi/api-fields.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -36,6 +38,10 @@ export class AdminWebhooksController {
   constructor(private readonly webhooks: AdminWebhooksService) {}
 
   /** Archived webhook deliveries of every provider, newest first. */
+  @ApiOperation({
+    summary: 'List archived webhook events',
+    description: 'Archived webhook deliveries of every provider, newest first.',
+  })
   @Get()
   @ApiOkResponse({ type: WebhookListDto })
   list(@Query() query: ListWebhooksQueryDto): Promise<WebhookListDto> {
@@ -43,6 +49,11 @@ export class AdminWebhooksController {
   }
 
   /** One archived delivery with its payload. */
+  @ApiOperation({
+    summary: 'Get one archived webhook event',
+    description: 'One archived delivery with its payload.',
+  })
+  @ApiUuidParam()
   @Get(':id')
   @ApiOkResponse({ type: WebhookDetailDto })
   @ApiNotFoundResponse({ description: 'not_found' })
@@ -51,6 +62,12 @@ export class AdminWebhooksController {
   }
 
   /** Runs a FAILED or SKIPPED event again through its handler, now; exactly once. Audit webhook.replayed. */
+  @ApiOperation({
+    summary: 'Replay one webhook event',
+    description:
+      'Runs a FAILED or SKIPPED event again through its handler, now; exactly once. Audited as webhook.replayed.',
+  })
+  @ApiUuidParam()
   @Post(':id/replay')
   @HttpCode(200)
   @ApiOkResponse({ type: ReplayResultDto })
@@ -61,6 +78,11 @@ export class AdminWebhooksController {
   }
 
   /** Queues every matching FAILED (or SKIPPED) event for the worker; progress shows as RECEIVED rows. */
+  @ApiOperation({
+    summary: 'Replay webhook events in bulk',
+    description:
+      'Queues every matching FAILED (or SKIPPED) event for the worker; progress shows as RECEIVED rows.',
+  })
   @Post('replay')
   @HttpCode(202)
   @ApiAcceptedResponse({ type: BulkReplayResultDto })

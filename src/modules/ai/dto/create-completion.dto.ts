@@ -1,3 +1,4 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
@@ -12,6 +13,7 @@ import {
   MinLength,
   ValidateNested,
 } from 'class-validator';
+import { ApiEnum, ApiInt } from '../../../common/openapi/api-fields.js';
 
 export const CHAT_ROLES = ['system', 'user', 'assistant'] as const;
 export const MAX_MESSAGES = 100;
@@ -19,11 +21,13 @@ export const MAX_MESSAGE_CHARS = 100_000;
 
 export class ChatMessageDto {
   @IsIn(CHAT_ROLES)
+  @ApiEnum(CHAT_ROLES, { example: 'user' })
   role!: (typeof CHAT_ROLES)[number];
 
   @IsString()
   @MinLength(1)
   @MaxLength(MAX_MESSAGE_CHARS)
+  @ApiProperty({ type: String, example: 'Say hello.' })
   content!: string;
 }
 
@@ -40,5 +44,6 @@ export class CreateCompletionDto {
   @IsOptional()
   @IsInt()
   @Min(1)
+  @ApiInt({ minimum: 1, example: 256 })
   max_tokens?: number;
 }

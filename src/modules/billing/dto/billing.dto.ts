@@ -1,10 +1,13 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { ApiEnum, ApiTier, PAID_TIERS } from '../../../common/openapi/api-fields.js';
 
 export class CheckoutRequestDto {
   /** Paid tier to buy (FREE is not sold; the allowed values come from the project configuration). */
   @IsString()
   @IsNotEmpty()
   @MaxLength(50)
+  @ApiEnum(PAID_TIERS)
   tier!: string;
 }
 
@@ -12,6 +15,7 @@ export class CancelSubscriptionDto {
   /** true: end the subscription now and downgrade when the provider confirms; false: at period end. */
   @IsOptional()
   @IsBoolean()
+  @ApiProperty({ example: false })
   cancel_immediately?: boolean = false;
 }
 
@@ -20,6 +24,7 @@ export class ChangeSubscriptionDto {
   @IsString()
   @IsNotEmpty()
   @MaxLength(50)
+  @ApiTier({ example: 'TEAM' })
   target_tier!: string;
 }
 

@@ -1,23 +1,27 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiTimestamp, ApiUuid, TEMPLATE_KEYS } from '../../../common/openapi/api-fields.js';
 import { AudienceDto } from './create-broadcast.dto.js';
 
 export class BroadcastCountsDto {
-  @ApiProperty({ description: 'Audience size (final once the run ends).' })
+  @ApiProperty({ type: 'integer', description: 'Audience size (final once the run ends).' })
   recipients!: number;
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   sent!: number;
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   failed!: number;
-  @ApiProperty({ description: 'Left out by the consent gate (no consent, disposable address).' })
+  @ApiProperty({
+    type: 'integer',
+    description: 'Left out by the consent gate (no consent, disposable address).',
+  })
   skipped!: number;
 }
 
 export class BroadcastResponseDto {
-  @ApiProperty({ format: 'uuid' })
+  @ApiUuid()
   id!: string;
   @ApiProperty({ enum: ['queued', 'running', 'done', 'failed'] })
   status!: string;
-  @ApiProperty()
+  @ApiProperty({ enum: TEMPLATE_KEYS, example: 'newsletter' })
   template_key!: string;
   @ApiProperty({ enum: ['transactional', 'marketing'] })
   kind!: string;
@@ -27,13 +31,13 @@ export class BroadcastResponseDto {
   bypass_consent!: boolean;
   @ApiProperty({ type: BroadcastCountsDto })
   counts!: BroadcastCountsDto;
-  @ApiProperty()
+  @ApiProperty({ example: 'user:user_2abcDEF3ghiJKL4mnoPQR5stu' })
   created_by!: string;
-  @ApiProperty()
+  @ApiTimestamp()
   created_at!: string;
-  @ApiPropertyOptional({ nullable: true, type: String })
+  @ApiTimestamp({ nullable: true })
   started_at!: string | null;
-  @ApiPropertyOptional({ nullable: true, type: String })
+  @ApiTimestamp({ nullable: true })
   finished_at!: string | null;
   @ApiPropertyOptional({ nullable: true, type: String })
   error!: string | null;
@@ -42,10 +46,10 @@ export class BroadcastResponseDto {
 export class BroadcastListDto {
   @ApiProperty({ type: [BroadcastResponseDto] })
   items!: BroadcastResponseDto[];
-  @ApiProperty()
+  @ApiProperty({ type: 'integer' })
   total!: number;
-  @ApiProperty()
+  @ApiProperty({ type: 'integer', minimum: 1 })
   page!: number;
-  @ApiProperty()
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 100 })
   page_size!: number;
 }

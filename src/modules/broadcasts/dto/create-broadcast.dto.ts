@@ -14,6 +14,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { HasFourDigitYear } from '../../../common/validation/field-validators.js';
+import { ApiTimestamp, TEMPLATE_KEYS } from '../../../common/openapi/api-fields.js';
 
 /** A small, validated filter; every given criterion must match (AND). `{}` means every active user. */
 export class AudienceDto {
@@ -45,17 +46,19 @@ export class AudienceDto {
   @IsOptional()
   @IsISO8601({ strict: true })
   @HasFourDigitYear()
+  @ApiTimestamp()
   signed_up_after?: string;
 
   @ApiPropertyOptional({ description: 'Signed up before this instant (ISO 8601, exclusive).' })
   @IsOptional()
   @IsISO8601({ strict: true })
   @HasFourDigitYear()
+  @ApiTimestamp()
   signed_up_before?: string;
 }
 
 export class CreateBroadcastDto {
-  @ApiProperty({ example: 'newsletter' })
+  @ApiProperty({ type: String, enum: TEMPLATE_KEYS, example: 'newsletter' })
   @IsString()
   @Matches(/^[a-z0-9_]{1,64}$/, { message: 'template_key must be a template name' })
   template_key!: string;

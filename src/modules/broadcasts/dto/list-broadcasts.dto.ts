@@ -5,7 +5,7 @@ import { IsInt, IsOptional, Max, Min } from 'class-validator';
 const MAX_PAGE = 1_000_000_000;
 
 export class ListBroadcastsQueryDto {
-  @ApiPropertyOptional({ default: 1, minimum: 1, maximum: MAX_PAGE })
+  @ApiPropertyOptional({ type: 'integer', default: 1, minimum: 1, maximum: MAX_PAGE })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -14,7 +14,7 @@ export class ListBroadcastsQueryDto {
   @Max(MAX_PAGE)
   page?: number;
 
-  @ApiPropertyOptional({ default: 50, minimum: 1, maximum: 100 })
+  @ApiPropertyOptional({ type: 'integer', default: 50, minimum: 1, maximum: 100 })
   @IsOptional()
   @Type(() => Number)
   @IsInt()

@@ -1,5 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional } from 'class-validator';
+import { ApiInt } from '../../../common/openapi/api-fields.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -23,11 +24,13 @@ export class ListCreditsQueryDto {
   @IsOptional()
   @Transform(({ value }) => normalisePage(value))
   @IsInt()
+  @ApiInt({ minimum: 1, default: 1, required: false })
   page: number = 1;
 
   /** Rows per page, 1 to 200 (anything else becomes 50). */
   @IsOptional()
   @Transform(({ value }) => normalisePageSize(value))
   @IsInt()
+  @ApiInt({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, required: false })
   page_size: number = DEFAULT_PAGE_SIZE;
 }

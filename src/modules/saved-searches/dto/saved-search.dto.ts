@@ -1,6 +1,8 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { MaxCodePoints } from '../../../common/validation/field-validators.js';
 import { HasNoNulCharacters, IsJsonObject, IsOptionalNotNull } from '../../owned/owned-validators.js';
+import { ApiTimestamp, ApiUuid } from '../../../common/openapi/api-fields.js';
 
 export const SAVED_SEARCH_NAME_MAX = 200;
 export const SAVED_SEARCH_QUERY_MAX = 10_000;
@@ -13,17 +15,20 @@ export class CreateSavedSearchDto {
   @MaxCodePoints(SAVED_SEARCH_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
+  @ApiProperty({ type: String, example: 'Open roles in Berlin' })
   name!: string;
 
   /** The search text (may be empty when the filters say it all). */
   @IsString()
   @MaxLength(SAVED_SEARCH_QUERY_MAX)
   @HasNoNulCharacters()
+  @ApiProperty({ type: String, example: 'backend engineer' })
   query!: string;
 
   /** Free-form JSON object; `{}` when omitted. */
   @IsOptionalNotNull()
   @IsJsonObject()
+  @ApiProperty({ example: { city: 'Berlin', remote: false } })
   filters?: Record<string, unknown>;
 }
 
@@ -35,6 +40,7 @@ export class UpdateSavedSearchDto {
   @MaxCodePoints(SAVED_SEARCH_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
+  @ApiProperty({ type: String, example: 'Open roles in Hamburg' })
   name?: string;
 
   @IsOptionalNotNull()
@@ -49,11 +55,18 @@ export class UpdateSavedSearchDto {
 }
 
 export class SavedSearchDto {
+  @ApiUuid()
   id!: string;
+  @ApiUuid()
   user_id!: string;
+  @ApiProperty({ type: String, example: 'Open roles in Berlin' })
   name!: string;
+  @ApiProperty({ type: String, example: 'backend engineer' })
   query!: string;
+  @ApiProperty({ example: { city: 'Berlin', remote: false } })
   filters!: Record<string, unknown>;
+  @ApiTimestamp()
   created_at!: Date;
+  @ApiTimestamp()
   updated_at!: Date;
 }

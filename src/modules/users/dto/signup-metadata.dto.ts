@@ -1,4 +1,6 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import {} from '../../../common/openapi/api-fields.js';
 
 /** No control characters: the values end up in admin screens and CSV exports. */
 const PRINTABLE = /^[^\p{Cc}]*$/u;
@@ -11,18 +13,21 @@ export class SignupMetadataDto {
   @IsString()
   @MaxLength(MAX)
   @Matches(PRINTABLE, printable('utm_source'))
+  @ApiProperty({ type: String, example: 'newsletter' })
   utm_source?: string;
 
   @IsOptional()
   @IsString()
   @MaxLength(MAX)
   @Matches(PRINTABLE, printable('utm_medium'))
+  @ApiProperty({ type: String, example: 'email' })
   utm_medium?: string;
 
   @IsOptional()
   @IsString()
   @MaxLength(MAX)
   @Matches(PRINTABLE, printable('utm_campaign'))
+  @ApiProperty({ type: String, example: 'launch-2026' })
   utm_campaign?: string;
 
   @IsOptional()
@@ -42,6 +47,7 @@ export class SignupMetadataDto {
   @IsString()
   @MaxLength(MAX)
   @Matches(PRINTABLE, printable('referrer'))
+  @ApiProperty({ type: String, example: 'https://news.example.com/' })
   referrer?: string;
 
   /** The URL or path the visitor first landed on. */
@@ -49,6 +55,7 @@ export class SignupMetadataDto {
   @IsString()
   @MaxLength(MAX)
   @Matches(PRINTABLE, printable('landing_page'))
+  @ApiProperty({ type: String, example: '/pricing' })
   landing_page?: string;
 
   /** Where the user came from in product terms (e.g. `lead_magnet:pricing-guide`); lead-magnet metrics match its prefix. */
@@ -56,10 +63,12 @@ export class SignupMetadataDto {
   @IsString()
   @MaxLength(MAX)
   @Matches(PRINTABLE, printable('provenance'))
+  @ApiProperty({ type: String, example: 'lead_magnet:pricing-guide' })
   provenance?: string;
 }
 
 export class SignupMetadataResultDto {
   /** false when attribution had been recorded before: nothing changed. */
+  @ApiProperty({ example: true })
   recorded!: boolean;
 }

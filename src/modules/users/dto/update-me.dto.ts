@@ -1,4 +1,6 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { IsBoolean, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
+import {} from '../../../common/openapi/api-fields.js';
 
 /** Optional, but never null: none of these columns is nullable (a null reached the database as a 500). */
 const IsOptionalNotNull = () => ValidateIf((_object, value) => value !== undefined);
@@ -15,10 +17,12 @@ export class UpdateMeDto {
   @IsString()
   @MaxLength(35)
   @Matches(LOCALE, { message: 'locale must be a BCP 47 language tag such as en or de-CH' })
+  @ApiProperty({ type: String, example: 'de-CH' })
   locale?: string;
 
   @IsOptionalNotNull()
   @IsBoolean()
+  @ApiProperty({ example: true })
   marketing_consent_given?: boolean;
 
   /** Where the change happened (default `account_settings`); only with marketing_consent_given. */
@@ -26,5 +30,6 @@ export class UpdateMeDto {
   @IsString()
   @MaxLength(100)
   @Matches(SOURCE, { message: 'marketing_consent_source may hold letters, digits and _ . : - only' })
+  @ApiProperty({ type: String, example: 'settings_page' })
   marketing_consent_source?: string;
 }

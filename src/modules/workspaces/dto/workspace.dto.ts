@@ -1,6 +1,8 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { MaxCodePoints } from '../../../common/validation/field-validators.js';
 import { HasNoNulCharacters, IsOptionalNotNull } from '../../owned/owned-validators.js';
+import { ApiTimestamp, ApiUuid } from '../../../common/openapi/api-fields.js';
 
 export const WORKSPACE_NAME_MAX = 200;
 export const WORKSPACE_DESCRIPTION_MAX = 2000;
@@ -13,6 +15,7 @@ export class CreateWorkspaceDto {
   @MaxCodePoints(WORKSPACE_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
+  @ApiProperty({ type: String, example: 'Marketing' })
   name!: string;
 
   /** Up to 2,000 characters; null or omitted for none. */
@@ -20,6 +23,7 @@ export class CreateWorkspaceDto {
   @IsString()
   @MaxLength(WORKSPACE_DESCRIPTION_MAX)
   @HasNoNulCharacters()
+  @ApiProperty({ type: String, example: 'Campaign planning' })
   description?: string | null;
 }
 
@@ -41,10 +45,16 @@ export class UpdateWorkspaceDto {
 }
 
 export class WorkspaceDto {
+  @ApiUuid()
   id!: string;
+  @ApiUuid()
   user_id!: string;
+  @ApiProperty({ type: String, example: 'Marketing' })
   name!: string;
+  @ApiProperty({ type: String, example: 'Campaign planning' })
   description!: string | null;
+  @ApiTimestamp()
   created_at!: Date;
+  @ApiTimestamp()
   updated_at!: Date;
 }

@@ -1,6 +1,8 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { HasFourDigitYear, HasNoNul } from '../../../../common/validation/field-validators.js';
+import { ApiInt, ApiTier, ApiTimestamp } from '../../../../common/openapi/api-fields.js';
 
 export const MAX_ADMIN_PAGE = 1_000_000_000;
 
@@ -18,6 +20,7 @@ class AdminPageQueryDto {
   @IsInt()
   @Min(1)
   @Max(MAX_ADMIN_PAGE)
+  @ApiInt({ minimum: 1, maximum: MAX_ADMIN_PAGE, default: 1 })
   page?: number;
 }
 
@@ -28,6 +31,7 @@ export class ListAdminUsersQueryDto extends AdminPageQueryDto {
   @IsInt()
   @Min(1)
   @Max(100)
+  @ApiInt({ minimum: 1, maximum: 100, default: 50 })
   page_size?: number;
 
   /** E-mail prefix, case-insensitive. */
@@ -35,6 +39,7 @@ export class ListAdminUsersQueryDto extends AdminPageQueryDto {
   @IsString()
   @MaxLength(320)
   @HasNoNul()
+  @ApiProperty({ type: String, example: 'ada@' })
   search?: string;
 
   /** Current tier, e.g. FREE or PRO. */
@@ -42,6 +47,7 @@ export class ListAdminUsersQueryDto extends AdminPageQueryDto {
   @IsString()
   @MaxLength(50)
   @HasNoNul()
+  @ApiTier()
   tier?: string;
 
   /** true: only accounts scheduled for deletion; false: only active accounts; absent: both. */
@@ -58,6 +64,7 @@ export class ListAuditQueryDto extends AdminPageQueryDto {
   @IsInt()
   @Min(1)
   @Max(200)
+  @ApiInt({ minimum: 1, maximum: 200, default: 50 })
   page_size?: number;
 
   /** Exact action, e.g. user.created. */
@@ -65,6 +72,7 @@ export class ListAuditQueryDto extends AdminPageQueryDto {
   @IsString()
   @MaxLength(100)
   @HasNoNul()
+  @ApiProperty({ type: String, example: 'user.created' })
   action?: string;
 
   /** Exact actor, e.g. user:<identity_user_id> or system:account-deletion. */
@@ -72,6 +80,7 @@ export class ListAuditQueryDto extends AdminPageQueryDto {
   @IsString()
   @MaxLength(300)
   @HasNoNul()
+  @ApiProperty({ type: String, example: 'system:account-deletion' })
   actor?: string;
 
   /** Identity user id the entry is about. */
@@ -91,11 +100,13 @@ export class ListAuditQueryDto extends AdminPageQueryDto {
   @IsOptional()
   @IsISO8601({ strict: true })
   @HasFourDigitYear()
+  @ApiTimestamp()
   from?: string;
 
   /** Entries at or before this ISO 8601 time. */
   @IsOptional()
   @IsISO8601({ strict: true })
   @HasFourDigitYear()
+  @ApiTimestamp()
   to?: string;
 }

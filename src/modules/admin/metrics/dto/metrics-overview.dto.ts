@@ -1,4 +1,11 @@
 import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
+import {
+  ApiEnum,
+  ApiInt,
+  ApiTimestamp,
+  ApiUuid,
+  TEMPLATE_KEYS,
+} from '../../../../common/openapi/api-fields.js';
 
 const mapOf = (model: string | (new () => object), description: string) => ({
   type: 'object' as const,
@@ -9,34 +16,48 @@ const mapOf = (model: string | (new () => object), description: string) => ({
 
 export class MrrTierDto {
   /** Monthly amount in minor units (cents). */
+  @ApiInt({ example: 4900 })
   amount!: number;
+  @ApiInt()
   subscriptions!: number;
 }
 
 export class MrrCurrencyDto {
   /** Monthly recurring revenue in minor units: ACTIVE plus PAST_DUE subscriptions not yet expired. */
+  @ApiInt({ example: 14700 })
   total!: number;
   /** Part of total from ACTIVE subscriptions. */
+  @ApiInt()
   active!: number;
   /** Part of total from PAST_DUE subscriptions (at risk: the provider is retrying the payment). */
+  @ApiInt()
   past_due!: number;
+  @ApiInt()
   subscriptions!: number;
   @ApiProperty(mapOf(MrrTierDto, 'Per tier'))
   by_tier!: Record<string, MrrTierDto>;
 }
 
 export class SubscriptionStatusCountsDto {
+  @ApiInt()
   active!: number;
+  @ApiInt()
   trialing!: number;
+  @ApiInt()
   past_due!: number;
+  @ApiInt()
   paused!: number;
+  @ApiInt()
   canceled!: number;
+  @ApiInt()
   total!: number;
 }
 
 export class MoneyTotalDto {
   /** Minor units (cents). */
+  @ApiInt({ example: 4900 })
   amount!: number;
+  @ApiInt()
   count!: number;
 }
 
@@ -48,6 +69,7 @@ export class RevenueWindowDto {
   @ApiProperty(mapOf('integer', 'revenue minus refunds per currency, minor units'))
   net!: Record<string, number>;
   /** Subscriptions canceled in the window. */
+  @ApiInt()
   churned!: number;
   @ApiProperty(mapOf('integer', 'Monthly value of the churned subscriptions per currency, minor units'))
   churned_mrr!: Record<string, number>;
@@ -55,47 +77,64 @@ export class RevenueWindowDto {
 
 export class RevenueSectionDto {
   /** Every amount is an integer in the currency's minor unit; currencies are never mixed. */
+  @ApiEnum(['minor_units'])
   amounts_in!: 'minor_units';
   @ApiProperty(mapOf(MrrCurrencyDto, 'MRR per ISO currency code'))
   mrr!: Record<string, MrrCurrencyDto>;
   /** MRR-eligible subscriptions without a price amount, currency or known interval (not in mrr). */
+  @ApiInt()
   unpriced_subscriptions!: number;
   subscriptions!: SubscriptionStatusCountsDto;
   last_30_days!: RevenueWindowDto;
 }
 
 export class MailingWindowDto {
+  @ApiInt()
   sent!: number;
+  @ApiInt()
   failed!: number;
+  @ApiInt()
   skipped!: number;
   /** Distinct users who withdrew marketing consent. */
+  @ApiInt()
   unsubscribed!: number;
 }
 
 export class ConsentDto {
   /** Users (not soft-deleted) with marketing consent. */
+  @ApiInt()
   consented!: number;
   /** Users not soft-deleted. */
+  @ApiInt()
   users!: number;
 }
 
 export class BroadcastCountsDto {
+  @ApiInt()
   recipients!: number;
+  @ApiInt()
   sent!: number;
+  @ApiInt()
   failed!: number;
+  @ApiInt()
   skipped!: number;
 }
 
 export class LastBroadcastDto {
+  @ApiUuid()
   id!: string;
   /** queued | running | done | failed */
+  @ApiEnum(['queued', 'running', 'done', 'failed'])
   status!: string;
+  @ApiEnum(TEMPLATE_KEYS)
   template_key!: string;
+  @ApiEnum(['transactional', 'marketing'])
   kind!: string;
+  @ApiTimestamp()
   created_at!: string;
-  @ApiProperty({ type: String, nullable: true })
+  @ApiTimestamp({ nullable: true })
   started_at!: string | null;
-  @ApiProperty({ type: String, nullable: true })
+  @ApiTimestamp({ nullable: true })
   finished_at!: string | null;
   counts!: BroadcastCountsDto;
 }
@@ -104,6 +143,7 @@ export class MailingSectionDto {
   last_7_days!: MailingWindowDto;
   last_30_days!: MailingWindowDto;
   /** consent.consented / consent.users, 0..1 (4 decimals). */
+  @ApiProperty({ minimum: 0, maximum: 1, example: 0.4213 })
   consent_rate!: number;
   consent!: ConsentDto;
   @ApiProperty({ type: () => LastBroadcastDto, nullable: true })
@@ -112,8 +152,11 @@ export class MailingSectionDto {
 
 export class ActivitySectionDto {
   /** Users (not soft-deleted) active in the last 24 h (last-active marker, at most an hour stale). */
+  @ApiInt()
   dau!: number;
+  @ApiInt()
   wau!: number;
+  @ApiInt()
   mau!: number;
   dau_mau_ratio!: number;
 }
@@ -121,12 +164,15 @@ export class ActivitySectionDto {
 export class SourceCountDto {
   /** Lower-cased utm_source; `direct` (attribution recorded without a source), `unknown`, or `other`. */
   source!: string;
+  @ApiInt()
   signups!: number;
 }
 
 export class AcquisitionWindowDto {
+  @ApiInt()
   signups!: number;
   /** Signups with an address on the disposable-domain list. */
+  @ApiInt()
   disposable!: number;
   disposable_share!: number;
   /** Top 10 sources by signups, then `other` with the rest. */
@@ -142,17 +188,23 @@ export class AcquisitionSectionDto {
 export class LeadMagnetEntryDto {
   prefix!: string;
   /** All-time signups whose provenance starts with the prefix. */
+  @ApiInt()
   signups!: number;
+  @ApiInt()
   signups_30d!: number;
   /** Of those signups, users with at least one collected payment. */
+  @ApiInt()
   paid_conversions!: number;
   conversion_rate!: number;
 }
 
 export class LeadMagnetSectionDto {
   /** Users matching any configured prefix, counted once. */
+  @ApiInt()
   signups!: number;
+  @ApiInt()
   signups_30d!: number;
+  @ApiInt()
   paid_conversions!: number;
   conversion_rate!: number;
   @ApiProperty(mapOf(LeadMagnetEntryDto, 'Per configured lead magnet (name -> numbers); empty by default'))
@@ -161,6 +213,7 @@ export class LeadMagnetSectionDto {
 
 export class MetricsOverviewDto {
   /** The single instant every number is computed against. */
+  @ApiTimestamp()
   generated_at!: string;
   revenue!: RevenueSectionDto;
   mailing!: MailingSectionDto;

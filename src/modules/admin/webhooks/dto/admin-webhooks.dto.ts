@@ -1,7 +1,9 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { HasFourDigitYear, HasNoNul } from '../../../../common/validation/field-validators.js';
 import { MAX_ADMIN_PAGE } from '../../directory/dto/admin-list.query.dto.js';
+import { ApiEnum, ApiInt, ApiTimestamp, ApiUuid } from '../../../../common/openapi/api-fields.js';
 
 const PROVIDERS = ['billing', 'identity', 'email'] as const;
 const STATUSES = ['RECEIVED', 'PROCESSED', 'SKIPPED', 'FAILED'] as const;
@@ -13,6 +15,7 @@ export class ListWebhooksQueryDto {
   @IsInt()
   @Min(1)
   @Max(MAX_ADMIN_PAGE)
+  @ApiInt({ minimum: 1, maximum: MAX_ADMIN_PAGE, default: 1 })
   page?: number;
 
   /** Page size, 1..100 (default 50). */
@@ -21,14 +24,17 @@ export class ListWebhooksQueryDto {
   @IsInt()
   @Min(1)
   @Max(100)
+  @ApiInt({ minimum: 1, maximum: 100, default: 50 })
   page_size?: number;
 
   @IsOptional()
   @IsIn(PROVIDERS)
+  @ApiEnum(PROVIDERS)
   provider?: (typeof PROVIDERS)[number];
 
   @IsOptional()
   @IsIn(STATUSES)
+  @ApiEnum(STATUSES)
   status?: (typeof STATUSES)[number];
 
   /** Exact event type, e.g. subscription.created. */
@@ -36,55 +42,72 @@ export class ListWebhooksQueryDto {
   @IsString()
   @MaxLength(100)
   @HasNoNul()
+  @ApiProperty({ type: String, example: 'subscription.created' })
   event_type?: string;
 
   /** Received at or after this ISO 8601 time. */
   @IsOptional()
   @IsISO8601({ strict: true })
   @HasFourDigitYear()
+  @ApiTimestamp()
   from?: string;
 
   /** Received at or before this ISO 8601 time. */
   @IsOptional()
   @IsISO8601({ strict: true })
   @HasFourDigitYear()
+  @ApiTimestamp()
   to?: string;
 }
 
 export class BulkReplayDto {
   /** Which archived events to run again: FAILED (the usual case) or SKIPPED. */
   @IsIn(['FAILED', 'SKIPPED'])
+  @ApiEnum(['FAILED', 'SKIPPED'])
   status!: 'FAILED' | 'SKIPPED';
 
   @IsOptional()
   @IsIn(PROVIDERS)
+  @ApiEnum(PROVIDERS)
   provider?: (typeof PROVIDERS)[number];
 
   @IsOptional()
   @IsISO8601({ strict: true })
   @HasFourDigitYear()
+  @ApiTimestamp()
   from?: string;
 
   @IsOptional()
   @IsISO8601({ strict: true })
   @HasFourDigitYear()
+  @ApiTimestamp()
   to?: string;
 }
 
 export class WebhookItemDto {
+  @ApiUuid()
   id!: string;
+  @ApiEnum(PROVIDERS)
   provider!: string;
+  @ApiProperty({ type: String, example: 'evt_01h8441jn5pcwrfhwh78jqt8hk' })
   event_id!: string;
+  @ApiProperty({ type: String, example: 'subscription.created' })
   event_type!: string;
   /** RECEIVED, PROCESSED, SKIPPED or FAILED */
+  @ApiEnum(STATUSES)
   status!: string;
+  @ApiInt({ minimum: 0 })
   attempts!: number;
   /** The failure, or the reason an event was skipped. */
   error!: string | null;
+  @ApiTimestamp()
   occurred_at!: string | null;
+  @ApiTimestamp()
   received_at!: string;
+  @ApiTimestamp()
   processed_at!: string | null;
   /** delivery (the provider's webhook) or backfill (its event log). */
+  @ApiEnum(['delivery', 'backfill'])
   source!: string;
 }
 
@@ -95,19 +118,26 @@ export class WebhookDetailDto extends WebhookItemDto {
 
 export class WebhookListDto {
   items!: WebhookItemDto[];
+  @ApiInt()
   total!: number;
+  @ApiInt({ minimum: 1 })
   page!: number;
+  @ApiInt({ minimum: 1 })
   page_size!: number;
 }
 
 export class ReplayResultDto {
+  @ApiUuid()
   id!: string;
   /** The archive row's status after the replay. */
+  @ApiEnum(STATUSES)
   status!: string;
   /** processed, skipped, failed, or duplicate (a concurrent replay applied it). */
+  @ApiEnum(['processed', 'skipped', 'failed', 'duplicate'])
   outcome!: string;
 }
 
 export class BulkReplayResultDto {
+  @ApiInt({ minimum: 0, example: 3 })
   queued!: number;
 }

@@ -1,0 +1,151 @@
+/**
+ * A frontend's user flow through the typed client (clients/typescript) against the running service on a
+ * real port: me, saved searches CRUD, checkout, a metered completion (the language model is the local
+ * OpenAI-compatible fake) with an Idempotency-Key and the rate-limit headers, and typed problems.
+ */
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  type ApiClient,
+  createApiClient,
+  isProblem,
+  isReplayed,
+  newIdempotencyKey,
+  readRateLimit,
+} from '../../clients/typescript/src/index.js';
+import { FakeLlmServer } from '../fakes/llm-server.js';
+import { grantCredits } from '../support/credits.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+
+describe('the typed client against the running service', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+  let llm: FakeLlmServer;
+  let baseUrl: string;
+  let client: ApiClient;
+
+  beforeAll(async () => {
+    llm = await FakeLlmServer.start();
+    env = await TestEnv.create({
+      env: { LLM_BASE_URL: llm.baseUrl, LLM_API_KEY: 'sk-test-llm', LLM_MODEL: 'fake-1' },
+    });
+    api = await env.startApi();
+    await api.app.listen(0, '127.0.0.1');
+    baseUrl = `http://127.0.0.1:${(api.app.getHttpServer().address() as AddressInfo).port}`;
+    const token = await api.token('user_client_flow', 'frontend@example.com');
+    client = createApiClient({ baseUrl, token: () => token });
+  });
+  afterAll(async () => {
+    await env.close();
+    await llm.close();
+  });
+
+  it('reads the current user (created on first use)', async () => {
+    const { data, error, response } = await client.GET('/api/v1/me');
+    expect(error).toBeUndefined();
+    expect(response.status).toBe(200);
+    expect(data).toMatchObject({ email: 'frontend@example.com', current_tier: 'FREE', credit_balance: 0 });
+  });
+
+  it('creates, lists, reads, updates and deletes a saved search', async () => {
+    const created = await client.POST('/api/v1/saved_searches', {
+      body: { name: 'Berlin', query: 'backend', filters: { remote: true } },
+    });
+    expect(created.response.status).toBe(201);
+    const id = created.data!.id;
+    expect(created.data).toMatchObject({ name: 'Berlin', query: 'backend', filters: { remote: true } });
+
+    const list = await client.GET('/api/v1/saved_searches', {
+      params: { query: { page: 1, page_size: 10 } },
+    });
+    expect(list.data).toMatchObject({ total: 1, page: 1, page_size: 10, items: [{ id }] });
+
+    const path = { params: { path: { id } } };
+    expect((await client.GET('/api/v1/saved_searches/{id}', path)).data?.name).toBe('Berlin');
+    const updated = await client.PATCH('/api/v1/saved_searches/{id}', { ...path, body: { name: 'Hamburg' } });
+    expect(updated.data).toMatchObject({ id, name: 'Hamburg', query: 'backend' });
+
+    const removed = await client.DELETE('/api/v1/saved_searches/{id}', path);
+    expect(removed.response.status).toBe(204);
+    const gone = await client.GET('/api/v1/saved_searches/{id}', path);
+    expect(gone.response.status).toBe(404);
+    expect(gone.error?.code).toBe('not_found');
+  });
+
+  it('gets a checkout token and what the checkout overlay needs', async () => {
+    const token = await client.POST('/api/v1/billing/checkout-token', { body: { tier: 'PRO' } });
+    expect(token.error).toBeUndefined();
+    expect(token.data!.token.length).toBeGreaterThan(20);
+    expect(Date.parse(token.data!.expires_at)).toBeGreaterThan(Date.now());
+
+    const checkout = await client.POST('/api/v1/billing/checkout', { body: { tier: 'PRO' } });
+    expect(checkout.data).toMatchObject({
+      customer_email: 'frontend@example.com',
+      custom_data: { checkout_token: expect.any(String) },
+    });
+    expect(checkout.data!.price_id).toBe(
+      Object.entries(api.config.project.priceTiers).find(([, tier]) => tier === 'PRO')![0],
+    );
+  });
+
+  it('runs a completion once per Idempotency-Key, with the rate-limit headers', async () => {
+    const me = (await client.GET('/api/v1/me')).data!;
+    await grantCredits(api, me.id, 10);
+    llm.behaviour = {
+      kind: 'ok',
+      content: 'Hello from the fake model',
+      usage: { prompt_tokens: 12, completion_tokens: 8 },
+    };
+    const key = newIdempotencyKey();
+    const ask = () =>
+      client.POST('/api/v1/ai/completions', {
+        params: { header: { 'Idempotency-Key': key } },
+        body: { messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 64 },
+      });
+
+    const first = await ask();
+    expect(first.error).toBeUndefined();
+    expect(first.data).toMatchObject({
+      content: 'Hello from the fake model',
+      refusal: null,
+      credits_charged: 1,
+    });
+    const limit = readRateLimit(first.response);
+    expect(limit).toMatchObject({ limit: 5, remaining: 4, retryAfterSeconds: null });
+    expect(limit!.policy).toContain('w=60');
+    expect(isReplayed(first.response)).toBe(false);
+
+    const retry = await ask();
+    expect(retry.data).toEqual(first.data);
+    expect(isReplayed(retry.response)).toBe(true);
+    expect(llm.requests).toHaveLength(1);
+    expect((await client.GET('/api/v1/credits')).data!.balance).toBe(9);
+  });
+
+  it('types the problem documents: validation errors[], 401 and 402', async () => {
+    const invalid = await client.POST('/api/v1/saved_searches', { body: { name: ' ', query: 'x' } });
+    expect(invalid.response.status).toBe(400);
+    expect(invalid.response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(isProblem(invalid.error)).toBe(true);
+    expect(invalid.error).toMatchObject({
+      type: 'urn:problem:validation_failed',
+      status: 400,
+      code: 'validation_failed',
+      request_id: invalid.response.headers.get('x-request-id'),
+    });
+    expect(invalid.error!.errors!.map((e) => e.field)).toContain('name');
+
+    const anonymous = createApiClient({ baseUrl });
+    const signedOut = await anonymous.GET('/api/v1/me');
+    expect(signedOut.response.status).toBe(401);
+    expect(signedOut.error?.code).toBe('unauthenticated');
+
+    const poor = createApiClient({ baseUrl, token: () => api.token('user_client_poor', 'poor@example.com') });
+    const unpaid = await poor.POST('/api/v1/ai/completions', {
+      body: { messages: [{ role: 'user', content: 'Say hello.' }] },
+    });
+    expect(unpaid.response.status).toBe(402);
+    expect(unpaid.error).toMatchObject({ code: 'insufficient_credits', balance: 0 });
+    expect(readRateLimit(unpaid.response)?.limit).toBe(5);
+  });
+});
