@@ -288,12 +288,17 @@ describe('billing webhooks under concurrency and failure', () => {
       token: checkoutToken(api, user),
     });
     // The intake statement ran but the push never happened (Redis was down when it tried).
-    const accepted = await repo.intake(api.prisma, 'billing', {
-      eventId: created.event_id,
-      eventType: created.event_type,
-      occurredAt: new Date(created.occurred_at),
-      payload: created,
-    });
+    const [accepted] = await repo.intake([
+      {
+        provider: 'billing',
+        event: {
+          eventId: created.event_id,
+          eventType: created.event_type,
+          occurredAt: new Date(created.occurred_at),
+          payload: created,
+        },
+      },
+    ]);
     expect(accepted).not.toBeNull();
     await api.prisma.webhookEvent.update({
       where: { id: accepted!.id },
@@ -303,8 +308,10 @@ describe('billing webhooks under concurrency and failure', () => {
     await settled(api, 'billing', created.event_id);
     expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([`first-period:${subId}`]);
     expect(
-      await repo.intake(api.prisma, 'billing', { eventId: created.event_id, eventType: 'x', payload: {} }),
-    ).toBeNull();
+      await repo.intake([
+        { provider: 'billing', event: { eventId: created.event_id, eventType: 'x', payload: {} } },
+      ]),
+    ).toEqual([null]);
   });
 
   it('a refused payload is archived FAILED without a claim, and never overwrites an event already accepted', async () => {
@@ -332,7 +339,48 @@ describe('billing webhooks under concurrency and failure', () => {
       processedAt: null,
     });
     // The corrected delivery of a refused event is accepted: the FAILED row becomes RECEIVED.
-    expect(await repo.intake(api.prisma, 'billing', fresh)).not.toBeNull();
+    expect((await repo.intake([{ provider: 'billing', event: fresh }]))[0]).not.toBeNull();
+  });
+
+  it('one intake statement answers a batch event by event: new, claimed before, FAILED before, other provider', async () => {
+    const repo = api.app.get(WebhookInboxRepository);
+    const { created } = await subscribe(api);
+    const refused = { eventId: newEventId(), eventType: 'subscription.updated', payload: { refused: true } };
+    expect(await repo.archiveRefused(api.prisma, 'billing', refused, 'refused at intake')).toBe(true);
+    const fresh = { eventId: newEventId(), eventType: 'subscription.updated', payload: { n: 1 } };
+    const answers = await repo.intake([
+      { provider: 'billing', event: fresh },
+      { provider: 'billing', event: { eventId: created.event_id, eventType: 'x', payload: {} } },
+      { provider: 'billing', event: { ...refused, payload: { corrected: true } } },
+      { provider: 'identity', event: { ...fresh, payload: { n: 2 }, source: 'backfill' } },
+    ]);
+    expect(answers.map((a) => a?.provider ?? null)).toEqual(['billing', null, 'billing', 'identity']);
+    const rows = await api.prisma.webhookEvent.findMany({
+      where: { id: { in: answers.filter((a) => a !== null).map((a) => a!.id) } },
+    });
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    expect(byId.get(answers[0]!.id)).toMatchObject({
+      eventId: fresh.eventId,
+      payload: { n: 1 },
+      status: 'RECEIVED',
+    });
+    expect(byId.get(answers[2]!.id)).toMatchObject({
+      eventId: refused.eventId,
+      payload: { corrected: true },
+      status: 'RECEIVED',
+      error: null,
+    });
+    expect(byId.get(answers[3]!.id)).toMatchObject({
+      provider: 'identity',
+      eventId: fresh.eventId,
+      payload: { n: 2 },
+      source: 'backfill',
+    });
+    // Settle the rows this test left RECEIVED so the worker's later tests see a clean inbox.
+    await api.prisma.webhookEvent.updateMany({
+      where: { id: { in: [answers[0]!.id, answers[2]!.id, answers[3]!.id] } },
+      data: { status: 'SKIPPED' },
+    });
   });
 
   it('an unconfigured price fails the event after its attempts (FAILED, replayable); once configured, the redelivery succeeds', async () => {

@@ -3,7 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS, tickJobId } from '../../src/infra/queue/queues.js';
 import { CreditsReconciler, ORPHAN_AFTER_MS } from '../../src/modules/credits/credits.reconciler.js';
-import { CreditsScheduler } from '../../src/modules/credits/credits.scheduler.js';
+import { JobScheduler } from '../../src/infra/queue/job-scheduler.js';
 import { CreditsService } from '../../src/modules/credits/credits.service.js';
 import { MeteredCreditsService } from '../../src/modules/credits/metered-credits.service.js';
 import { createUser, expectLedgerConsistent, grantCredits } from '../support/credits.js';
@@ -108,9 +108,12 @@ describe('credit reconciler: orphaned metered-call reservations', () => {
   });
 
   it('enqueues one reconciler job per minute however many schedulers tick', async () => {
-    const scheduler = worker.get(CreditsScheduler);
+    const scheduler = worker.get(JobScheduler);
     const at = new Date('2030-01-01T10:15:20Z');
-    await Promise.all([scheduler.enqueue(at), scheduler.enqueue(new Date('2030-01-01T10:15:50Z'))]);
+    await Promise.all([
+      scheduler.enqueue('reconcileCredits', at),
+      scheduler.enqueue('reconcileCredits', new Date('2030-01-01T10:15:50Z')),
+    ]);
     const queue = worker.get(QueueService).queue(JOBS.reconcileCredits.queue);
     const id = tickJobId(JOBS.reconcileCredits, at, 'minute');
     expect(id).toBe('reconcile-credits-203001011015');

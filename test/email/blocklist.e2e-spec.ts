@@ -8,7 +8,7 @@ import {
   shippedBlocklist,
 } from '../../src/modules/email/disposable/disposable-domains.service.js';
 import { DisposableDomainsRepository } from '../../src/modules/email/disposable/disposable-domains.repository.js';
-import { EmailScheduler } from '../../src/modules/email/email.scheduler.js';
+import { JobScheduler } from '../../src/infra/queue/job-scheduler.js';
 import { FakeBlocklistServer } from '../fakes/blocklist-server.js';
 import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { ProbeModule } from '../support/probe.module.js';
@@ -116,9 +116,9 @@ describe('disposable-address blocklist: shipped list, daily refresh from a fixed
 
   it('runs as the daily job: the scheduler enqueues one job per day, the worker records the run', async () => {
     lists.serve(generated(5000, 'daily.test').join('\n'));
-    const scheduler = worker.get(EmailScheduler);
-    await scheduler.refreshBlocklist();
-    await scheduler.refreshBlocklist();
+    const scheduler = worker.get(JobScheduler);
+    await scheduler.enqueue('refreshBlocklist', new Date());
+    await scheduler.enqueue('refreshBlocklist', new Date());
     const jobId = tickJobId(JOBS.refreshBlocklist, new Date(), 'day');
     const queue = worker.get(QueueService).queue(JOBS.refreshBlocklist.queue);
     const run = await waitFor(() =>

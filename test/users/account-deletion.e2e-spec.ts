@@ -6,7 +6,7 @@ import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
 import { AccountDeletionService } from '../../src/modules/users/account-deletion.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
-import { UsersScheduler } from '../../src/modules/users/users.scheduler.js';
+import { JobScheduler } from '../../src/infra/queue/job-scheduler.js';
 import { type SeededUser, seedUserWithEverything } from '../factories/user-data.factory.js';
 import { deliverIdentity, identityDeletedEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
@@ -376,9 +376,12 @@ describe('account deletion: soft delete, restore, hard delete', () => {
     it('runs daily through the scheduler and the worker, one job per day however many replicas fire', async () => {
       const due = await seedUserWithEverything(api.prisma, 'user_cron');
       await softDelete(due.user, daysAgo(31));
-      const scheduler = worker.get(UsersScheduler);
+      const scheduler = worker.get(JobScheduler);
       const at = new Date();
-      await Promise.all([scheduler.hardDeleteAccounts(at), scheduler.hardDeleteAccounts(at)]);
+      await Promise.all([
+        scheduler.enqueue('hardDeleteAccounts', at),
+        scheduler.enqueue('hardDeleteAccounts', at),
+      ]);
       const queue = worker.get(QueueService).queue(JOBS.hardDeleteAccounts.queue);
       const jobs = await queue.getJobs(['waiting', 'active', 'completed', 'delayed']);
       expect(jobs.filter((job) => job.name === JOBS.hardDeleteAccounts.name)).toHaveLength(1);

@@ -3,9 +3,13 @@ import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nest
 import type { Job } from 'bullmq';
 import { isScheduledJob, type JobDef } from './queues.js';
 import type { JobRegistry } from './job-registry.js';
+import { onJobEntries } from './on-job.decorator.js';
 import type { JobRunRecorder } from './job-run.recorder.js';
 import { logQueueErrors } from './queue-errors.js';
 import { WORKER_OPTIONS } from './worker-options.js';
+
+/** Where @nestjs/bullmq's @Processor keeps its options (PROCESSOR_METADATA, not exported by the package). */
+const PROCESSOR_METADATA = 'bullmq:processor_metadata';
 
 /** True when BullMQ will not retry this job after a failure (its last attempt). */
 export const isFinalAttempt = (job: Job): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
@@ -14,9 +18,9 @@ export const isFinalAttempt = (job: Job): boolean => job.attemptsMade + 1 >= (jo
 export type JobHandler = (job: Job, token?: string) => Promise<unknown>;
 
 /**
- * Base of every BullMQ processor: one handler per job name of its queue, registered with the
- * JobRegistry so the worker knows every job has a home. Handlers call service methods only.
- * Subclasses call handle() in their constructor.
+ * Base of every BullMQ processor: its `@OnJob(JOBS.x)` methods are the handlers of its queue's jobs, found
+ * here and registered with the JobRegistry so the worker knows every job has a home. Handlers call service
+ * methods only. The runs of scheduled jobs (SCHEDULES) are recorded in job_runs for admin stats.
  */
 export abstract class JobProcessor extends WorkerHost implements OnApplicationBootstrap, OnModuleDestroy {
   protected readonly logger = new Logger(this.constructor.name);
@@ -27,22 +31,35 @@ export abstract class JobProcessor extends WorkerHost implements OnApplicationBo
     private readonly recorder?: JobRunRecorder,
   ) {
     super();
+    for (const { job, method } of onJobEntries(this)) {
+      const handler = (this as unknown as Record<string | symbol, JobHandler>)[method];
+      this.handle(job, (j, token) => handler.call(this, j, token));
+    }
   }
 
-  /** `recordRun` stores the last run in job_runs (scheduled jobs). */
-  protected handle(job: JobDef, handler: JobHandler, options: { recordRun?: boolean } = {}): void {
+  private handle(job: JobDef, handler: JobHandler): void {
+    if (job.queue !== this.queueName()) {
+      throw new Error(`${this.constructor.name}: job ${job.name} belongs to queue ${job.queue}`);
+    }
     const recorder = this.recorder;
-    // Admin stats lists every scheduled job with its last run: a scheduled job must record its runs.
-    if (isScheduledJob(job) && !(options.recordRun && recorder)) {
+    if (!isScheduledJob(job)) {
+      this.handlers.set(job.name, handler);
+    } else if (recorder) {
+      this.handlers.set(job.name, (j, t) => recorder.track(job.name, () => handler(j, t)));
+    } else {
+      // Admin stats lists every scheduled job with its last run: a scheduled job must record its runs.
       throw new Error(
         `${this.constructor.name}: scheduled job ${job.name} must record its runs (JobRunRecorder)`,
       );
     }
-    this.handlers.set(
-      job.name,
-      options.recordRun && recorder ? (j, t) => recorder.track(job.name, () => handler(j, t)) : handler,
-    );
     this.registry.register(job.queue, [job.name]);
+  }
+
+  /** The queue named in this class's @Processor decorator. */
+  private queueName(): string | undefined {
+    const meta = Reflect.getMetadata(PROCESSOR_METADATA, this.constructor) as
+      string | { name?: string } | undefined;
+    return typeof meta === 'string' ? meta : meta?.name;
   }
 
   onApplicationBootstrap(): void {

@@ -3,15 +3,15 @@ import { Global, Module } from '@nestjs/common';
 import { JobRegistry } from './job-registry.js';
 import { JobRunRecorder } from './job-run.recorder.js';
 import { MaintenanceProcessor } from './outbox.processor.js';
-import { OutboxScheduler } from './outbox.scheduler.js';
+import { JobScheduler } from './job-scheduler.js';
 import { RegisteredQueueErrors } from './queue-errors.js';
 import { QUEUES } from './queues.js';
 
-/** Worker-side job infrastructure: handler registry, run recorder, outbox relay. */
+/** Worker-side job infrastructure: handler registry, run recorder, the scheduler, outbox relay. */
 @Global()
 @Module({
   imports: [BullModule.registerQueue({ name: QUEUES.maintenance })],
-  providers: [JobRegistry, JobRunRecorder, MaintenanceProcessor, OutboxScheduler, RegisteredQueueErrors],
-  exports: [JobRegistry, JobRunRecorder],
+  providers: [JobRegistry, JobRunRecorder, MaintenanceProcessor, JobScheduler, RegisteredQueueErrors],
+  exports: [JobRegistry, JobRunRecorder, JobScheduler],
 })
 export class QueueInfraModule {}

@@ -35,7 +35,7 @@ export const JOBS = {
   processWebhook: { queue: QUEUES.webhooks, name: 'process-webhook' },
   /** Every 10 s: give every RECEIVED webhook older than 15 s a job (its push failed: Redis was down). */
   relayWebhooks: { queue: QUEUES.webhooks, name: 'relay-webhooks' },
-  /** Re-push outbox entries whose after-commit push failed (Redis was down). */
+  /** Every 10 s: re-push outbox entries whose after-commit push failed (Redis was down). */
   relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },
   /** Hourly: downgrade CANCELED subscriptions past their period end; apply tier changes that came due. */
   expireSubscriptions: { queue: QUEUES.billing, name: 'expire-subscriptions' },
@@ -52,28 +52,50 @@ export const JOBS = {
 export type JobKey = keyof typeof JOBS;
 export type JobDef = (typeof JOBS)[JobKey];
 
+/** How a tick's job id is stamped: replicas firing in the same minute/hour/day produce one job. */
+export type Dedupe = 'minute' | 'hour' | 'day';
+
+export interface Schedule {
+  /** Six fields (with seconds). */
+  cron: string;
+  timeZone: 'UTC';
+  dedupe: Dedupe;
+}
+
 /**
- * The cron jobs and their schedules (UTC; six fields = with seconds). The schedulers' @Cron decorators
- * take their expression from here, each processor records the runs of these jobs in job_runs, and admin
- * stats lists every one of them, also before its first run. The outbox relay (an @Interval every 10 s,
- * outbox.scheduler.ts) is plumbing reported through the outbox backlog, not a scheduled job.
+ * The scheduled jobs, as data: JobScheduler registers one cron per row (it only enqueues, with a job id
+ * stamped per `dedupe`), each processor records the runs of these jobs in job_runs, and admin stats lists
+ * every one of them, also before its first run. A new scheduled job is a row here and an `@OnJob` method.
  */
 export const SCHEDULES = {
-  reconcileCredits: '0 * * * * *',
-  expireSubscriptions: '0 5 * * * *',
-  billingBackfill: '15 * * * * *',
-  checkBillingDrift: '0 20 * * * *',
-  pruneWebhookArchive: '0 30 2 * * *',
-  refreshBlocklist: '0 0 3 * * *',
-  hardDeleteAccounts: '0 0 4 * * *',
-  sweepBroadcasts: '30 * * * * *',
-} as const satisfies Partial<Record<JobKey, string>>;
+  reconcileCredits: { cron: '0 * * * * *', timeZone: 'UTC', dedupe: 'minute' },
+  expireSubscriptions: { cron: '0 5 * * * *', timeZone: 'UTC', dedupe: 'hour' },
+  billingBackfill: { cron: '15 * * * * *', timeZone: 'UTC', dedupe: 'minute' },
+  checkBillingDrift: { cron: '0 20 * * * *', timeZone: 'UTC', dedupe: 'hour' },
+  pruneWebhookArchive: { cron: '0 30 2 * * *', timeZone: 'UTC', dedupe: 'day' },
+  refreshBlocklist: { cron: '0 0 3 * * *', timeZone: 'UTC', dedupe: 'day' },
+  hardDeleteAccounts: { cron: '0 0 4 * * *', timeZone: 'UTC', dedupe: 'day' },
+  sweepBroadcasts: { cron: '30 * * * * *', timeZone: 'UTC', dedupe: 'minute' },
+} as const satisfies Partial<Record<JobKey, Schedule>>;
+
+export type ScheduledJobKey = keyof typeof SCHEDULES;
+
+/**
+ * Plumbing on a fixed period (every `everyMs`, job id stamped per period): the relays that re-push what a
+ * Redis outage lost. Reported through their backlogs, not as scheduled jobs.
+ */
+export const INTERVALS = {
+  relayOutbox: { everyMs: 10_000 },
+  relayWebhooks: { everyMs: 10_000 },
+} as const satisfies Partial<Record<JobKey, { everyMs: number }>>;
+
+export type IntervalJobKey = keyof typeof INTERVALS;
 
 /** Every scheduled job: its job name (the job_runs key) and its cron expression. */
 export const scheduledJobs = (): { name: string; schedule: string }[] =>
-  (Object.keys(SCHEDULES) as (keyof typeof SCHEDULES)[]).map((key) => ({
+  (Object.keys(SCHEDULES) as ScheduledJobKey[]).map((key) => ({
     name: JOBS[key].name,
-    schedule: SCHEDULES[key],
+    schedule: SCHEDULES[key].cron,
   }));
 
 export const isScheduledJob = (job: JobDef): boolean =>
@@ -90,7 +112,7 @@ export const DEFAULT_JOB_OPTIONS = {
 } as const;
 
 /** BullMQ job ids may not contain ':'; cron ticks get deterministic ids so replicas dedupe. */
-export function tickJobId(job: JobDef, at: Date, granularity: 'minute' | 'hour' | 'day' = 'minute'): string {
+export function tickJobId(job: JobDef, at: Date, granularity: Dedupe = 'minute'): string {
   const iso = at.toISOString();
   const stamp =
     granularity === 'day' ? iso.slice(0, 10) : granularity === 'hour' ? iso.slice(0, 13) : iso.slice(0, 16);

@@ -2,6 +2,7 @@ import { Processor } from '@nestjs/bullmq';
 import { JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
+import { OnJob } from '../../infra/queue/on-job.decorator.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
 import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
@@ -14,15 +15,31 @@ export class BillingProcessor extends JobProcessor {
   constructor(
     registry: JobRegistry,
     recorder: JobRunRecorder,
-    expiry: SubscriptionExpiryService,
-    retention: WebhookRetentionService,
-    backfill: BillingBackfillService,
-    drift: BillingDriftService,
+    private readonly expiry: SubscriptionExpiryService,
+    private readonly retention: WebhookRetentionService,
+    private readonly backfill: BillingBackfillService,
+    private readonly drift: BillingDriftService,
   ) {
     super(registry, recorder);
-    this.handle(JOBS.checkBillingDrift, () => drift.check(), { recordRun: true });
-    this.handle(JOBS.billingBackfill, () => backfill.run(), { recordRun: true });
-    this.handle(JOBS.expireSubscriptions, () => expiry.expireLapsed(), { recordRun: true });
-    this.handle(JOBS.pruneWebhookArchive, () => retention.prune(), { recordRun: true });
+  }
+
+  @OnJob(JOBS.checkBillingDrift)
+  checkDrift() {
+    return this.drift.check();
+  }
+
+  @OnJob(JOBS.billingBackfill)
+  runBackfill() {
+    return this.backfill.run();
+  }
+
+  @OnJob(JOBS.expireSubscriptions)
+  expireLapsed() {
+    return this.expiry.expireLapsed();
+  }
+
+  @OnJob(JOBS.pruneWebhookArchive)
+  pruneArchive() {
+    return this.retention.prune();
   }
 }

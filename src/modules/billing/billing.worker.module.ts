@@ -5,10 +5,9 @@ import { UsersModule } from '../users/users.module.js';
 import { BillingHooks } from './billing.hooks.js';
 import { BillingModule } from './billing.module.js';
 import { BillingProcessor } from './billing.processor.js';
-import { BillingScheduler } from './billing.scheduler.js';
 
 @Module({
   imports: [BillingModule, UsersModule, BullModule.registerQueue({ name: QUEUES.billing })],
-  providers: [BillingProcessor, BillingScheduler, BillingHooks],
+  providers: [BillingProcessor, BillingHooks],
 })
 export class BillingWorkerModule {}

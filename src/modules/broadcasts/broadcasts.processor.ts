@@ -3,6 +3,7 @@ import { type Job, WaitingError } from 'bullmq';
 import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
+import { OnJob } from '../../infra/queue/on-job.decorator.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
 import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { BroadcastDispatcher } from './broadcast-dispatcher.js';
@@ -23,17 +24,23 @@ export class BroadcastsProcessor extends JobProcessor {
     registry: JobRegistry,
     recorder: JobRunRecorder,
     private readonly dispatcher: BroadcastDispatcher,
-    sweeper: BroadcastSweeper,
+    private readonly sweeper: BroadcastSweeper,
   ) {
     super(registry, recorder);
-    this.handle(JOBS.dispatchBroadcast, (job: Job<DispatchJob>, token?: string) => {
-      const controller = new AbortController();
-      const key = job.id ?? job.data.runId;
-      const done = this.dispatch(job, token, controller.signal);
-      this.inflight.set(key, { controller, settled: done.catch(() => undefined) });
-      return done.finally(() => this.inflight.delete(key));
-    });
-    this.handle(JOBS.sweepBroadcasts, () => sweeper.sweep(), { recordRun: true });
+  }
+
+  @OnJob(JOBS.dispatchBroadcast)
+  dispatchRun(job: Job<DispatchJob>, token?: string) {
+    const controller = new AbortController();
+    const key = job.id ?? job.data.runId;
+    const done = this.dispatch(job, token, controller.signal);
+    this.inflight.set(key, { controller, settled: done.catch(() => undefined) });
+    return done.finally(() => this.inflight.delete(key));
+  }
+
+  @OnJob(JOBS.sweepBroadcasts)
+  sweep() {
+    return this.sweeper.sweep();
   }
 
   private async dispatch(

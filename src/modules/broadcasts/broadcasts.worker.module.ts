@@ -4,10 +4,9 @@ import { QUEUES } from '../../infra/queue/queues.js';
 import { BroadcastsModule } from './broadcasts.module.js';
 import { BroadcastSweeper } from './broadcast-sweeper.js';
 import { BroadcastsProcessor } from './broadcasts.processor.js';
-import { BroadcastsScheduler } from './broadcasts.scheduler.js';
 
 @Module({
   imports: [BroadcastsModule, BullModule.registerQueue({ name: QUEUES.broadcasts })],
-  providers: [BroadcastsProcessor, BroadcastSweeper, BroadcastsScheduler],
+  providers: [BroadcastsProcessor, BroadcastSweeper],
 })
 export class BroadcastsWorkerModule {}

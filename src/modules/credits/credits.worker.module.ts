@@ -3,10 +3,9 @@ import { Module } from '@nestjs/common';
 import { QUEUES } from '../../infra/queue/queues.js';
 import { CreditsModule } from './credits.module.js';
 import { CreditsProcessor } from './credits.processor.js';
-import { CreditsScheduler } from './credits.scheduler.js';
 
 @Module({
   imports: [CreditsModule, BullModule.registerQueue({ name: QUEUES.credits })],
-  providers: [CreditsProcessor, CreditsScheduler],
+  providers: [CreditsProcessor],
 })
 export class CreditsWorkerModule {}

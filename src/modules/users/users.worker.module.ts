@@ -3,10 +3,9 @@ import { Module } from '@nestjs/common';
 import { QUEUES } from '../../infra/queue/queues.js';
 import { UsersModule } from './users.module.js';
 import { UsersProcessor } from './users.processor.js';
-import { UsersScheduler } from './users.scheduler.js';
 
 @Module({
   imports: [UsersModule, BullModule.registerQueue({ name: QUEUES.users })],
-  providers: [UsersProcessor, UsersScheduler],
+  providers: [UsersProcessor],
 })
 export class UsersWorkerModule {}

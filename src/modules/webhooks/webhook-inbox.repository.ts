@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Db, Tx } from '../../infra/prisma/prisma.service.js';
+import { type Db, PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import type { Prisma, WebhookEvent } from '../../generated/prisma/client.js';
 
 export type WebhookProvider = 'identity' | 'billing';
@@ -12,6 +12,12 @@ export interface InboundEvent {
   payload: Prisma.InputJsonValue;
   /** How it reached us: the provider's webhook (default) or the backfill from its event log. */
   source?: 'delivery' | 'backfill';
+}
+
+/** One delivery to archive at intake. */
+export interface AcceptedInput {
+  provider: WebhookProvider;
+  event: InboundEvent;
 }
 
 /** An archive row waiting for the worker (its job id derives from id and receivedAt). */
@@ -33,32 +39,35 @@ export type StoredEvent = Pick<
  */
 @Injectable()
 export class WebhookInboxRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
   /**
-   * Intake in ONE statement: claims the event id and archives the payload as RECEIVED. Returns the archive
-   * row id, or null for a duplicate (the id was claimed before). A row left FAILED by an earlier attempt
-   * whose claim was released (see markFailed, or a payload refused at intake) is reset to RECEIVED: the
-   * provider's redelivery is processed again.
+   * Intake in ONE statement for a batch of deliveries (see WebhookInboxService: concurrent deliveries share
+   * a statement): claims each event id and archives its payload as RECEIVED. Answers, per event and in
+   * order, the archive row, or null for a duplicate (the id was claimed before). A row left FAILED by an
+   * earlier attempt whose claim was released (see markFailed, or a payload refused at intake) is reset to
+   * RECEIVED: the provider's redelivery is processed again. The events of one batch have distinct
+   * (provider, event id) pairs. Runs on the driver: this is the hottest statement of the service.
    */
-  async intake(db: Db, provider: WebhookProvider, event: InboundEvent): Promise<AcceptedRow | null> {
-    const rows = await db.$queryRaw<{ id: string; received_at: Date }[]>`
-      WITH claim AS (
-        INSERT INTO processed_webhook_events (provider, event_id, event_type)
-        VALUES (${provider}, ${event.eventId}, ${event.eventType})
-        ON CONFLICT DO NOTHING
-        RETURNING event_id
-      )
-      INSERT INTO webhook_events (id, provider, event_id, event_type, payload, status, occurred_at, attempts, source)
-      SELECT gen_random_uuid(), ${provider}, event_id, ${event.eventType}, ${JSON.stringify(event.payload)}::jsonb,
-             'RECEIVED'::"WebhookEventStatus", ${event.occurredAt ?? null}::timestamptz, 0, ${event.source ?? 'delivery'}
-      FROM claim
-      ON CONFLICT (provider, event_id) DO UPDATE
-        SET status = 'RECEIVED'::"WebhookEventStatus", payload = EXCLUDED.payload, error = NULL,
-            processed_at = NULL, event_type = EXCLUDED.event_type, occurred_at = EXCLUDED.occurred_at,
-            received_at = now(), source = EXCLUDED.source
-        WHERE webhook_events.status = 'FAILED'
-      RETURNING id, received_at`;
-    const row = rows[0];
-    return row ? { id: row.id, provider, receivedAt: row.received_at } : null;
+  async intake(events: readonly AcceptedInput[]): Promise<(AcceptedRow | null)[]> {
+    const { rows } = await this.prisma.pool.query<{
+      id: string;
+      provider: string;
+      event_id: string;
+      received_at: Date;
+    }>(INTAKE_SQL, [
+      events.map((e) => e.provider),
+      events.map((e) => e.event.eventId),
+      events.map((e) => e.event.eventType),
+      events.map((e) => JSON.stringify(e.event.payload)),
+      events.map((e) => e.event.occurredAt ?? null),
+      events.map((e) => e.event.source ?? 'delivery'),
+    ]);
+    const byKey = new Map(rows.map((row) => [`${row.provider}\u0000${row.event_id}`, row]));
+    return events.map(({ provider, event }) => {
+      const row = byKey.get(`${provider}\u0000${event.eventId}`);
+      return row ? { id: row.id, provider, receivedAt: row.received_at } : null;
+    });
   }
 
   /** The archive row of an accepted event, locked for processing; null unless it is still RECEIVED. */
@@ -262,3 +271,25 @@ function whereOf(filter: ArchiveFilter): Prisma.WebhookEventWhereInput {
       : {}),
   };
 }
+
+/** The intake statement: the claims, then the archive rows of what was claimed, for a batch of events. */
+const INTAKE_SQL = `
+  WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
+      AS i(provider, event_id, event_type, payload, occurred_at, source)
+  ), claim AS (
+    INSERT INTO processed_webhook_events (provider, event_id, event_type)
+    SELECT provider, event_id, event_type FROM input
+    ON CONFLICT DO NOTHING
+    RETURNING provider, event_id
+  )
+  INSERT INTO webhook_events (id, provider, event_id, event_type, payload, status, occurred_at, attempts, source)
+  SELECT gen_random_uuid(), i.provider, i.event_id, i.event_type, i.payload::jsonb,
+         'RECEIVED'::"WebhookEventStatus", i.occurred_at, 0, i.source
+  FROM claim JOIN input i USING (provider, event_id)
+  ON CONFLICT (provider, event_id) DO UPDATE
+    SET status = 'RECEIVED'::"WebhookEventStatus", payload = EXCLUDED.payload, error = NULL,
+        processed_at = NULL, event_type = EXCLUDED.event_type, occurred_at = EXCLUDED.occurred_at,
+        received_at = now(), source = EXCLUDED.source
+    WHERE webhook_events.status = 'FAILED'
+  RETURNING id, provider, event_id, received_at`;

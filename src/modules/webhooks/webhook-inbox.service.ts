@@ -8,7 +8,9 @@ import { DISPATCH_WAIT_MS, OutboxService } from '../../infra/queue/outbox.servic
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
+import { Coalescer } from '../../common/async/coalescer.js';
 import {
+  type AcceptedInput,
   type AcceptedRow,
   type ArchiveFilter,
   type InboundEvent,
@@ -40,6 +42,13 @@ export interface ApplyResult {
 /** Older RECEIVED rows than this get their job re-pushed by the relay. */
 const RELAY_AFTER_MS = 15_000;
 const RELAY_BATCH = 500;
+/** Intake statements in flight at once, and deliveries per statement (see Coalescer). */
+const INTAKE_IN_FLIGHT = 4;
+const INTAKE_BATCH = 64;
+
+/** A second delivery of an event id waits for the next statement, which answers it as the duplicate. */
+const notInBatch = (input: AcceptedInput, batch: readonly AcceptedInput[]): boolean =>
+  !batch.some((other) => other.provider === input.provider && other.event.eventId === input.event.eventId);
 
 /**
  * The webhook pipeline (issue 15). The receiver verifies, validates and calls accept(): ONE statement claims
@@ -55,6 +64,11 @@ const RELAY_BATCH = 500;
 export class WebhookInboxService {
   private readonly logger = new Logger(WebhookInboxService.name);
   private readonly handlers = new Map<string, StoredEventHandler>();
+  /** Concurrent deliveries share one intake statement (one commit); a lone delivery goes out at once. */
+  private readonly intakes = new Coalescer<AcceptedInput, AcceptedRow | null>(
+    (events) => this.inbox.intake(events),
+    { maxBatch: INTAKE_BATCH, maxInFlight: INTAKE_IN_FLIGHT, canJoin: notInBatch },
+  );
 
   constructor(
     private readonly config: AppConfig,
@@ -74,7 +88,7 @@ export class WebhookInboxService {
 
   /** Intake: one statement, then the push. Throws only when the database refuses the statement. */
   async accept(provider: WebhookProvider, event: InboundEvent): Promise<Acceptance> {
-    const accepted = await this.inbox.intake(this.prisma, provider, event);
+    const accepted = await this.intakes.run({ provider, event });
     if (!accepted) {
       this.metrics.webhookEvents.inc({ provider, outcome: 'duplicate' });
       return { duplicate: true };

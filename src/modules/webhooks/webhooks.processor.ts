@@ -3,6 +3,7 @@ import type { Job } from 'bullmq';
 import { AppConfig } from '../../config/app-config.js';
 import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
+import { OnJob } from '../../infra/queue/on-job.decorator.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
 import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { WebhookInboxService } from './webhook-inbox.service.js';
@@ -15,14 +16,20 @@ import { WebhookInboxService } from './webhook-inbox.service.js';
 export class WebhooksProcessor extends JobProcessor {
   constructor(
     registry: JobRegistry,
-    inbox: WebhookInboxService,
+    private readonly inbox: WebhookInboxService,
     private readonly config: AppConfig,
   ) {
     super(registry);
-    this.handle(JOBS.processWebhook, (job: Job<{ id: string }>) =>
-      inbox.apply(job.data.id, isFinalAttempt(job)),
-    );
-    this.handle(JOBS.relayWebhooks, async () => ({ pushed: await inbox.relay() }));
+  }
+
+  @OnJob(JOBS.processWebhook)
+  apply(job: Job<{ id: string }>) {
+    return this.inbox.apply(job.data.id, isFinalAttempt(job));
+  }
+
+  @OnJob(JOBS.relayWebhooks)
+  async relay() {
+    return { pushed: await this.inbox.relay() };
   }
 
   override onApplicationBootstrap(): void {

@@ -3,10 +3,9 @@ import { Module } from '@nestjs/common';
 import { QUEUES } from '../../infra/queue/queues.js';
 import { WebhooksModule } from './webhooks.module.js';
 import { WebhooksProcessor } from './webhooks.processor.js';
-import { WebhooksScheduler } from './webhooks.scheduler.js';
 
 @Module({
   imports: [WebhooksModule, BullModule.registerQueue({ name: QUEUES.webhooks })],
-  providers: [WebhooksProcessor, WebhooksScheduler],
+  providers: [WebhooksProcessor],
 })
 export class WebhooksWorkerModule {}

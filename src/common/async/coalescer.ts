@@ -1,0 +1,79 @@
+/**
+ * Group commit for concurrent callers: each `run(item)` joins the next batch, and a batch starts as soon as
+ * fewer than `maxInFlight` batches are running. At low load a call goes out alone at once (no added
+ * latency); under load the callers that arrive while statements are in flight share the next statement,
+ * so the database commits once per batch instead of once per call.
+ *
+ * `flush(items)` answers one result per item, in order. When it throws, every caller of that batch gets the
+ * error. `canJoin(item, batch)` keeps an item out of a batch (it waits for the next one), e.g. a second
+ * delivery of the same key, which one multi-row statement could not tell apart from the first.
+ */
+export interface CoalescerOptions<I> {
+  maxBatch: number;
+  maxInFlight: number;
+  canJoin?: (item: I, batch: readonly I[]) => boolean;
+}
+
+interface Waiting<I, O> {
+  item: I;
+  resolve: (value: O) => void;
+  reject: (err: unknown) => void;
+}
+
+export class Coalescer<I, O> {
+  private waiting: Waiting<I, O>[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly flush: (items: I[]) => Promise<O[]>,
+    private readonly options: CoalescerOptions<I>,
+  ) {}
+
+  run(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.waiting.push({ item, resolve, reject });
+      this.next();
+    });
+  }
+
+  private next(): void {
+    while (this.inFlight < this.options.maxInFlight && this.waiting.length > 0) {
+      const batch = this.take();
+      this.inFlight += 1;
+      void this.send(batch).finally(() => {
+        this.inFlight -= 1;
+        this.next();
+      });
+    }
+  }
+
+  /** The oldest waiting calls that may share one batch; the rest keep their place. */
+  private take(): Waiting<I, O>[] {
+    const batch: Waiting<I, O>[] = [];
+    const items: I[] = [];
+    const rest: Waiting<I, O>[] = [];
+    for (const waiting of this.waiting) {
+      const fits =
+        batch.length < this.options.maxBatch &&
+        (!this.options.canJoin || this.options.canJoin(waiting.item, items));
+      if (fits) {
+        batch.push(waiting);
+        items.push(waiting.item);
+      } else rest.push(waiting);
+    }
+    this.waiting = rest;
+    return batch;
+  }
+
+  private async send(batch: Waiting<I, O>[]): Promise<void> {
+    try {
+      const results = await this.flush(batch.map((waiting) => waiting.item));
+      if (results.length !== batch.length) {
+        throw new Error(`batch answered ${results.length} results for ${batch.length} items`);
+      }
+      batch.forEach((waiting, i) => waiting.resolve(results[i]));
+    } catch (err) {
+      for (const waiting of batch) waiting.reject(err);
+    }
+  }
+}
