@@ -6,7 +6,7 @@ import { Public } from '../../src/common/decorators/public.decorator.js';
 import { ConflictError } from '../../src/common/errors/app-error.js';
 import { PrismaService } from '../../src/infra/prisma/prisma.service.js';
 import { AdminOnly } from '../../src/modules/auth/admin.guard.js';
-import type { Principal } from '../../src/modules/auth/principal.js';
+import type { Principal } from '../../src/common/principal.js';
 
 class EchoDto {
   @IsString()

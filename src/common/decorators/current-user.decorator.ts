@@ -1,5 +1,5 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import type { Principal } from '../../modules/auth/principal.js';
+import type { Principal } from '../principal.js';
 
 /** The authenticated principal of the request (set by the global AuthenticationGuard). */
 export const CurrentPrincipal = createParamDecorator(

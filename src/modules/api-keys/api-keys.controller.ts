@@ -9,7 +9,7 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../../common/principal.js';
 import { PageQueryDto } from '../owned/dto/page-query.dto.js';
 import { ApiOwnedNotFound, ApiOwnedPageResponse } from '../owned/owned-api.decorators.js';
 import { ApiKeysService } from './api-keys.service.js';

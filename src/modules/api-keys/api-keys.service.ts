@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ForbiddenError, ValidationError } from '../../common/errors/app-error.js';
 import type { ApiKey, Prisma } from '../../generated/prisma/client.js';
 import { generateApiKey } from '../auth/api-key.util.js';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../../common/principal.js';
 import { defineOwnedResource } from '../owned/owned-resource.js';
 import { OwnedResourceService } from '../owned/owned-resource.service.js';
 import type { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';

@@ -14,7 +14,7 @@ import { canonicalEmail } from '../../common/validation/canonical-email.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../../common/principal.js';
 import { RequestRateLimiter } from './request-rate-limit.js';
 
 type Refusal = 'api_key' | 'email_not_verified' | 'not_allowlisted' | 'address_held_by_another_identity';

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { UnauthenticatedError } from '../../common/errors/app-error.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import { hashApiKey } from './api-key.util.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../../common/principal.js';
 
 const TOUCH_INTERVAL_MS = 60_000;
 

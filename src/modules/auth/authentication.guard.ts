@@ -17,7 +17,7 @@ import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { looksLikeApiKey } from './api-key.util.js';
 import { KeySetUnavailableError } from './identity-key-set.js';
 import { StrategyFailure } from './jwt.strategy.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../../common/principal.js';
 
 type AuthRequest = Request & { principal?: Principal; user?: Principal };
 

@@ -6,7 +6,7 @@ import { AppError, UnauthenticatedError } from '../../common/errors/app-error.js
 import { UsersService } from '../users/users.service.js';
 import { CLOCK_LEEWAY_SECONDS, checkClaims, tokenHeader } from './identity-claims.js';
 import { IdentityKeySet } from './identity-key-set.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../../common/principal.js';
 
 /** An error raised by our own code inside the strategy (e.g. the database is down), not by the key set. */
 export class StrategyFailure extends Error {

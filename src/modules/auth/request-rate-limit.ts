@@ -5,7 +5,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { RateLimitedError } from '../../common/errors/app-error.js';
 import { sendProblem, toProblem } from '../../common/filters/problem-details.filter.js';
 import { RedisService } from '../../infra/redis/redis.service.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../../common/principal.js';
 
 const MAX_BLOCKED_IPS = 10_000;
 const LIMITER_TIMEOUT_MS = 300;

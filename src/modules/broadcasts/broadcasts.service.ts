@@ -11,8 +11,7 @@ import { normalizeAudience, storedAudience } from './audience.js';
 import { BroadcastsRepository } from './broadcasts.repository.js';
 import type { BroadcastListDto, BroadcastResponseDto } from './dto/broadcast-response.dto.js';
 import type { CreateBroadcastDto } from './dto/create-broadcast.dto.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from '../../common/validation/uuid.js';
 
 export const broadcastJobId = (runId: string) => `broadcast-${runId}`;
 
@@ -111,7 +110,7 @@ export class BroadcastsService {
   }
 
   async get(id: string): Promise<BroadcastResponseDto> {
-    const run = UUID.test(id) ? await this.repository.findById(this.prisma, id) : null;
+    const run = isUuid(id) ? await this.repository.findById(this.prisma, id) : null;
     if (!run) throw new NotFoundError('The broadcast does not exist.');
     return toResponse(run);
   }

@@ -22,7 +22,7 @@ import {
 } from '@nestjs/swagger';
 import { ApiUuidParam } from '../../common/openapi/api-fields.js';
 import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../../common/principal.js';
 import { PageQueryDto } from './dto/page-query.dto.js';
 import { ApiOwnedNotFound, ApiOwnedPageResponse } from './owned-api.decorators.js';
 import type { OwnedResourceService } from './owned-resource.service.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { isUuid } from './owned-id.js';
+import { isUuid } from '../../common/validation/uuid.js';
 import { JSON_FIELD_MAX_BYTES, JSON_FIELD_MAX_DEPTH, jsonObjectProblem } from './owned-validators.js';
 
 const nested = (depth: number): Record<string, unknown> => {

@@ -10,7 +10,7 @@ import {
 import { AllowDeleted } from '../../common/decorators/allow-deleted.decorator.js';
 import { CurrentPrincipal, CurrentUser } from '../../common/decorators/current-user.decorator.js';
 import { ForbiddenError } from '../../common/errors/app-error.js';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../../common/principal.js';
 import type { User } from '../../generated/prisma/client.js';
 import { MeResponseDto } from './dto/me-response.dto.js';
 import { UpdateMeDto } from './dto/update-me.dto.js';

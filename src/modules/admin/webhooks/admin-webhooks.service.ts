@@ -3,7 +3,7 @@ import { NotFoundError, ValidationError } from '../../../common/errors/app-error
 import { PrismaService } from '../../../infra/prisma/prisma.service.js';
 import type { User, WebhookEvent } from '../../../generated/prisma/client.js';
 import { userActor } from '../../audit/audit.service.js';
-import { isUuid } from '../../owned/owned-id.js';
+import { isUuid } from '../../../common/validation/uuid.js';
 import { WebhookInboxRepository } from '../../webhooks/webhook-inbox.repository.js';
 import { WebhookInboxService } from '../../webhooks/webhook-inbox.service.js';
 import type {

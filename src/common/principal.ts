@@ -1,4 +1,4 @@
-import type { User } from '../../generated/prisma/client.js';
+import type { User } from '../generated/prisma/client.js';
 
 export interface Principal {
   user: User;
