@@ -148,7 +148,7 @@ export class MetricsService {
     new Gauge({
       name: 'scheduled_job_seconds_since_finished',
       help: 'Seconds since each scheduled job last finished a run, successful or not (job_runs)',
-      labelNames: ['job'] as const,
+      labelNames: ['job_name'] as const,
       registers: [this.registry],
       async collect() {
         try {
@@ -156,7 +156,7 @@ export class MetricsService {
           this.reset();
           for (const row of rows)
             if (row.last_finished_at)
-              this.set({ job: row.name }, (Date.now() - row.last_finished_at.getTime()) / 1000);
+              this.set({ job_name: row.name }, (Date.now() - row.last_finished_at.getTime()) / 1000);
         } catch {
           // The database is down: the scrape still answers without this gauge.
         }
@@ -165,14 +165,14 @@ export class MetricsService {
     new Gauge({
       name: 'scheduled_job_last_run_failed',
       help: '1 when the last finished run of a scheduled job failed (job_runs.last_error says why), else 0',
-      labelNames: ['job'] as const,
+      labelNames: ['job_name'] as const,
       registers: [this.registry],
       async collect() {
         try {
           const rows = await jobRuns();
           this.reset();
           for (const row of rows)
-            if (row.last_finished_at) this.set({ job: row.name }, row.last_status === 'failed' ? 1 : 0);
+            if (row.last_finished_at) this.set({ job_name: row.name }, row.last_status === 'failed' ? 1 : 0);
         } catch {
           // The database is down: the scrape still answers without this gauge.
         }
