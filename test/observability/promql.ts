@@ -54,12 +54,9 @@ export function parsePromql(expr: string): ParsedExpr {
     if (cursor.type.isError)
       errors.push(`error at ${cursor.from}: "${text.slice(cursor.from, cursor.to + 10)}"`);
     if (cursor.name === 'VectorSelector') {
-      const start = cursor.from;
-      if (cursor.firstChild()) {
-        if (cursor.name === 'Identifier') metrics.push(text.slice(cursor.from, cursor.to));
-        cursor.parent();
-      }
-      if (cursor.from !== start) throw new Error('cursor lost its place');
+      const selector = cursor.node;
+      const name = selector.getChild('Identifier');
+      if (name) metrics.push(text.slice(name.from, name.to));
     }
   } while (cursor.next());
   return { metrics, errors };
