@@ -71,7 +71,9 @@ describe('Prometheus metrics', () => {
     expect(text).toMatch(
       /^scheduled_job_last_run_failed\{job_name="metrics-job",service="subscription-service"\} 1$/m,
     );
-    const since = /^scheduled_job_seconds_since_finished\{job_name="metrics-job",[^}]*\} ([\d.]+)$/m.exec(text);
+    const since = /^scheduled_job_seconds_since_finished\{job_name="metrics-job",[^}]*\} ([\d.]+)$/m.exec(
+      text,
+    );
     expect(Number(since?.[1])).toBeGreaterThanOrEqual(60);
     await api.prisma.outboxEntry.update({
       where: { jobId: 'metrics-outbox' },
