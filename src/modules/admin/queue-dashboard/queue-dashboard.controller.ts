@@ -4,6 +4,7 @@ import {
   ApiCreatedResponse,
   ApiForbiddenResponse,
   ApiNotFoundResponse,
+  ApiOperation,
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
@@ -36,6 +37,7 @@ export class QueueDashboardController {
    * session cookie for the dashboard (one hour; the admin allowlist is checked again on every request).
    */
   @Post('session')
+  @ApiOperation({ summary: 'A one-time link that signs a browser in to the queue dashboard (/admin/queues)' })
   @HttpCode(201)
   @ApiCreatedResponse({ type: QueueDashboardLinkDto })
   @ApiNotFoundResponse({
