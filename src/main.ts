@@ -4,6 +4,8 @@ import { bootConfig } from './config/boot.js';
 async function main(): Promise<void> {
   // Configuration and boot refusals first, before the application graph is even loaded.
   const config = await bootConfig();
+  // Before the application graph loads, so its first request is traced (no-op without the endpoint).
+  const tracing = await (await import('./infra/tracing/tracing.js')).startTracing(config, 'api');
   const [
     { NestFactory },
     { ApiModule },
@@ -22,7 +24,7 @@ async function main(): Promise<void> {
   await configureApiApp(app, config);
   await app.init();
   installFallbackErrorHandler(app);
-  installGracefulShutdown(app, 'api', config.shutdownTimeoutMs);
+  installGracefulShutdown(app, 'api', config.shutdownTimeoutMs, async () => tracing?.shutdown());
   await app.listen(config.port);
 }
 

@@ -8,6 +8,7 @@ import { bootConfig } from './config/boot.js';
  */
 async function main(): Promise<void> {
   const config = await bootConfig();
+  const tracing = await (await import('./infra/tracing/tracing.js')).startTracing(config, 'worker');
   const [{ NestFactory }, { Logger }, { WorkerModule }, { installGracefulShutdown }] = await Promise.all([
     import('@nestjs/core'),
     import('nestjs-pino'),
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
   );
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
-  installGracefulShutdown(app, 'worker', config.shutdownTimeoutMs);
+  installGracefulShutdown(app, 'worker', config.shutdownTimeoutMs, async () => tracing?.shutdown());
   await app.listen(config.workerPort);
 }
 

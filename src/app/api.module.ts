@@ -7,6 +7,7 @@ import { MetricsServer } from '../infra/metrics/metrics.server.js';
 import { AdminMetricsHttpModule } from '../modules/admin/metrics/admin-metrics.http.module.js';
 import { AdminDirectoryModule } from '../modules/admin/directory/admin-directory.module.js';
 import { AdminWebhooksModule } from '../modules/admin/webhooks/admin-webhooks.module.js';
+import { QueueDashboardModule } from '../modules/admin/queue-dashboard/queue-dashboard.module.js';
 import { AiHttpModule } from '../modules/ai/ai.http.module.js';
 import { ApiKeysHttpModule } from '../modules/api-keys/api-keys.http.module.js';
 import { AuthModule } from '../modules/auth/auth.module.js';
@@ -36,6 +37,7 @@ export const API_FEATURE_MODULES = [
   EmailHttpModule,
   BroadcastsHttpModule,
   AdminMetricsHttpModule,
+  QueueDashboardModule,
 ];
 
 @Module({})

@@ -15,6 +15,8 @@ import { requestIdMiddleware, requestIdOf } from '../common/http/request-id.midd
 import { httpMetricsMiddleware } from '../infra/metrics/http-metrics.middleware.js';
 import { MetricsService } from '../infra/metrics/metrics.service.js';
 import { HealthService } from '../modules/health/health.service.js';
+import { mountQueueDashboard } from '../modules/admin/queue-dashboard/queue-dashboard.mount.js';
+import { httpTracingMiddleware } from '../infra/tracing/spans.js';
 import { RequestRateLimiter, requestRateLimitMiddleware } from '../modules/auth/request-rate-limit.js';
 import { createOpenApiDocument } from './openapi.js';
 
@@ -48,6 +50,8 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
   const metrics = app.get(MetricsService);
   app.use(livenessFastPath(JSON.stringify(app.get(HealthService).liveness()), securityHeaders, metrics));
   app.use(requestIdMiddleware);
+  // OTEL_EXPORTER_OTLP_ENDPOINT set: a span per request (the liveness probe above stays untraced).
+  if (config.otlpEndpoint) app.use(httpTracingMiddleware());
   app.use(httpMetricsMiddleware(metrics));
   app.use(securityHeaders);
   // Client IPs for the per-IP limit: behind N reverse proxies, the address N hops back in X-Forwarded-For.
@@ -77,6 +81,7 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
     maxAge: 600,
   });
   installBodyParsers(app, config);
+  mountQueueDashboard(app, config);
   setApiPrefix(app);
   installClientErrorHandler(app.getHttpServer() as Server, headersSetBy(securityHeaders));
 

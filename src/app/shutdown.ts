@@ -35,7 +35,13 @@ export async function drainHttpServer(server: Server): Promise<void> {
  * Nest's own enableShutdownHooks would re-raise the signal after closing, which makes a clean stop look
  * like a crash to supervisors.
  */
-export function installGracefulShutdown(app: INestApplication, name: string, timeoutMs: number): void {
+export function installGracefulShutdown(
+  app: INestApplication,
+  name: string,
+  timeoutMs: number,
+  /** After the application closed: e.g. export the last trace spans. */
+  afterClose?: () => Promise<void>,
+): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(1);
@@ -47,6 +53,7 @@ export function installGracefulShutdown(app: INestApplication, name: string, tim
     }, timeoutMs).unref();
     drainHttpServer(app.getHttpServer() as Server)
       .then(() => app.close())
+      .then(() => afterClose?.())
       .then(
         () => process.exit(0),
         (err: unknown) => {

@@ -91,6 +91,10 @@ export abstract class AppConfig {
    * gives up and exits 1. Keep it below the supervisor's kill deadline (compose stop_grace_period).
    */
   declare shutdownTimeoutMs: number;
+  /** The BullMQ dashboard at /admin/queues (QUEUE_DASHBOARD; unset = everywhere but production). */
+  declare queueDashboard: boolean;
+  /** OTLP/HTTP base URL of the trace collector (OTEL_EXPORTER_OTLP_ENDPOINT); null = tracing off. */
+  declare otlpEndpoint: string | null;
   /** Request bounds (issue 14 item 2); see docs/decisions/security.md. */
   declare limits: {
     /** JSON bodies of every route but the large ones. */

@@ -145,6 +145,8 @@ const schema = z.object({
   ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR: int(20, 0),
   TRUST_PROXY_HOPS: int(0, 0, 10),
   TESTING: optional,
+  QUEUE_DASHBOARD: optional.pipe(z.enum(['true', 'false']).optional()),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional.pipe(z.url({ protocol: /^https?$/ }).optional()),
 });
 
 /**
@@ -287,6 +289,9 @@ export function loadConfig(
       concurrency: e.WEBHOOK_CONCURRENCY,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    // Unset: on everywhere but production (like /docs); `true`/`false` decide in every environment.
+    queueDashboard: e.QUEUE_DASHBOARD ? e.QUEUE_DASHBOARD === 'true' : appEnv !== 'production',
+    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, '') ?? null,
     limits: {
       bodyBytes: e.BODY_LIMIT_KB * 1024,
       largeBodyBytes: Math.max(e.BODY_LIMIT_LARGE_KB, e.BODY_LIMIT_KB) * 1024,

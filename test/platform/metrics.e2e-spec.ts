@@ -49,6 +49,41 @@ describe('Prometheus metrics', () => {
     );
   });
 
+  it('exports the outbox backlog and the last run of each scheduled job', async () => {
+    await api.prisma.outboxEntry.create({
+      data: {
+        queue: 'email',
+        jobName: 'x',
+        jobId: 'metrics-outbox',
+        payload: {},
+        createdAt: new Date(Date.now() - 120_000),
+      },
+    });
+    await api.prisma.jobRun.upsert({
+      where: { name: 'metrics-job' },
+      create: { name: 'metrics-job', lastFinishedAt: new Date(Date.now() - 60_000), lastStatus: 'failed' },
+      update: {},
+    });
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(text).toMatch(/^outbox_pending\{service="subscription-service"\} 1$/m);
+    const oldest = /^outbox_oldest_pending_seconds\{service="subscription-service"\} ([\d.]+)$/m.exec(text);
+    expect(Number(oldest?.[1])).toBeGreaterThanOrEqual(120);
+    expect(text).toMatch(
+      /^scheduled_job_last_run_failed\{job_name="metrics-job",service="subscription-service"\} 1$/m,
+    );
+    const since = /^scheduled_job_seconds_since_finished\{job_name="metrics-job",[^}]*\} ([\d.]+)$/m.exec(
+      text,
+    );
+    expect(Number(since?.[1])).toBeGreaterThanOrEqual(60);
+    await api.prisma.outboxEntry.update({
+      where: { jobId: 'metrics-outbox' },
+      data: { dispatchedAt: new Date() },
+    });
+    const after = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(after).toMatch(/^outbox_pending\{service="subscription-service"\} 0$/m);
+    expect(after).toMatch(/^outbox_oldest_pending_seconds\{service="subscription-service"\} 0$/m);
+  });
+
   it('counts webhooks, credits and e-mails', async () => {
     const delivery = signIdentityEvent(
       identityUserEvent('user.created', 'user_metered', 'metered@example.com'),

@@ -77,7 +77,7 @@ describe('API5 broken function level authorization', () => {
         : 200;
 
   it('guards exactly the routes under /api/v1/admin, and every one of them', () => {
-    expect(adminRoutes.length).toBe(11);
+    expect(adminRoutes.length).toBe(12);
     expect(routes.filter((r) => r.path.startsWith('/api/v1/admin')).map((r) => r.key)).toEqual(
       adminRoutes.map((r) => r.key),
     );

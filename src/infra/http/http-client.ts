@@ -3,6 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
 import { BadGatewayError, DependencyError } from '../../common/errors/app-error.js';
+import { inSpan, SpanKind, tracingEnabled } from '../tracing/spans.js';
 
 export interface HttpRequest<S extends z.ZodType | undefined = undefined> {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -73,6 +74,32 @@ export class HttpClient {
   constructor(private readonly config: AppConfig) {}
 
   async request<S extends z.ZodType | undefined = undefined>(
+    req: HttpRequest<S>,
+  ): Promise<HttpResponse<S extends z.ZodType ? z.output<S> : unknown>> {
+    if (!tracingEnabled()) return this.send(req);
+    // One CLIENT span per provider call, its retries included; the URL without its query string.
+    const url = new URL(req.url);
+    return inSpan(
+      `${req.method} ${req.provider}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': req.method,
+          'server.address': url.hostname,
+          'url.full': `${url.origin}${url.pathname}`,
+          'peer.service': req.provider,
+        },
+      },
+      async (span) => {
+        const response = await this.send(req);
+        span?.setAttribute('http.response.status_code', response.status);
+        span?.setAttribute('http.request.resend_count', response.attempts - 1);
+        return response;
+      },
+    );
+  }
+
+  private async send<S extends z.ZodType | undefined = undefined>(
     req: HttpRequest<S>,
   ): Promise<HttpResponse<S extends z.ZodType ? z.output<S> : unknown>> {
     const maxAttempts = req.maxAttempts ?? this.config.http.maxAttempts;

@@ -113,6 +113,71 @@ export class MetricsService {
         }
       },
     });
+    new Gauge({
+      name: 'outbox_pending',
+      help: 'Outbox jobs committed but not yet pushed to Redis (the relay pushes them when Redis answers)',
+      registers: [this.registry],
+      async collect() {
+        try {
+          const [row] = await prisma.$queryRaw<{ n: number }[]>`
+            SELECT count(*)::int AS n FROM outbox WHERE dispatched_at IS NULL`;
+          this.set(row?.n ?? 0);
+        } catch {
+          // The database is down: the scrape still answers without this gauge.
+        }
+      },
+    });
+    new Gauge({
+      name: 'outbox_oldest_pending_seconds',
+      help: 'Age of the oldest outbox job not yet pushed to Redis (0 when none is pending)',
+      registers: [this.registry],
+      async collect() {
+        try {
+          const [row] = await prisma.$queryRaw<{ oldest: Date | null }[]>`
+            SELECT min(created_at) AS oldest FROM outbox WHERE dispatched_at IS NULL`;
+          this.set(row?.oldest ? (Date.now() - row.oldest.getTime()) / 1000 : 0);
+        } catch {
+          // The database is down: the scrape still answers without this gauge.
+        }
+      },
+    });
+    // prom-client collects the gauges of one scrape concurrently: each reads its own rows.
+    const jobRuns = () =>
+      prisma.$queryRaw<{ name: string; last_finished_at: Date | null; last_status: string | null }[]>`
+        SELECT name, last_finished_at, last_status FROM job_runs`;
+    new Gauge({
+      name: 'scheduled_job_seconds_since_finished',
+      help: 'Seconds since each scheduled job last finished a run, successful or not (job_runs)',
+      labelNames: ['job_name'] as const,
+      registers: [this.registry],
+      async collect() {
+        try {
+          const rows = await jobRuns();
+          this.reset();
+          for (const row of rows)
+            if (row.last_finished_at)
+              this.set({ job_name: row.name }, (Date.now() - row.last_finished_at.getTime()) / 1000);
+        } catch {
+          // The database is down: the scrape still answers without this gauge.
+        }
+      },
+    });
+    new Gauge({
+      name: 'scheduled_job_last_run_failed',
+      help: '1 when the last finished run of a scheduled job failed (job_runs.last_error says why), else 0',
+      labelNames: ['job_name'] as const,
+      registers: [this.registry],
+      async collect() {
+        try {
+          const rows = await jobRuns();
+          this.reset();
+          for (const row of rows)
+            if (row.last_finished_at) this.set({ job_name: row.name }, row.last_status === 'failed' ? 1 : 0);
+        } catch {
+          // The database is down: the scrape still answers without this gauge.
+        }
+      },
+    });
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

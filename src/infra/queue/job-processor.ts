@@ -7,6 +7,7 @@ import { onJobEntries } from './on-job.decorator.js';
 import type { JobRunRecorder } from './job-run.recorder.js';
 import { logQueueErrors } from './queue-errors.js';
 import { WORKER_OPTIONS } from './worker-options.js';
+import { inSpan, jobTraceContext, SpanKind, tracingEnabled } from '../tracing/spans.js';
 
 /** Where @nestjs/bullmq's @Processor keeps its options (PROCESSOR_METADATA, not exported by the package). */
 const PROCESSOR_METADATA = 'bullmq:processor_metadata';
@@ -92,6 +93,21 @@ export abstract class JobProcessor extends WorkerHost implements OnApplicationBo
   async process(job: Job, token?: string): Promise<unknown> {
     const handler = this.handlers.get(job.name);
     if (!handler) throw new Error(`no handler for job ${job.queueName}/${job.name}`);
-    return handler(job, token);
+    if (!tracingEnabled()) return handler(job, token);
+    return inSpan(
+      `job ${job.queueName}/${job.name}`,
+      {
+        kind: SpanKind.CONSUMER,
+        parent: jobTraceContext(job.opts),
+        attributes: {
+          'messaging.system': 'bullmq',
+          'messaging.destination.name': job.queueName,
+          'messaging.operation.name': job.name,
+          'messaging.message.id': job.id ?? '',
+          'bullmq.job.attempt': job.attemptsMade + 1,
+        },
+      },
+      () => handler(job, token),
+    );
   }
 }

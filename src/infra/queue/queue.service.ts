@@ -3,6 +3,7 @@ import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppConfig } from '../../config/app-config.js';
 import { createRedis } from '../redis/redis.service.js';
+import { withTraceContext } from '../tracing/spans.js';
 import { DEFAULT_JOB_OPTIONS, type JobDef, QUEUES, type QueueName } from './queues.js';
 
 /**
@@ -46,7 +47,8 @@ export class QueueService implements OnModuleDestroy {
   }
 
   async add<T extends object>(job: JobDef, data: T, options: JobsOptions = {}): Promise<string | undefined> {
-    const added = await this.queue(job.queue).add(job.name, data, options);
+    // The job continues the trace of whatever enqueued it (a request, another job) when tracing is on.
+    const added = await this.queue(job.queue).add(job.name, data, withTraceContext(options));
     return added.id;
   }
 

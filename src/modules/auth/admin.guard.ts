@@ -47,8 +47,17 @@ export class AdminGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<Request & { principal?: Principal }>();
     const principal = req.principal;
     if (!principal) throw new UnauthenticatedError();
+    await this.authorize(principal, req);
+    return true;
+  }
+
+  /**
+   * The allowlist decision for a principal authenticated some other way than the global guard (the queue
+   * dashboard's session cookie): returns when it is an admin, else audits and throws 403 like a route.
+   */
+  async authorize(principal: Principal, req: Request): Promise<void> {
     const refusal = await this.check(principal);
-    if (!refusal) return true;
+    if (!refusal) return;
 
     // Rate limited per user (ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR): a probing account cannot flood the
     // audit log; the 403 is the same either way.

@@ -98,6 +98,7 @@ export const ROUTE_TABLE: Record<string, RouteCase> = {
   'get /api/v1/admin/webhooks/:id': { access: 'admin', apiKeyRefused: true, idOf: 'webhook_event' },
   'post /api/v1/admin/webhooks/:id/replay': { access: 'admin', apiKeyRefused: true, idOf: 'webhook_event' },
   'post /api/v1/admin/webhooks/replay': { access: 'admin', apiKeyRefused: true, body: { status: 'FAILED' } },
+  'post /api/v1/admin/queue-dashboard/session': { access: 'admin', apiKeyRefused: true },
 };
 
 export interface TableRoute extends DeclaredRoute, RouteCase {}

@@ -1,0 +1,61 @@
+import { Controller, HttpCode, Post } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiNotFoundResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { CurrentPrincipal } from '../../../common/decorators/current-user.decorator.js';
+import { AppConfig } from '../../../config/app-config.js';
+import { NotFoundError } from '../../../common/errors/app-error.js';
+import { AdminOnly } from '../../auth/admin.guard.js';
+import type { Principal } from '../../auth/principal.js';
+import { QUEUE_DASHBOARD_PATH } from './queue-dashboard.mount.js';
+import { QueueDashboardSessions } from './queue-dashboard.sessions.js';
+import { QueueDashboardLinkDto } from './dto/queue-dashboard.dto.js';
+
+@ApiTags('admin')
+@ApiBearerAuth()
+@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
+@ApiForbiddenResponse({
+  description: 'admin_required: not on the admin allowlist (audited); API keys refused',
+})
+@AdminOnly()
+@Controller('admin/queue-dashboard')
+export class QueueDashboardController {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly sessions: QueueDashboardSessions,
+  ) {}
+
+  /**
+   * A browser cannot send a Bearer token when it navigates, so the BullMQ dashboard (/admin/queues) signs
+   * a browser in with a one-time link: this answers one, valid for a minute. Opening it sets an HttpOnly
+   * session cookie for the dashboard (one hour; the admin allowlist is checked again on every request).
+   */
+  @Post('session')
+  @ApiOperation({ summary: 'A one-time link that signs a browser in to the queue dashboard (/admin/queues)' })
+  @HttpCode(201)
+  @ApiCreatedResponse({ type: QueueDashboardLinkDto })
+  @ApiNotFoundResponse({
+    description: 'queue_dashboard_disabled: QUEUE_DASHBOARD is off (production default)',
+  })
+  async link(@CurrentPrincipal() principal: Principal): Promise<QueueDashboardLinkDto> {
+    if (!this.config.queueDashboard)
+      throw new NotFoundError(
+        'The queue dashboard is turned off (QUEUE_DASHBOARD).',
+        'queue_dashboard_disabled',
+      );
+    const { ticket, expiresAt } = await this.sessions.issueTicket({
+      identityUserId: principal.user.identityUserId,
+      via: principal.via,
+    });
+    return {
+      url: `${this.config.email.publicBaseUrl}${QUEUE_DASHBOARD_PATH}/login?ticket=${ticket}`,
+      expires_at: expiresAt.toISOString(),
+    };
+  }
+}

@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium } from 'playwright-core';
+import request from 'supertest';
+import { loadConfig } from '../../src/config/env.js';
+import { QueueService } from '../../src/infra/queue/queue.service.js';
+import { JOBS } from '../../src/infra/queue/queues.js';
+import { SESSION_COOKIE } from '../../src/modules/admin/queue-dashboard/queue-dashboard.mount.js';
+import { freePort, ROOT } from '../support/processes.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+
+/** Debian's `chromium` package (.ci/run installs it when missing), driven by playwright-core. */
+const CHROMIUM = '/usr/bin/chromium';
+const OUTPUT = process.env.TEST_OUTPUT_DIR ?? join(ROOT, 'test-output');
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const ADMIN = 'admin@example.com';
+
+describe('Queue dashboard (@bull-board at /admin/queues)', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+  let origin: string;
+  let browser: BrowserContext;
+  let profile: string;
+  let delayedJobId: string;
+
+  const link = async (auth: string) =>
+    api.http.post('/api/v1/admin/queue-dashboard/session').set('Authorization', auth);
+  const adminAuth = () => api.bearer('user_admin', ADMIN);
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM))
+      throw new Error(
+        `${CHROMIUM} is missing: apt-get install chromium (Debian), or run .ci/run, which does`,
+      );
+    env = await TestEnv.create();
+    const port = await freePort();
+    origin = `http://127.0.0.1:${port}`;
+    api = await env.startApi({ config: env.configWith({ PUBLIC_BASE_URL: origin }) });
+    await api.app.listen(port, '127.0.0.1');
+    const queues = api.app.get(QueueService);
+    await queues.add(JOBS.sendEmail, { userId: 'none', templateKey: 'welcome', idempotencyKey: 'dash-1' });
+    delayedJobId = (await queues.add(
+      JOBS.sendEmail,
+      { userId: 'none', templateKey: 'welcome', idempotencyKey: 'dash-2' },
+      { delay: 3_600_000, jobId: 'dashboard-delayed' },
+    ))!;
+    profile = mkdtempSync(join(tmpdir(), 'chromium-profile-'));
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await env?.close();
+  });
+
+  it('refuses a browser without a session, then signs an admin in through a one-time link and shows the queues', async () => {
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    let signedInYet = false;
+    page.on('console', (msg) => {
+      // The UI links Google Fonts; the CSP (default-src 'self') keeps the page from calling out: system fonts.
+      // Failed loads are reported below with their URL.
+      const text = msg.text();
+      if (
+        signedInYet &&
+        msg.type() === 'error' &&
+        !/fonts\.googleapis\.com|^Failed to load resource/.test(text)
+      )
+        problems.push(text);
+    });
+    page.on('response', (r) => {
+      if (signedInYet && r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+    });
+    page.on('pageerror', (err) => problems.push(err.message));
+
+    const refused = await page.goto(`${origin}/admin/queues`);
+    expect(refused?.status()).toBe(401);
+    expect(refused?.headers()['content-type']).toContain('application/problem+json');
+    expect(await refused?.json()).toMatchObject({ code: 'dashboard_session_required' });
+
+    const res = await link(await adminAuth());
+    expect(res.status).toBe(201);
+    const url = new URL(res.body.url as string);
+    expect(url.origin + url.pathname).toBe(`${origin}/admin/queues/login`);
+    expect(new Date(res.body.expires_at as string).getTime()).toBeGreaterThan(Date.now());
+
+    signedInYet = true;
+    const signedIn = await page.goto(url.toString());
+    expect(signedIn?.status()).toBe(200);
+    expect(new URL(page.url()).pathname).toBe('/admin/queues/');
+    const cookie = (await browser.cookies(`${origin}/admin/queues/`)).find((c) => c.name === SESSION_COOKIE);
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/admin/queues' });
+
+    for (const queue of ['email', 'webhooks', 'broadcasts']) {
+      await page.getByText(queue, { exact: true }).first().waitFor({ timeout: 15_000 });
+    }
+    await page.goto(`${origin}/admin/queues/queue/email?status=delayed`);
+    await page.getByText(delayedJobId).first().waitFor({ timeout: 15_000 });
+    mkdirSync(OUTPUT, { recursive: true });
+    const shot = join(OUTPUT, 'queue-dashboard.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    expect(statSync(shot).size).toBeGreaterThan(10_000);
+    expect(problems).toEqual([]);
+
+    // The link was used: it opens nothing a second time.
+    const again = await (await browser.newPage()).goto(url.toString());
+    expect(again?.status()).toBe(401);
+    expect(await again?.json()).toMatchObject({ code: 'invalid_ticket' });
+    await page.close();
+  });
+
+  it('lets the page promote a job (audited) and refuses changes outside the allowed ones or from another site', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/admin/queues/`);
+    const put = (path: string) =>
+      page.evaluate(async (p) => {
+        const r = await fetch(p, { method: 'PUT' });
+        return { status: r.status, body: await r.text() };
+      }, path);
+
+    const promoted = await put(`/admin/queues/api/queues/email/${delayedJobId}/promote`);
+    expect(promoted).toMatchObject({ status: expect.any(Number) });
+    expect(promoted.status).toBeLessThan(300);
+    const job = await api.app.get(QueueService).queue('email').getJob(delayedJobId);
+    expect(await job?.getState()).toBe('waiting');
+    const audit = await api.prisma.auditLog.findFirst({ where: { action: 'admin.queue_action' } });
+    expect(audit).toMatchObject({ resourceType: 'queue', resourceId: 'email' });
+    expect(audit?.details).toMatchObject({ action: 'promote_job', job_id: delayedJobId });
+
+    const emptied = await put('/admin/queues/api/queues/email/empty');
+    expect(emptied.status).toBe(403);
+    expect(JSON.parse(emptied.body)).toMatchObject({ code: 'queue_action_not_allowed' });
+    expect(await api.app.get(QueueService).queue('email').getWaitingCount()).toBeGreaterThan(0);
+
+    const [session] = (await browser.cookies(`${origin}/admin/queues/`)).filter(
+      (c) => c.name === SESSION_COOKIE,
+    );
+    const crossSite = await request(origin)
+      .put('/admin/queues/api/queues/email/pause')
+      .set('Cookie', `${SESSION_COOKIE}=${session.value}`)
+      .set('Sec-Fetch-Site', 'cross-site')
+      .set('Origin', 'https://evil.example');
+    expect(crossSite.status).toBe(403);
+    expect(crossSite.body).toMatchObject({ code: 'cross_site_request' });
+    expect(await api.app.get(QueueService).queue('email').isPaused()).toBe(false);
+    await page.close();
+  });
+
+  it('gives links to administrators only, and ends a session whose user lost the rights', async () => {
+    const user = await api.bearer('user_plain', 'plain@example.com');
+    expect((await link(user)).status).toBe(403);
+    expect((await link('Bearer nonsense')).status).toBe(401);
+
+    const res = await link(await adminAuth());
+    const signIn = await request(origin).get(
+      new URL(res.body.url as string).pathname + new URL(res.body.url as string).search,
+    );
+    expect(signIn.status).toBe(303);
+    const cookie = String(signIn.headers['set-cookie']).split(';')[0];
+    expect((await request(origin).get('/admin/queues/api/queues').set('Cookie', cookie)).status).toBe(200);
+
+    // Same database and Redis, an allowlist without the admin: the next request is refused and the session ends.
+    const demoted = await env.startApi({
+      config: env.configWith({ PUBLIC_BASE_URL: origin, ADMIN_EMAILS: '' }),
+    });
+    const refused = await demoted.http.get('/admin/queues/api/queues').set('Cookie', cookie);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ code: 'admin_required' });
+    expect((await request(origin).get('/admin/queues/api/queues').set('Cookie', cookie)).status).toBe(401);
+  });
+
+  it('is off in production unless QUEUE_DASHBOARD=true, and off anywhere with QUEUE_DASHBOARD=false', async () => {
+    expect(loadConfig({ APP_ENV: 'production' }).queueDashboard).toBe(false);
+    expect(loadConfig({ APP_ENV: 'production', QUEUE_DASHBOARD: 'true' }).queueDashboard).toBe(true);
+    expect(loadConfig({ APP_ENV: 'development' }).queueDashboard).toBe(true);
+    const off = await env.startApi({ config: env.configWith({ QUEUE_DASHBOARD: 'false' }) });
+    expect((await off.http.get('/admin/queues/')).status).toBe(404);
+    const res = await off.http
+      .post('/api/v1/admin/queue-dashboard/session')
+      .set('Authorization', await adminAuth());
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ code: 'queue_dashboard_disabled' });
+  });
+});
