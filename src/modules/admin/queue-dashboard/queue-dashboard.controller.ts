@@ -12,7 +12,7 @@ import { CurrentPrincipal } from '../../../common/decorators/current-user.decora
 import { AppConfig } from '../../../config/app-config.js';
 import { NotFoundError } from '../../../common/errors/app-error.js';
 import { AdminOnly } from '../../auth/admin.guard.js';
-import type { Principal } from '../../auth/principal.js';
+import type { Principal } from '../../../common/principal.js';
 import { QUEUE_DASHBOARD_PATH } from './queue-dashboard.mount.js';
 import { QueueDashboardSessions } from './queue-dashboard.sessions.js';
 import { QueueDashboardLinkDto } from './dto/queue-dashboard.dto.js';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { RedisService } from '../../../infra/redis/redis.service.js';
-import type { Principal } from '../../auth/principal.js';
+import type { Principal } from '../../../common/principal.js';
 
 /** A login link is good for one use within a minute: it travels through a URL. */
 export const TICKET_TTL_SECONDS = 60;
