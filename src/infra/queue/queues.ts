@@ -43,6 +43,8 @@ export const JOBS = {
   billingBackfill: { queue: QUEUES.billing, name: 'billing-backfill' },
   /** Hourly: subscriptions that should have renewed, or stayed past_due/paused a week, are read back from the provider. */
   checkBillingDrift: { queue: QUEUES.billing, name: 'check-billing-drift' },
+  /** Hourly: the monthly credit allowance of annual (multi-month) periods on each monthly anniversary. */
+  grantAllowances: { queue: QUEUES.billing, name: 'grant-allowances' },
   /** Daily: delete webhook archive rows past retention (all providers; one table). */
   pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },
   /** Refund metered-call reservations orphaned for 5 minutes (every 60 s; modules/credits). */
@@ -63,6 +65,7 @@ export const SCHEDULES = {
   expireSubscriptions: '0 5 * * * *',
   billingBackfill: '15 * * * * *',
   checkBillingDrift: '0 20 * * * *',
+  grantAllowances: '0 10 * * * *',
   pruneWebhookArchive: '0 30 2 * * *',
   refreshBlocklist: '0 0 3 * * *',
   hardDeleteAccounts: '0 0 4 * * *',

@@ -5,6 +5,7 @@ import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
 import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
+import { AllowanceService } from './allowance.service.js';
 import { BillingDriftService } from './billing-drift.service.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
 import { WebhookRetentionService } from './webhook-retention.service.js';
@@ -18,8 +19,10 @@ export class BillingProcessor extends JobProcessor {
     retention: WebhookRetentionService,
     backfill: BillingBackfillService,
     drift: BillingDriftService,
+    allowances: AllowanceService,
   ) {
     super(registry, recorder);
+    this.handle(JOBS.grantAllowances, () => allowances.run(), { recordRun: true });
     this.handle(JOBS.checkBillingDrift, () => drift.check(), { recordRun: true });
     this.handle(JOBS.billingBackfill, () => backfill.run(), { recordRun: true });
     this.handle(JOBS.expireSubscriptions, () => expiry.expireLapsed(), { recordRun: true });

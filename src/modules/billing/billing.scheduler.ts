@@ -25,6 +25,11 @@ export class BillingScheduler {
     return this.enqueue(JOBS.checkBillingDrift, 'hour');
   }
 
+  @Cron(SCHEDULES.grantAllowances, { name: JOBS.grantAllowances.name, timeZone: 'UTC' })
+  grantAllowances(): Promise<void> {
+    return this.enqueue(JOBS.grantAllowances, 'hour');
+  }
+
   @Cron(SCHEDULES.pruneWebhookArchive, { name: JOBS.pruneWebhookArchive.name, timeZone: 'UTC' })
   pruneWebhookArchive(): Promise<void> {
     return this.enqueue(JOBS.pruneWebhookArchive, 'day');

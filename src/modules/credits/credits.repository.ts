@@ -173,6 +173,27 @@ export class CreditsRepository {
     };
   }
 
+  /** Locks the user row until the transaction ends (a read-then-write of the ledger that must not race). */
+  async lockUser(tx: Tx, userId: string): Promise<boolean> {
+    const rows = await tx.$queryRaw<
+      { id: string }[]
+    >`SELECT id FROM users WHERE id = ${userId}::uuid FOR UPDATE`;
+    return rows.length > 0;
+  }
+
+  /** Ledger rows of these job ids and kinds (grants a claw-back may take back). */
+  rowsOf(db: Db, jobIds: string[], kinds: string[]): Promise<CreditTransaction[]> {
+    return db.creditTransaction.findMany({ where: { jobId: { in: jobIds }, kind: { in: kinds } } });
+  }
+
+  /** Credits already clawed back for one billing transaction (earlier partial refunds). */
+  async clawedBackFor(db: Db, userId: string, transactionId: string): Promise<number> {
+    const rows = await db.$queryRaw<{ sum: bigint | null }[]>`
+      SELECT SUM(-delta)::bigint AS sum FROM credit_transactions
+      WHERE user_id = ${userId}::uuid AND kind = 'clawback' AND details->>'transaction_id' = ${transactionId}`;
+    return Number(rows[0]?.sum ?? 0);
+  }
+
   /** The user's current plan allowance (written under the user-row lock the grant took). */
   async setPlan(tx: Tx, userId: string, plan: { jobId: string; startsAt: Date; expiresAt: Date | null }) {
     await tx.user.update({

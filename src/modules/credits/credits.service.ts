@@ -214,6 +214,42 @@ export class CreditsService {
     });
   }
 
+  /**
+   * Takes back what the grants `grantJobIds` gave (a refunded or charged-back transaction): all of it, or
+   * `fraction` of it rounded up for a partial refund, never more than is left after earlier claw-backs of
+   * the same transaction. Keyed on `jobId` (the adjustment id). null when the transaction granted nothing.
+   */
+  async clawBackGrants(
+    tx: Tx,
+    input: {
+      jobId: string;
+      transactionId: string;
+      grantJobIds: string[];
+      fraction: number;
+      details?: LedgerDetails;
+    },
+  ): Promise<{ userId: string; credits: number; applied: boolean } | null> {
+    const grants = await this.ledger.rowsOf(tx, input.grantJobIds, [
+      CREDIT_KINDS.grant,
+      CREDIT_KINDS.purchase,
+    ]);
+    if (grants.length === 0) return null;
+    const userId = grants[0].userId;
+    const granted = grants.filter((g) => g.userId === userId).reduce((sum, g) => sum + g.delta, 0);
+    await this.ledger.lockUser(tx, userId);
+    const already = await this.ledger.clawedBackFor(tx, userId, input.transactionId);
+    const share = Math.ceil(granted * Math.min(Math.max(input.fraction, 0), 1));
+    const amount = Math.max(0, Math.min(share, granted - already));
+    const result = await this.clawBack(tx, {
+      userId,
+      amount,
+      jobId: input.jobId,
+      purchasedFirst: grants.some((g) => g.kind === CREDIT_KINDS.purchase),
+      details: { ...input.details, transaction_id: input.transactionId, granted },
+    });
+    return { userId, credits: result.applied ? amount : -result.transaction.delta, applied: result.applied };
+  }
+
   rolloverOf(tier: string): RolloverRule {
     const tiers = this.config.project.tiers;
     return parseRollover(Object.hasOwn(tiers, tier) ? tiers[tier].rollover : undefined) ?? { kind: 'full' };
