@@ -8,6 +8,7 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { type CreditTransaction, Prisma } from '../../generated/prisma/client.js';
 import { type ApplyOutcome, CreditsRepository, type LedgerDetails } from './credits.repository.js';
+import { type CreditSummary, creditSummaryOf } from './credit-summary.js';
 import { expires, expiringCredits, parseRollover, type RolloverRule } from './rollover.js';
 
 /**
@@ -62,13 +63,6 @@ export interface AllowanceInput {
 export interface AllowanceResult extends LedgerResult {
   /** Plan credits of the previous allowance that expired with this one (0 under `full`). */
   expired: number;
-}
-
-export interface CreditSummary {
-  balance: number;
-  planRemaining: number;
-  purchasedRemaining: number;
-  planExpiresAt: Date | null;
 }
 
 export interface LedgerResult {
@@ -126,15 +120,11 @@ export class CreditsService {
 
   private async summaryIn(db: Tx | PrismaService, userId: string): Promise<CreditSummary> {
     const state = await this.ledger.planState(db, userId);
-    const balance = state?.balance ?? 0;
-    const purchased = Math.min(state?.purchased ?? 0, Math.max(balance, 0));
-    const planRemaining = Math.max(balance - purchased, 0);
-    return {
-      balance,
-      planRemaining,
-      purchasedRemaining: purchased,
+    return creditSummaryOf({
+      creditBalance: state?.balance ?? 0,
+      purchasedCredits: state?.purchased ?? 0,
       planExpiresAt: state?.planExpiresAt ?? null,
-    };
+    });
   }
 
   /** Adds credits (grant, refund, settle, purchase, positive adjustment) inside the caller's transaction; idempotent. */
