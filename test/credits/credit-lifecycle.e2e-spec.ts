@@ -435,7 +435,7 @@ describe('credit lifecycle (issue 18)', () => {
       // Then a chargeback of the whole payment takes the rest of its 1000, and the balance goes negative.
       await spend(u.id, 700);
       const chargebackId = `adj_${randomUUID().slice(0, 12)}`;
-      await deliver(
+      const cb = await deliver(
         api,
         paddleAdjustment({
           adjId: chargebackId,
@@ -446,6 +446,7 @@ describe('credit lifecycle (issue 18)', () => {
           total: '1500',
         }),
       );
+      expect(cb.outcome).toBe('processed');
       expect((await rows(u.id, 'clawback')).map((c) => [c.jobId, c.delta])).toEqual([
         [adjId, -500],
         [partialId, -67],

@@ -181,6 +181,14 @@ export class CreditsRepository {
     return rows.length > 0;
   }
 
+  /**
+   * Lets this transaction take a balance below zero (a claw-back): the database guard refuses a negative
+   * balance otherwise (see the credit_lifecycle migration). Lasts until the transaction ends.
+   */
+  async allowNegative(tx: Tx): Promise<void> {
+    await tx.$queryRaw`SELECT set_config('credits.allow_negative', 'on', true)`;
+  }
+
   /** Ledger rows of these job ids and kinds (grants a claw-back may take back). */
   rowsOf(db: Db, jobIds: string[], kinds: string[]): Promise<CreditTransaction[]> {
     return db.creditTransaction.findMany({ where: { jobId: { in: jobIds }, kind: { in: kinds } } });

@@ -198,7 +198,8 @@ export class CreditsService {
    * may go negative; metered calls are then refused (402) until it is positive again. A purchase's
    * claw-back takes purchased credits first, a plan grant's plan credits first.
    */
-  clawBack(tx: Tx, input: LedgerInput & { purchasedFirst: boolean }): Promise<LedgerResult> {
+  async clawBack(tx: Tx, input: LedgerInput & { purchasedFirst: boolean }): Promise<LedgerResult> {
+    await this.ledger.allowNegative(tx);
     return this.apply(tx, input, CREDIT_KINDS.clawback, -1, false, false, {
       purchasedFirst: input.purchasedFirst,
     });
