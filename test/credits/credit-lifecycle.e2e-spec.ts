@@ -9,7 +9,6 @@ import type { User } from '../../src/generated/prisma/client.js';
 import { addMonths } from '../../src/modules/billing/allowance-months.js';
 import { AllowanceService } from '../../src/modules/billing/allowance.service.js';
 import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
-import { CreditsService } from '../../src/modules/credits/credits.service.js';
 import { MeteredCreditsService } from '../../src/modules/credits/metered-credits.service.js';
 import {
   adjustmentEvent,
