@@ -486,14 +486,20 @@ describe('credit lifecycle (issue 18)', () => {
         10_000,
       );
       expect(message).toBeTruthy();
-      // Further spends below the line in the same period send nothing more.
-      await spend(u.id, 40);
+      // Back above the line (three calls refunded) and below it again in the same period: still one e-mail.
+      const metered = api.app.get(MeteredCreditsService);
+      for (const r of results.slice(0, 3)) await metered.refund(r.spend.jobId, 'provider_failed');
+      expect((await user(u.id)).creditBalance).toBe(107);
+      await spend(u.id, 10);
       const again = (await api.prisma.outboxEntry.findMany({ where: { jobName: 'send-email' } })).filter(
         (e) =>
           (e.payload as { templateKey?: string; userId?: string }).templateKey === 'low_balance' &&
           (e.payload as { userId?: string }).userId === u.id,
       );
       expect(again).toHaveLength(1);
+      expect(
+        await api.prisma.emailMessage.count({ where: { userId: u.id, templateKey: 'low_balance' } }),
+      ).toBe(1);
     });
   });
 
