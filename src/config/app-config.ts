@@ -71,6 +71,8 @@ export abstract class AppConfig {
     checkTimeoutMs: number;
     degradedMs: { database: number; redis: number; chromadb: number };
   };
+  /** A spend that takes the balance below this percent of the tier's monthly allowance sends `low_balance`. */
+  declare credits: { lowBalancePercent: number };
   declare retention: {
     webhookArchiveDays: number;
     processedWebhookDays: number;

@@ -20,6 +20,34 @@ describe('loadConfig', () => {
     expect(config.shutdownTimeoutMs).toBe(25000);
   });
 
+  it('reads credit packs, per-tier rollover and the low-balance percent (issue 18)', () => {
+    const config = loadConfig({
+      BILLING_CREDIT_PACKS: 'pri_pack_s:500,pri_pack_l:3000',
+      CREDIT_ROLLOVER: 'PRO:none,TEAM:cap:2000',
+      LOW_BALANCE_PERCENT: '15',
+    });
+    expect(config.project.creditPacks).toEqual({ pri_pack_s: 500, pri_pack_l: 3000 });
+    expect(Object.fromEntries(Object.entries(config.project.tiers).map(([t, c]) => [t, c.rollover]))).toEqual(
+      {
+        FREE: 'full',
+        PRO: 'none',
+        TEAM: 'cap:2000',
+      },
+    );
+    expect(config.credits.lowBalancePercent).toBe(15);
+    expect(loadConfig({}).credits.lowBalancePercent).toBe(10);
+    expect(loadConfig({}).project.creditPacks).toEqual({});
+    for (const [env, message] of [
+      [{ BILLING_CREDIT_PACKS: 'pri_pack_s:0' }, /BILLING_CREDIT_PACKS/],
+      [{ BILLING_CREDIT_PACKS: 'pri_pro:500' }, /already the price of tier PRO/],
+      [{ CREDIT_ROLLOVER: 'PRO:some' }, /CREDIT_ROLLOVER: PRO/],
+      [{ CREDIT_ROLLOVER: 'GOLD:none' }, /unknown tier GOLD/],
+      [{ LOW_BALANCE_PERCENT: '101' }, /LOW_BALANCE_PERCENT/],
+    ] as const) {
+      expect(() => loadConfig(env)).toThrow(message);
+    }
+  });
+
   it('reads the shutdown deadline', () => {
     expect(loadConfig({ SHUTDOWN_TIMEOUT_MS: '55000' }).shutdownTimeoutMs).toBe(55000);
   });

@@ -1,7 +1,12 @@
 import { z } from 'zod';
 import type { AppConfig, AppEnv } from './app-config.js';
 import { canonicalEmail } from '../common/validation/canonical-email.js';
-import { projectConfig as defaultProjectConfig, type ProjectConfig } from './project.config.js';
+import {
+  projectConfig as defaultProjectConfig,
+  type ProjectConfig,
+  type TierConfig,
+} from './project.config.js';
+import { parseRollover } from '../modules/credits/rollover.js';
 
 export class ConfigError extends Error {}
 
@@ -22,6 +27,56 @@ const pairs = (name: string, value: string): Record<string, string> => {
   }
   return out;
 };
+
+/** BILLING_CREDIT_PACKS=pri_pack_s:500,pri_pack_l:3000 (one-time price -> credits) over the project config. */
+function creditPacksOf(
+  value: string | undefined,
+  fallback: Record<string, number>,
+  priceTiers: Record<string, string>,
+): Record<string, number> {
+  const packs: Record<string, number> = {};
+  const entries =
+    value !== undefined ? Object.entries(pairs('BILLING_CREDIT_PACKS', value)) : Object.entries(fallback);
+  for (const [price, raw] of entries) {
+    const credits = Number(raw);
+    if (!Number.isSafeInteger(credits) || credits < 1 || credits > 1_000_000_000) {
+      throw new ConfigError(
+        `BILLING_CREDIT_PACKS: pack ${price} needs a whole number of credits from 1, got "${raw}"`,
+      );
+    }
+    if (Object.hasOwn(priceTiers, price)) {
+      throw new ConfigError(
+        `BILLING_CREDIT_PACKS: price ${price} is already the price of tier ${priceTiers[price]}`,
+      );
+    }
+    packs[price] = credits;
+  }
+  return packs;
+}
+
+/** CREDIT_ROLLOVER=PRO:none,TEAM:cap:2000 over each tier's `rollover` (default full). */
+function withRollover(
+  tiers: Record<string, TierConfig>,
+  value: string | undefined,
+): Record<string, TierConfig> {
+  const overrides = value !== undefined ? pairs('CREDIT_ROLLOVER', value) : {};
+  const out: Record<string, TierConfig> = {};
+  for (const [tier, rule] of Object.entries(overrides)) {
+    if (!Object.hasOwn(tiers, tier)) throw new ConfigError(`CREDIT_ROLLOVER: unknown tier ${tier}`);
+    if (!parseRollover(rule))
+      throw new ConfigError(`CREDIT_ROLLOVER: ${tier}: expected none, full or cap:<n>, got "${rule}"`);
+  }
+  for (const [tier, config] of Object.entries(tiers)) {
+    const rollover = Object.hasOwn(overrides, tier) ? overrides[tier] : (config.rollover ?? 'full');
+    if (!parseRollover(rollover)) {
+      throw new ConfigError(
+        `project config: tier ${tier} rollover must be none, full or cap:<n>, got "${rollover}"`,
+      );
+    }
+    out[tier] = { ...config, rollover };
+  }
+  return out;
+}
 
 const optional = z
   .string()
@@ -104,6 +159,9 @@ const schema = z.object({
   BILLING_BACKFILL_INTERVAL_MINUTES: int(10, 1, 1440),
   BILLING_BACKFILL_SINCE: optional,
   BILLING_DRIFT_GRACE_MINUTES: int(60, 0, 10_080),
+  BILLING_CREDIT_PACKS: optional,
+  CREDIT_ROLLOVER: optional,
+  LOW_BALANCE_PERCENT: int(10, 0, 100),
   EMAIL_PROVIDER: optional.pipe(z.enum(['console', 'resend']).optional()),
   EMAIL_API_URL: url,
   EMAIL_API_KEY: optional,
@@ -187,6 +245,8 @@ export function loadConfig(
         : project.leadMagnetPrefixes,
   };
   if (!mergedProject.tiers.FREE) throw new ConfigError('project config: tier FREE is missing');
+  mergedProject.creditPacks = creditPacksOf(e.BILLING_CREDIT_PACKS, project.creditPacks ?? {}, priceTiers);
+  mergedProject.tiers = withRollover(mergedProject.tiers, e.CREDIT_ROLLOVER);
   for (const [price, tier] of Object.entries(priceTiers)) {
     if (!mergedProject.tiers[tier] || tier === 'FREE') {
       throw new ConfigError(`BILLING_PRICE_TIERS: price ${price} maps to unknown paid tier ${tier}`);
@@ -277,6 +337,7 @@ export function loadConfig(
         chromadb: e.STATUS_DEGRADED_MS_CHROMADB ?? degraded,
       },
     },
+    credits: { lowBalancePercent: e.LOW_BALANCE_PERCENT },
     retention: {
       webhookArchiveDays: e.WEBHOOK_ARCHIVE_RETENTION_DAYS,
       processedWebhookDays: Math.max(e.PROCESSED_WEBHOOK_RETENTION_DAYS, e.WEBHOOK_ARCHIVE_RETENTION_DAYS),

@@ -16,6 +16,12 @@ export interface TierLimits {
 export interface TierConfig {
   /** Credits granted when a subscription to this tier starts and on every renewal. */
   monthlyCredits: number;
+  /**
+   * What happens to the unspent plan credits of a period when the next allowance arrives: `full` (they
+   * roll over; the default), `none` (they expire) or `cap:<n>` (what exceeds n expires). Purchased credits
+   * never expire. CREDIT_ROLLOVER overrides it per tier.
+   */
+  rollover?: string;
   limits: TierLimits;
 }
 
@@ -28,6 +34,8 @@ export interface ProjectConfig {
   tiers: Record<string, TierConfig>;
   /** Billing price id -> tier. */
   priceTiers: Record<string, string>;
+  /** One-time billing price id -> credits of the top-up pack (BILLING_CREDIT_PACKS overrides it). */
+  creditPacks: Record<string, number>;
   /** Metric name -> user provenance prefix. Empty by default: lead-magnet numbers are then zero. */
   leadMagnetPrefixes: Record<string, string>;
   /** Credits charged per 1,000 language-model tokens (rounded up, at least 1 per call). */
@@ -74,6 +82,7 @@ export const projectConfig: ProjectConfig = {
     },
   },
   priceTiers: { pri_pro: 'PRO', pri_team: 'TEAM' },
+  creditPacks: {},
   leadMagnetPrefixes: {},
   creditsPer1kTokens: 1,
 };

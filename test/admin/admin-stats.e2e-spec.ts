@@ -130,6 +130,7 @@ describe('GET /admin/stats', () => {
       'billing-backfill',
       'check-billing-drift',
       'expire-subscriptions',
+      'grant-allowances',
       'hard-delete-accounts',
       'prune-webhook-archive',
       'reconcile-credits',

@@ -54,7 +54,7 @@ describe('GET /admin/metrics/overview', () => {
     expect(clock.readings - before).toBe(1);
     expect(body.generated_at).toBe(NOW.toISOString());
     expect(Object.keys(body).sort()).toEqual(
-      ['acquisition', 'activity', 'generated_at', 'lead_magnet', 'mailing', 'revenue'].sort(),
+      ['acquisition', 'activity', 'credits', 'generated_at', 'lead_magnet', 'mailing', 'revenue'].sort(),
     );
   });
 
@@ -80,6 +80,7 @@ describe('GET /admin/metrics/overview', () => {
         },
       },
       unpriced_subscriptions: 2,
+      packs: { sold: 0, credits: 0, revenue: {} },
       // The subscription created after NOW is nowhere; the expired PAST_DUE one is still counted by status.
       subscriptions: { active: 8, trialing: 1, past_due: 2, paused: 1, canceled: 4, total: 16 },
       last_30_days: {
@@ -218,6 +219,7 @@ describe('GET /admin/metrics/overview', () => {
     expect(Object.keys(components.schemas.MetricsOverviewDto.properties).sort()).toEqual([
       'acquisition',
       'activity',
+      'credits',
       'generated_at',
       'lead_magnet',
       'mailing',
@@ -291,6 +293,7 @@ describe('GET /admin/metrics/overview on an empty database', () => {
       amounts_in: 'minor_units',
       mrr: {},
       unpriced_subscriptions: 0,
+      packs: { sold: 0, credits: 0, revenue: {} },
       subscriptions: { active: 0, trialing: 0, past_due: 0, paused: 0, canceled: 0, total: 0 },
       last_30_days: { revenue: {}, refunds: {}, net: {}, churned: 0, churned_mrr: {} },
     });

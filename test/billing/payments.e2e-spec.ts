@@ -234,11 +234,14 @@ describe('billing webhooks: payments and adjustments', () => {
       where: { resourceId: row.id },
       orderBy: { createdAt: 'asc' },
     });
+    // The approved refund of the first payment takes back the first period's credits (issue 18).
     expect(entries.map((e) => e.action)).toEqual([
       'adjustment.created',
       'adjustment.updated',
+      'credits.clawed_back',
       'adjustment.updated',
     ]);
+    expect(entries[2].details).toMatchObject({ adjustment_id: adjId, credits: 1000 });
     expect(entries[1].details).toMatchObject({
       adjustment_id: adjId,
       action: 'refund',

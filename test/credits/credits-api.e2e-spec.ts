@@ -100,12 +100,13 @@ describe('GET /api/v1/credits', () => {
     // Force the interleaving: after the balance has been read, another request commits a grant, and
     // only then are the rows read. Separate reads would show balance 10 next to rows summing to 17.
     const repo = api.app.get(CreditsRepository);
-    const original = { balance: repo.balance, page: repo.page };
+    const original = { planState: repo.planState, page: repo.page };
     let balanceRead!: () => void;
     const afterBalance = new Promise<void>((resolve) => (balanceRead = resolve));
     let interleaved = false;
-    repo.balance = async function (this: CreditsRepository, ...args) {
-      const result = await original.balance.apply(this, args);
+    // planState reads the balance with its purchased part (issue 18).
+    repo.planState = async function (this: CreditsRepository, ...args) {
+      const result = await original.planState.apply(this, args);
       balanceRead();
       return result;
     };

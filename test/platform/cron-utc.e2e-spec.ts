@@ -71,6 +71,7 @@ describe('cron schedules', () => {
       expireSubscriptions: '0 5 * * * * UTC hour',
       billingBackfill: '15 * * * * * UTC minute',
       checkBillingDrift: '0 20 * * * * UTC hour',
+      grantAllowances: '0 10 * * * * UTC hour',
       pruneWebhookArchive: '0 30 2 * * * UTC day',
       refreshBlocklist: '0 0 3 * * * UTC day',
       hardDeleteAccounts: '0 0 4 * * * UTC day',

@@ -202,6 +202,7 @@ describe('API5 broken function level authorization', () => {
       'post /api/v1/api_keys',
       'post /api/v1/billing/checkout',
       'post /api/v1/billing/checkout-token',
+      'post /api/v1/billing/credit-packs/checkout',
       'post /api/v1/billing/subscription/cancel',
       'post /api/v1/billing/subscription/change',
       'post /api/v1/billing/subscription/resume',

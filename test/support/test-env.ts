@@ -81,6 +81,7 @@ export class TestEnv {
       RATE_LIMIT_WRITES_BURST: '1000000',
       RATE_LIMIT_PUBLIC_PER_MINUTE: '1000000',
       ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR: '1000000',
+      BILLING_CREDIT_PACKS: 'pri_pack_s:500,pri_pack_l:3000',
       ...TEST_SECRETS,
       ...options.env,
     };

@@ -45,7 +45,7 @@ describe('GET /api/v1/account/me/export', () => {
     );
     expect(res.headers['cache-control']).toBe('no-store');
     const bundle = JSON.parse(res.body as string) as Bundle;
-    expect(Object.keys(bundle)).toEqual(['generated_at', 'user', ...sectionNames]);
+    expect(Object.keys(bundle)).toEqual(['generated_at', 'user', 'credits', ...sectionNames]);
     for (const key of [
       'subscriptions',
       'credit_transactions',

@@ -43,6 +43,8 @@ export const JOBS = {
   billingBackfill: { queue: QUEUES.billing, name: 'billing-backfill' },
   /** Hourly: subscriptions that should have renewed, or stayed past_due/paused a week, are read back from the provider. */
   checkBillingDrift: { queue: QUEUES.billing, name: 'check-billing-drift' },
+  /** Hourly: the monthly credit allowance of annual (multi-month) periods on each monthly anniversary. */
+  grantAllowances: { queue: QUEUES.billing, name: 'grant-allowances' },
   /** Daily: delete webhook archive rows past retention (all providers; one table). */
   pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },
   /** Refund metered-call reservations orphaned for 5 minutes (every 60 s; modules/credits). */
@@ -72,6 +74,7 @@ export const SCHEDULES = {
   expireSubscriptions: { cron: '0 5 * * * *', timeZone: 'UTC', dedupe: 'hour' },
   billingBackfill: { cron: '15 * * * * *', timeZone: 'UTC', dedupe: 'minute' },
   checkBillingDrift: { cron: '0 20 * * * *', timeZone: 'UTC', dedupe: 'hour' },
+  grantAllowances: { cron: '0 10 * * * *', timeZone: 'UTC', dedupe: 'hour' },
   pruneWebhookArchive: { cron: '0 30 2 * * *', timeZone: 'UTC', dedupe: 'day' },
   refreshBlocklist: { cron: '0 0 3 * * *', timeZone: 'UTC', dedupe: 'day' },
   hardDeleteAccounts: { cron: '0 0 4 * * *', timeZone: 'UTC', dedupe: 'day' },

@@ -31,6 +31,19 @@ describe('billing event schemas accept what the Paddle SDKs accept', () => {
     expect(adjustmentSchema.safeParse(dataOf(name)).error?.issues ?? []).toEqual([]);
   });
 
+  it('reads what the credit lifecycle uses: billing period, item quantities, adjustment type', () => {
+    const renewal = transactionSchema.parse(dataOf('python-sdk.events.transaction-completed-renewal.json'));
+    expect(renewal.billing_period?.starts_at?.toISOString()).toBe('2024-04-24T15:07:40.922Z');
+    expect(renewal.items.map((item) => item.quantity)).toEqual([10, 1]);
+    expect(transactionSchema.parse(dataOf('node-sdk.transaction-completed.json')).billing_period).toBeNull();
+    expect(adjustmentSchema.parse(dataOf('python-sdk.adjustments.full-entity.json')).type).toBe('partial');
+    const bad = {
+      ...(dataOf('node-sdk.transaction-completed.json') as object),
+      items: [{ price: { id: 'p' }, quantity: 0 }],
+    };
+    expect(transactionSchema.safeParse(bad).success).toBe(false);
+  });
+
   it('reads a null unit_price currency as unset', () => {
     const parsed = subscriptionSchema.parse(
       load('python-sdk.events.subscription-updated-past-due.json').data,

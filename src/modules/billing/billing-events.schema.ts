@@ -120,8 +120,17 @@ export const transactionSchema = z.looseObject({
   origin: z.string().max(50).nullish(),
   currency_code: optionalCurrency,
   billed_at: optionalTimestamp,
+  billing_period: z
+    .looseObject({ starts_at: optionalTimestamp, ends_at: optionalTimestamp })
+    .nullish()
+    .transform((v) => v ?? null),
   items: z
-    .array(z.looseObject({ price: z.looseObject({ id }).nullish() }))
+    .array(
+      z.looseObject({
+        price: z.looseObject({ id }).nullish(),
+        quantity: z.number().int().positive().max(MAX_QUANTITY).nullish(),
+      }),
+    )
     .nullish()
     .transform((v) => v ?? []),
   details: z.looseObject({
@@ -133,6 +142,8 @@ export const transactionSchema = z.looseObject({
 export const adjustmentSchema = z.looseObject({
   id,
   action: z.string().min(1).max(50),
+  /** `full` or `partial` (Paddle); a full refund claws back everything the transaction granted. */
+  type: z.string().max(50).nullish(),
   status: z.string().min(1).max(50),
   transaction_id: optionalId,
   subscription_id: optionalId,

@@ -3,6 +3,9 @@ import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { BillingUsersRepository } from './billing-users.repository.js';
 import { CheckoutTokenService } from './checkout-token.service.js';
 import { PARKED_REASON } from './webhook-archive.repository.js';
+import { packClaim } from './billing.catalog.js';
+
+export type PackBuyer = { ok: true; userId: string; priceId: string } | { ok: false; reason: string };
 
 export type OwnerResolution =
   | {
@@ -69,5 +72,35 @@ export class BillingOwnersService {
       if (user) return { ok: true, userId: user.id, via: 'customer_id' };
     }
     return { ok: false, reason: tokenProblem ?? PARKED_REASON };
+  }
+
+  /**
+   * The buyer of a top-up pack: only a checkout token we signed whose claim names one of the transaction's
+   * pack prices (a subscription's token, or another pack's, pays out nothing), issued to a user who exists.
+   * A customer id that an earlier event linked to a different user makes the token foreign: nothing is
+   * granted. Expiry is tolerated as for subscriptions (the customer paid).
+   */
+  async resolvePackBuyer(
+    tx: Tx,
+    input: {
+      customData: Record<string, unknown> | null | undefined;
+      customerId: string | null;
+      packPrices: string[];
+    },
+  ): Promise<PackBuyer> {
+    const token = input.customData?.checkout_token;
+    if (typeof token !== 'string' || token.length === 0)
+      return { ok: false, reason: 'pack_without_checkout_token' };
+    const check = this.tokens.authenticate(token);
+    if (!check.ok) return { ok: false, reason: `checkout_token_${check.reason}` };
+    const priceId = input.packPrices.find((price) => packClaim(price) === check.claims.tier);
+    if (!priceId) return { ok: false, reason: 'checkout_token_other_purchase' };
+    const { userId } = check.claims;
+    if (!(await this.users.exists(tx, userId))) return { ok: false, reason: 'unknown_user' };
+    if (input.customerId) {
+      const linked = await this.users.findByCustomerId(tx, input.customerId);
+      if (linked && linked.id !== userId) return { ok: false, reason: 'checkout_token_foreign_customer' };
+    }
+    return { ok: true, userId, priceId };
   }
 }

@@ -39,6 +39,19 @@ export class BillingCatalog {
     return Object.keys(this.config.project.tiers).filter((tier) => this.isPurchasable(tier));
   }
 
+  /** Credits of a top-up pack price, or null when the price is not a pack. */
+  packCredits(priceId: string): number | null {
+    return own(this.config.project.creditPacks, priceId) ?? null;
+  }
+
+  /** The configured packs, in configuration order. */
+  creditPacks(): { priceId: string; credits: number }[] {
+    return Object.entries(this.config.project.creditPacks).map(([priceId, credits]) => ({
+      priceId,
+      credits,
+    }));
+  }
+
   monthlyCredits(tier: string): number {
     return own(this.config.project.tiers, tier)?.monthlyCredits ?? 0;
   }
@@ -57,3 +70,9 @@ export class BillingCatalog {
     )[0];
   }
 }
+
+/**
+ * The `tier` claim of a pack's checkout token: it names the pack, so a subscription's token (a tier) or
+ * another pack's token never pays out a pack.
+ */
+export const packClaim = (priceId: string): string => `pack:${priceId}`;

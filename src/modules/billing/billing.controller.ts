@@ -15,6 +15,12 @@ import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
 import { RefuseApiKeys } from '../../common/decorators/refuse-api-keys.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
 import { BillingActionsService } from './billing-actions.service.js';
+import { CreditPacksService } from './credit-packs.service.js';
+import {
+  CreditPackCheckoutRequestDto,
+  CreditPackCheckoutResponseDto,
+  CreditPacksDto,
+} from './dto/credit-packs.dto.js';
 import {
   CancelSubscriptionDto,
   ChangeSubscriptionDto,
@@ -36,7 +42,31 @@ import {
  */
 @Controller('billing')
 export class BillingController {
-  constructor(private readonly billing: BillingActionsService) {}
+  constructor(
+    private readonly billing: BillingActionsService,
+    private readonly packs: CreditPacksService,
+  ) {}
+
+  /** Top-up packs for sale (one-time prices; their credits never expire). */
+  @Get('credit-packs')
+  @ApiOkResponse({ type: CreditPacksDto })
+  creditPacks(): CreditPacksDto {
+    return this.packs.list();
+  }
+
+  /** What the checkout overlay needs to sell one pack to the caller (any tier, FREE included). */
+  @Post('credit-packs/checkout')
+  @RefuseApiKeys()
+  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
+  @HttpCode(200)
+  @ApiOkResponse({ type: CreditPackCheckoutResponseDto })
+  @ApiBadRequestResponse({ description: 'unknown_credit_pack: the price is not a configured pack' })
+  creditPackCheckout(
+    @CurrentUser() user: User,
+    @Body() body: CreditPackCheckoutRequestDto,
+  ): CreditPackCheckoutResponseDto {
+    return this.packs.checkout(user, body.price_id);
+  }
 
   @ApiOperation({
     summary: 'Get a checkout token',

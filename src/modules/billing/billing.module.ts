@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { CreditsModule } from '../credits/credits.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { AllowanceService } from './allowance.service.js';
 import { BillingActionsService } from './billing-actions.service.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
 import { BillingDriftService } from './billing-drift.service.js';
@@ -11,6 +12,7 @@ import { BillingTierService } from './billing-tier.service.js';
 import { BillingUsersRepository } from './billing-users.repository.js';
 import { BillingWebhookService } from './billing-webhook.service.js';
 import { CheckoutTokenService } from './checkout-token.service.js';
+import { CreditPacksService } from './credit-packs.service.js';
 import { PaymentsRepository } from './payments.repository.js';
 import { PaymentsService } from './payments.service.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
@@ -23,6 +25,7 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
 @Module({
   imports: [CreditsModule, WebhooksModule],
   providers: [
+    AllowanceService,
     BillingActionsService,
     BillingBackfillService,
     BillingDriftService,
@@ -33,6 +36,7 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     BillingUsersRepository,
     BillingWebhookService,
     CheckoutTokenService,
+    CreditPacksService,
     PaymentsRepository,
     PaymentsService,
     SubscriptionExpiryService,
@@ -43,6 +47,7 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     WebhookRetentionService,
   ],
   exports: [
+    AllowanceService,
     BillingActionsService,
     BillingBackfillService,
     BillingDriftService,
@@ -50,6 +55,7 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     BillingCatalog,
     BillingWebhookService,
     CheckoutTokenService,
+    CreditPacksService,
     SubscriptionExpiryService,
     SubscriptionsRepository,
     WebhookRetentionService,

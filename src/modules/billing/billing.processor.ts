@@ -6,6 +6,7 @@ import { OnJob } from '../../infra/queue/on-job.decorator.js';
 import { JOBS, QUEUES } from '../../infra/queue/queues.js';
 import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
+import { AllowanceService } from './allowance.service.js';
 import { BillingDriftService } from './billing-drift.service.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
 import { WebhookRetentionService } from './webhook-retention.service.js';
@@ -19,8 +20,14 @@ export class BillingProcessor extends JobProcessor {
     private readonly retention: WebhookRetentionService,
     private readonly backfill: BillingBackfillService,
     private readonly drift: BillingDriftService,
+    private readonly allowances: AllowanceService,
   ) {
     super(registry, recorder);
+  }
+
+  @OnJob(JOBS.grantAllowances)
+  grantAllowances() {
+    return this.allowances.run();
   }
 
   @OnJob(JOBS.checkBillingDrift)

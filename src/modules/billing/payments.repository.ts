@@ -87,6 +87,18 @@ export class PaymentsRepository {
     return { id: existing.id, applied: false };
   }
 
+  findPayment(db: Db, providerTransactionId: string) {
+    return db.payment.findUnique({ where: { providerTransactionId } });
+  }
+
+  /** The subscription's first payment (the one subscription.created granted the first period for). */
+  firstPaymentOf(db: Db, providerSubscriptionId: string) {
+    return db.payment.findFirst({
+      where: { providerSubscriptionId },
+      orderBy: [{ occurredAt: 'asc' }, { providerTransactionId: 'asc' }],
+    });
+  }
+
   findPaymentOwner(db: Db, providerTransactionId: string) {
     return db.payment.findUnique({ where: { providerTransactionId }, select: { userId: true } });
   }

@@ -1,12 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
-import { CreditsService } from '../credits/credits.service.js';
+import { CREDIT_KINDS, CreditsService } from '../credits/credits.service.js';
 import type { Subscription } from '../../generated/prisma/client.js';
 import type { HandlerOutcome } from '../webhooks/webhook-inbox.service.js';
 import { BillingCatalog, FREE_TIER } from './billing.catalog.js';
 import { parsePayload } from './billing.errors.js';
-import { adjustmentSchema, type BillingEvent, transactionSchema } from './billing-events.schema.js';
+import {
+  type AdjustmentData,
+  adjustmentSchema,
+  type BillingEvent,
+  type TransactionData,
+  transactionSchema,
+} from './billing-events.schema.js';
+import { firstPeriodGrantId, monthEnd } from './allowance-months.js';
 import { BillingOwnersService } from './billing-owners.service.js';
 import { BillingTierService } from './billing-tier.service.js';
 import { BillingUsersRepository, type LockedUser } from './billing-users.repository.js';
@@ -16,6 +23,9 @@ import { PARKED_REASON, WebhookArchiveRepository } from './webhook-archive.repos
 
 /** Paddle's origin of a transaction that renews a subscription (as opposed to the first payment or a proration). */
 const RENEWAL_ORIGIN = 'subscription_recurring';
+
+/** Adjustment actions that take a payment back, and so the credits it granted (issue 18 item 4). */
+const CLAWBACK_ACTIONS = new Set(['refund', 'chargeback']);
 
 /**
  * Money events: transaction.completed records the payment for revenue and, for a renewal, grants the
@@ -43,6 +53,12 @@ export class PaymentsService {
 
   async transactionCompleted(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
     const data = parsePayload(transactionSchema, event.data, 'transaction.completed data');
+    const packPrices = data.subscription_id
+      ? []
+      : data.items
+          .map((item) => item.price?.id)
+          .filter((id): id is string => !!id && this.catalog.packCredits(id) !== null);
+    if (packPrices.length > 0) return this.packPurchase(tx, event, data, packPrices);
     if (data.subscription_id) await this.subscriptions.lock(tx, data.subscription_id);
     const subscription = data.subscription_id
       ? await this.subscriptions.findByProviderId(tx, data.subscription_id)
@@ -71,7 +87,17 @@ export class PaymentsService {
       if (subscription && userId) await this.applyDueTierChange(tx, subscription, userId);
       if (!userId) reason = data.subscription_id ? PARKED_REASON : 'unknown_owner';
       else if (!tier || tier === FREE_TIER) reason = 'unknown_tier';
-      else credits = await this.grantRenewal(tx, userId, tier, data.id);
+      else {
+        const startsAt = data.billing_period?.starts_at ?? data.billed_at ?? event.occurredAt;
+        credits = await this.grantRenewal(
+          tx,
+          userId,
+          tier,
+          data.id,
+          startsAt,
+          data.billing_period?.ends_at ?? null,
+        );
+      }
     }
 
     await this.audit.record(tx, {
@@ -108,7 +134,14 @@ export class PaymentsService {
     for (const payment of renewals) {
       const tier = payment.tier ?? row.tier;
       if (tier === FREE_TIER) continue;
-      const granted = await this.grantRenewal(tx, user.id, tier, payment.providerTransactionId);
+      const granted = await this.grantRenewal(
+        tx,
+        user.id,
+        tier,
+        payment.providerTransactionId,
+        payment.occurredAt,
+        null,
+      );
       if (granted === 0) continue;
       credits += granted;
       await this.audit.record(tx, {
@@ -133,17 +166,137 @@ export class PaymentsService {
     return credits;
   }
 
-  private async grantRenewal(tx: Tx, userId: string, tier: string, transactionId: string): Promise<number> {
+  /** Month 0 of the period a renewal opens (an annual period's later months come from the allowance job). */
+  private async grantRenewal(
+    tx: Tx,
+    userId: string,
+    tier: string,
+    transactionId: string,
+    startsAt: Date,
+    periodEnd: Date | null,
+  ): Promise<number> {
     const amount = this.catalog.monthlyCredits(tier);
     if (amount <= 0) return 0;
-    const grant = await this.credits.grant(tx, {
+    const grant = await this.credits.grantAllowance(tx, {
       userId,
       amount,
+      tier,
       jobId: transactionId,
-      kind: 'grant',
-      details: { tier, source: 'renewal', transaction_id: transactionId },
+      startsAt,
+      endsAt: monthEnd(startsAt, 0, periodEnd),
+      details: { source: 'renewal', transaction_id: transactionId },
     });
     return grant.applied ? amount : 0;
+  }
+
+  /**
+   * A top-up pack (no subscription): granted once, keyed on the transaction id, kind `purchase`, to the
+   * user its checkout token names, when that token names this pack (see resolvePackBuyer). The payment is
+   * recorded either way (revenue); without a verified buyer it is recorded without an owner and nothing
+   * is granted.
+   */
+  private async packPurchase(
+    tx: Tx,
+    event: BillingEvent,
+    data: TransactionData,
+    packPrices: string[],
+  ): Promise<HandlerOutcome> {
+    const buyer = await this.owners.resolvePackBuyer(tx, {
+      customData: data.custom_data,
+      customerId: data.customer_id,
+      packPrices,
+    });
+    const userId = buyer.ok ? buyer.userId : null;
+    const payment = await this.payments.upsertPayment(tx, {
+      userId,
+      providerTransactionId: data.id,
+      providerSubscriptionId: null,
+      status: data.status,
+      origin: data.origin ?? null,
+      tier: null,
+      amountTotal: data.details.totals.total,
+      currency: data.details.totals.currency_code ?? data.currency_code ?? 'USD',
+      occurredAt: data.billed_at ?? event.occurredAt,
+    });
+    let credits = 0;
+    if (buyer.ok) {
+      const quantity = data.items
+        .filter((item) => item.price?.id === buyer.priceId)
+        .reduce((sum, item) => sum + (item.quantity ?? 1), 0);
+      const amount = (this.catalog.packCredits(buyer.priceId) ?? 0) * Math.max(quantity, 1);
+      const grant = await this.credits.grant(tx, {
+        userId: buyer.userId,
+        amount,
+        jobId: data.id,
+        kind: CREDIT_KINDS.purchase,
+        details: { price_id: buyer.priceId, transaction_id: data.id, quantity: Math.max(quantity, 1) },
+      });
+      credits = grant.applied ? amount : 0;
+    }
+    await this.audit.record(tx, {
+      actor: event.actor ?? webhookActor('billing'),
+      action: 'transaction.completed',
+      userId: userId ? await this.identityOf(tx, userId) : null,
+      resourceType: 'payment',
+      resourceId: payment.id,
+      details: {
+        event_id: event.eventId,
+        transaction_id: data.id,
+        origin: data.origin ?? null,
+        amount: payment.amountTotal,
+        currency: payment.currency,
+        price_id: buyer.ok ? buyer.priceId : packPrices[0],
+        kind: CREDIT_KINDS.purchase,
+        credits,
+        ...(buyer.ok ? {} : { reason: buyer.reason }),
+      },
+    });
+    return buyer.ok ? { status: 'processed' } : { status: 'skipped', reason: buyer.reason };
+  }
+
+  /**
+   * An approved refund or chargeback takes back the credits its transaction granted: the pack purchase
+   * or the renewal grant keyed on the transaction id, or, for a subscription's first payment, the
+   * first-period grant. A partial refund takes the refunded share (rounded up). Keyed on the adjustment id.
+   */
+  private async clawBack(tx: Tx, event: BillingEvent, data: AdjustmentData, recordId: string) {
+    const transactionId = data.transaction_id;
+    if (!transactionId) return null;
+    const payment = await this.payments.findPayment(tx, transactionId);
+    if (!payment) return null;
+    const grantJobIds = [transactionId];
+    if (payment.providerSubscriptionId && payment.origin !== RENEWAL_ORIGIN) {
+      const first = await this.payments.firstPaymentOf(tx, payment.providerSubscriptionId);
+      if (first?.providerTransactionId === transactionId) {
+        grantJobIds.push(firstPeriodGrantId(payment.providerSubscriptionId));
+      }
+    }
+    const fraction =
+      data.type === 'full' || payment.amountTotal <= 0 ? 1 : data.totals.total / payment.amountTotal;
+    const clawed = await this.credits.clawBackGrants(tx, {
+      jobId: data.id,
+      transactionId,
+      grantJobIds,
+      fraction,
+      details: { adjustment_id: data.id, action: data.action },
+    });
+    if (!clawed || !clawed.applied) return clawed;
+    await this.audit.record(tx, {
+      actor: event.actor ?? webhookActor('billing'),
+      action: 'credits.clawed_back',
+      userId: await this.identityOf(tx, clawed.userId),
+      resourceType: 'billing_adjustment',
+      resourceId: recordId,
+      details: {
+        event_id: event.eventId,
+        adjustment_id: data.id,
+        transaction_id: transactionId,
+        action: data.action,
+        amount: data.totals.total,
+        credits: clawed.credits,
+      },
+    });
+    return clawed;
   }
 
   /** A tier change whose period has ended takes effect with the renewal that opens the next period. */
@@ -197,6 +350,9 @@ export class PaymentsService {
         ...(record.applied ? {} : { reason: 'stale_event' }),
       },
     });
+    if (record.applied && data.status === 'approved' && CLAWBACK_ACTIONS.has(data.action)) {
+      await this.clawBack(tx, event, data, record.id);
+    }
     return record.applied ? { status: 'processed' } : { status: 'skipped', reason: 'stale_event' };
   }
 

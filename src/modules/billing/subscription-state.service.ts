@@ -8,6 +8,7 @@ import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { CreditsService } from '../credits/credits.service.js';
 import type { SendEmailJob } from '../email/email.types.js';
 import type { HandlerOutcome } from '../webhooks/webhook-inbox.service.js';
+import { firstPeriodGrantId, monthEnd } from './allowance-months.js';
 import { BillingCatalog } from './billing.catalog.js';
 import { parsePayload, UnknownPriceError } from './billing.errors.js';
 import { type BillingEvent, occurredAtSchema, subscriptionSchema } from './billing-events.schema.js';
@@ -31,9 +32,7 @@ import { WebhookArchiveRepository } from './webhook-archive.repository.js';
 
 const CREATED = 'subscription.created';
 
-/** Job id of a subscription's first-period grant: one per subscription, whatever the event ids. */
-export const firstPeriodGrantId = (providerSubscriptionId: string): string =>
-  `first-period:${providerSubscriptionId}`;
+export { firstPeriodGrantId } from './allowance-months.js';
 
 /**
  * The subscription state machine driven by billing webhooks (spec "States and transitions"). Every
@@ -188,13 +187,16 @@ export class SubscriptionStateService {
     let granted = 0;
     const amount = this.catalog.monthlyCredits(snapshot.tier);
     if (amount > 0) {
-      const grant = await this.credits.grant(tx, {
+      // Month 0 of the first period; an annual period's later months come from the allowance job.
+      const startsAt = row.currentPeriodStart ?? event.occurredAt;
+      const grant = await this.credits.grantAllowance(tx, {
         userId: user.id,
+        tier: snapshot.tier,
         amount,
         jobId: firstPeriodGrantId(row.providerSubscriptionId),
-        kind: 'grant',
+        startsAt,
+        endsAt: monthEnd(startsAt, 0, row.currentPeriodEnd),
         details: {
-          tier: snapshot.tier,
           source: CREATED,
           subscription_id: row.providerSubscriptionId,
           event_id: event.eventId,

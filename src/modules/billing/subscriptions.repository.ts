@@ -144,6 +144,25 @@ export class SubscriptionsRepository {
       LIMIT ${options.limit ?? 1}`;
   }
 
+  /**
+   * Subscriptions whose billing period is longer than a month (annual plans) and that still pay for it:
+   * candidates of the monthly allowance job. PAUSED ones get nothing while paused; a CANCELED one keeps
+   * its months until the period it paid for ends (and until the expiry job closes it).
+   */
+  multiMonthPeriods(db: Db, now: Date, options: { afterId?: string; limit: number }) {
+    return db.subscription.findMany({
+      where: {
+        OR: [{ billingInterval: 'year' }, { billingInterval: 'month', billingFrequency: { gt: 1 } }],
+        status: { in: ['ACTIVE', 'TRIALING', 'PAST_DUE', 'CANCELED'] },
+        expiredAt: null,
+        currentPeriodStart: { not: null, lte: now },
+        ...(options.afterId ? { id: { gt: options.afterId } } : {}),
+      },
+      orderBy: { id: 'asc' },
+      take: options.limit,
+    });
+  }
+
   /** Subscriptions whose pending tier change is due at `now` (`id` narrows to one row, under the lock). */
   dueTierChanges(db: Db, now: Date, options: SweepOptions = {}) {
     const only = narrow(options);

@@ -17,16 +17,18 @@ export class CreditHoldsRepository {
     tx: Tx,
     jobId: string,
     olderThanMs?: number,
-  ): Promise<{ userId: string; amount: number } | null> {
+  ): Promise<{ userId: string; amount: number; purchased: number } | null> {
     const rows =
       olderThanMs === undefined
-        ? await tx.$queryRaw<{ user_id: string; amount: number }[]>`
-            DELETE FROM credit_holds WHERE job_id = ${jobId} RETURNING user_id, amount`
-        : await tx.$queryRaw<{ user_id: string; amount: number }[]>`
+        ? await tx.$queryRaw<{ user_id: string; amount: number; purchased: number }[]>`
+            DELETE FROM credit_holds WHERE job_id = ${jobId} RETURNING user_id, amount, purchased`
+        : await tx.$queryRaw<{ user_id: string; amount: number; purchased: number }[]>`
             DELETE FROM credit_holds
             WHERE job_id = ${jobId} AND created_at < now() - ${olderThanMs}::int * interval '1 millisecond'
-            RETURNING user_id, amount`;
-    return rows.length === 0 ? null : { userId: rows[0].user_id, amount: rows[0].amount };
+            RETURNING user_id, amount, purchased`;
+    return rows.length === 0
+      ? null
+      : { userId: rows[0].user_id, amount: rows[0].amount, purchased: rows[0].purchased };
   }
 
   /** Oldest holds past the age limit (index on created_at; the table holds only open reservations). */

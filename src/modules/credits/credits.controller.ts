@@ -21,9 +21,13 @@ export class CreditsController {
   @Get()
   @ApiOkResponse({ type: CreditsPageDto })
   async list(@CurrentUser() user: User, @Query() query: ListCreditsQueryDto): Promise<CreditsPageDto> {
-    const { balance, items, total } = await this.credits.history(user.id, query.page, query.page_size);
+    const { balance, planRemaining, purchasedRemaining, planExpiresAt, items, total } =
+      await this.credits.history(user.id, query.page, query.page_size);
     return {
       balance,
+      plan_remaining: planRemaining,
+      purchased_remaining: purchasedRemaining,
+      plan_expires_at: planExpiresAt?.toISOString() ?? null,
       items: items.map((row) => ({
         id: row.id,
         delta: row.delta,

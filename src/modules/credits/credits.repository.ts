@@ -46,10 +46,17 @@ const toTransaction = (raw: RawLedgerRow): CreditTransaction => ({
  * The statement's snapshot predates the lock wait, so `existing` can miss a row that the lock holder just
  * committed; ON CONFLICT then does nothing and the caller's second look finds it. The balance is read
  * through the lock, which always returns the newest row version.
+ *
+ * The same UPDATE keeps users.purchased_credits (the pack-bought part of the balance, issue 18): plan
+ * credits are spent first, so a negative row leaves it at min(purchased, new balance) ($10: a claw-back of
+ * a purchase takes from it first instead); a positive row adds its purchased share $9 (a purchase: all of
+ * it; a settle or refund: what the reservation took from purchased credits, recorded on its hold). It
+ * never exceeds a positive balance and is never negative, so plan credits = balance - purchased.
  */
 const APPLY_SQL = `
   WITH locked AS (
-    SELECT id, credit_balance FROM users WHERE id = $1::uuid FOR UPDATE
+    SELECT id, credit_balance, purchased_credits, current_tier, plan_grant_job_id
+    FROM users WHERE id = $1::uuid FOR UPDATE
   ), existing AS (
     SELECT id, user_id, delta, kind, job_id, details, created_at
     FROM credit_transactions WHERE job_id = $4 AND kind = $3
@@ -61,22 +68,37 @@ const APPLY_SQL = `
     ON CONFLICT (job_id, kind) DO NOTHING
     RETURNING id, user_id, delta, kind, job_id, details, created_at
   ), upd AS (
-    UPDATE users SET credit_balance = users.credit_balance + ins.delta
+    UPDATE users SET credit_balance = users.credit_balance + ins.delta,
+      purchased_credits = GREATEST(0, LEAST(
+        CASE WHEN ins.delta >= 0 THEN users.purchased_credits + $9::int
+             WHEN $10::boolean THEN users.purchased_credits + ins.delta
+             ELSE users.purchased_credits END,
+        users.credit_balance + ins.delta))
     FROM ins WHERE users.id = ins.user_id
-    RETURNING users.credit_balance
+    RETURNING users.credit_balance, users.purchased_credits
   ), hold AS (
-    INSERT INTO credit_holds (job_id, user_id, amount)
-    SELECT ins.job_id, ins.user_id, $7::int FROM ins WHERE $8::boolean
+    INSERT INTO credit_holds (job_id, user_id, amount, purchased)
+    SELECT ins.job_id, ins.user_id, $7::int,
+      (SELECT purchased_credits FROM locked) - (SELECT purchased_credits FROM upd)
+    FROM ins WHERE $8::boolean
   )
-  SELECT 'inserted' AS outcome, ins.*, (SELECT credit_balance FROM upd) AS balance FROM ins
+  SELECT 'inserted' AS outcome, ins.*, (SELECT credit_balance FROM upd) AS balance,
+    (SELECT purchased_credits FROM upd) AS purchased, (SELECT current_tier FROM locked) AS tier,
+    (SELECT plan_grant_job_id FROM locked) AS plan_job_id FROM ins
   UNION ALL
-  SELECT 'existing', existing.*, (SELECT credit_balance FROM locked) FROM existing
+  SELECT 'existing', existing.*, locked.credit_balance, locked.purchased_credits, locked.current_tier,
+    locked.plan_grant_job_id FROM existing LEFT JOIN locked ON true
   UNION ALL
-  SELECT 'none', NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT credit_balance FROM locked)
+  SELECT 'none', NULL, NULL, NULL, NULL, NULL, NULL, NULL, locked.credit_balance, locked.purchased_credits,
+    locked.current_tier, locked.plan_grant_job_id
+  FROM (SELECT 1) AS one LEFT JOIN locked ON true
   WHERE NOT EXISTS (SELECT 1 FROM ins) AND NOT EXISTS (SELECT 1 FROM existing)`;
 
 interface RawApplyRow extends Omit<RawLedgerRow, 'inserted'> {
   outcome: 'inserted' | 'existing' | 'none';
+  purchased: number | null;
+  tier: string | null;
+  plan_job_id: string | null;
 }
 
 export interface ApplyOutcome {
@@ -85,6 +107,11 @@ export interface ApplyOutcome {
   row: CreditTransaction | null;
   /** After the insert when inserted; otherwise the locked balance; null when the user does not exist. */
   balance: number | null;
+  /** users.purchased_credits at the same moment as balance. */
+  purchased: number;
+  /** The user's tier and current plan allowance (low-balance alerts). */
+  tier: string | null;
+  planJobId: string | null;
 }
 
 export interface ApplyInput extends LedgerRow {
@@ -92,6 +119,10 @@ export interface ApplyInput extends LedgerRow {
   mustCover: boolean;
   /** Also open a reservation of this many credits for the job (metered calls). */
   hold?: number;
+  /** Positive rows: how much of delta is purchased credits (0 for plan grants). */
+  purchasedShare?: number;
+  /** Negative rows: take from purchased credits first (the claw-back of a purchase). */
+  purchasedFirst?: boolean;
 }
 
 @Injectable()
@@ -118,6 +149,65 @@ export class CreditsRepository {
   async balance(db: Db, userId: string): Promise<number> {
     const user = await db.user.findUnique({ where: { id: userId }, select: { creditBalance: true } });
     return user?.creditBalance ?? 0;
+  }
+
+  /** The cached balance, its purchased part and the current plan allowance. */
+  async planState(db: Db, userId: string) {
+    const user = await db.user.findUnique({
+      where: { id: userId },
+      select: {
+        creditBalance: true,
+        purchasedCredits: true,
+        planGrantJobId: true,
+        planGrantStartsAt: true,
+        planExpiresAt: true,
+      },
+    });
+    if (!user) return null;
+    return {
+      balance: user.creditBalance,
+      purchased: user.purchasedCredits,
+      planJobId: user.planGrantJobId,
+      planStartsAt: user.planGrantStartsAt,
+      planExpiresAt: user.planExpiresAt,
+    };
+  }
+
+  /** Locks the user row until the transaction ends (a read-then-write of the ledger that must not race). */
+  async lockUser(tx: Tx, userId: string): Promise<boolean> {
+    const rows = await tx.$queryRaw<
+      { id: string }[]
+    >`SELECT id FROM users WHERE id = ${userId}::uuid FOR UPDATE`;
+    return rows.length > 0;
+  }
+
+  /**
+   * Lets this transaction take a balance below zero (a claw-back): the database guard refuses a negative
+   * balance otherwise (see the credit_lifecycle migration). Lasts until the transaction ends.
+   */
+  async allowNegative(tx: Tx): Promise<void> {
+    await tx.$queryRaw`SELECT set_config('credits.allow_negative', 'on', true)`;
+  }
+
+  /** Ledger rows of these job ids and kinds (grants a claw-back may take back). */
+  rowsOf(db: Db, jobIds: string[], kinds: string[]): Promise<CreditTransaction[]> {
+    return db.creditTransaction.findMany({ where: { jobId: { in: jobIds }, kind: { in: kinds } } });
+  }
+
+  /** Credits already clawed back for one billing transaction (earlier partial refunds). */
+  async clawedBackFor(db: Db, userId: string, transactionId: string): Promise<number> {
+    const rows = await db.$queryRaw<{ sum: bigint | null }[]>`
+      SELECT SUM(-delta)::bigint AS sum FROM credit_transactions
+      WHERE user_id = ${userId}::uuid AND kind = 'clawback' AND details->>'transaction_id' = ${transactionId}`;
+    return Number(rows[0]?.sum ?? 0);
+  }
+
+  /** The user's current plan allowance (written under the user-row lock the grant took). */
+  async setPlan(tx: Tx, userId: string, plan: { jobId: string; startsAt: Date; expiresAt: Date | null }) {
+    await tx.user.update({
+      where: { id: userId },
+      data: { planGrantJobId: plan.jobId, planGrantStartsAt: plan.startsAt, planExpiresAt: plan.expiresAt },
+    });
   }
 
   /** The spec's definition (sum of deltas); the cached column must always equal it. */
@@ -156,6 +246,8 @@ function applyParams(input: ApplyInput): unknown[] {
     input.mustCover,
     input.hold ?? 0,
     input.hold !== undefined,
+    input.purchasedShare ?? 0,
+    input.purchasedFirst ?? false,
   ];
 }
 
@@ -167,5 +259,8 @@ function toOutcome(rows: RawApplyRow[]): ApplyOutcome {
     row:
       first.outcome === 'none' ? null : toTransaction({ ...first, inserted: first.outcome === 'inserted' }),
     balance: first.balance,
+    purchased: first.purchased ?? 0,
+    tier: first.tier,
+    planJobId: first.plan_job_id,
   };
 }

@@ -1,9 +1,15 @@
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { ConflictError, InsufficientCreditsError, NotFoundError } from '../../common/errors/app-error.js';
+import { AppConfig } from '../../config/app-config.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
+import { OutboxService } from '../../infra/queue/outbox.service.js';
+import { JOBS } from '../../infra/queue/queues.js';
 import { type CreditTransaction, Prisma } from '../../generated/prisma/client.js';
-import { CreditsRepository, type LedgerDetails } from './credits.repository.js';
+import { type ApplyOutcome, CreditsRepository, type LedgerDetails } from './credits.repository.js';
+import { type CreditSummary, creditSummaryOf } from './credit-summary.js';
+import { expires, expiringCredits, parseRollover, type RolloverRule } from './rollover.js';
 
 /**
  * Ledger kinds; UNIQUE(job_id, kind) makes every (job, kind) pair happen at most once. A metered call
@@ -16,7 +22,16 @@ export const CREDIT_KINDS = {
   refund: 'refund',
   adjustment: 'adjustment',
   settle: 'settle',
+  /** A top-up pack, keyed on the billing transaction id; never expires. */
+  purchase: 'purchase',
+  /** Unspent plan credits a rollover rule removes, keyed on the allowance it closes. */
+  expiry: 'expiry',
+  /** Credits taken back after a refund or chargeback, keyed on the adjustment id. */
+  clawback: 'clawback',
 } as const;
+
+/** The e-mail template of the low-balance alert (modules/email/templates/low_balance). */
+export const LOW_BALANCE_TEMPLATE = 'low_balance';
 
 /** users.credit_balance and credit_transactions.delta are PostgreSQL integers. */
 const MAX_AMOUNT = 2_147_483_647;
@@ -29,6 +44,25 @@ export interface LedgerInput {
   jobId: string;
   kind?: string;
   details?: LedgerDetails;
+  /** Positive rows: the part that goes back to purchased credits (a settle or refund of a reservation). */
+  purchasedShare?: number;
+}
+
+export interface AllowanceInput {
+  userId: string;
+  tier: string;
+  amount: number;
+  /** `first-period:<sub>`, the renewal transaction id or `allowance:<sub>:<period start>:<month>`. */
+  jobId: string;
+  /** Start of the month this allowance is for, and its end (when its unspent credits would expire). */
+  startsAt: Date;
+  endsAt: Date | null;
+  details?: LedgerDetails;
+}
+
+export interface AllowanceResult extends LedgerResult {
+  /** Plan credits of the previous allowance that expired with this one (0 under `full`). */
+  expired: number;
 }
 
 export interface LedgerResult {
@@ -38,8 +72,7 @@ export interface LedgerResult {
   balance: number;
 }
 
-export interface LedgerPage {
-  balance: number;
+export interface LedgerPage extends CreditSummary {
   items: CreditTransaction[];
   total: number;
 }
@@ -50,10 +83,14 @@ export interface LedgerPage {
  */
 @Injectable()
 export class CreditsService {
+  private readonly logger = new Logger(CreditsService.name);
+
   constructor(
     private readonly prisma: PrismaService,
     private readonly ledger: CreditsRepository,
     private readonly metrics: MetricsService,
+    private readonly config: AppConfig,
+    private readonly outbox: OutboxService,
   ) {}
 
   balance(userId: string): Promise<number> {
@@ -68,17 +105,145 @@ export class CreditsService {
   history(userId: string, page: number, pageSize: number): Promise<LedgerPage> {
     return this.prisma.$transaction(
       async (tx) => {
-        const balance = await this.ledger.balance(tx, userId);
+        const summary = await this.summaryIn(tx, userId);
         const { items, total } = await this.ledger.page(tx, userId, (page - 1) * pageSize, pageSize);
-        return { balance, items, total };
+        return { ...summary, items, total };
       },
       { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead },
     );
   }
 
-  /** Adds credits (grant, refund, settle, positive adjustment) inside the caller's transaction; idempotent. */
+  /** Balance split into plan and purchased credits (plan credits are spent first). */
+  summary(userId: string): Promise<CreditSummary> {
+    return this.summaryIn(this.prisma, userId);
+  }
+
+  private async summaryIn(db: Tx | PrismaService, userId: string): Promise<CreditSummary> {
+    const state = await this.ledger.planState(db, userId);
+    return creditSummaryOf({
+      creditBalance: state?.balance ?? 0,
+      purchasedCredits: state?.purchased ?? 0,
+      planExpiresAt: state?.planExpiresAt ?? null,
+    });
+  }
+
+  /** Adds credits (grant, refund, settle, purchase, positive adjustment) inside the caller's transaction; idempotent. */
   grant(tx: Tx, input: LedgerInput): Promise<LedgerResult> {
-    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.grant, 1, false);
+    const kind = input.kind ?? CREDIT_KINDS.grant;
+    const purchasedShare = kind === CREDIT_KINDS.purchase ? input.amount : (input.purchasedShare ?? 0);
+    if (purchasedShare < 0 || purchasedShare > input.amount) {
+      throw new RangeError(`the purchased share ${purchasedShare} is outside 0..${input.amount}`);
+    }
+    return this.apply(tx, input, kind, 1, false, false, { purchasedShare });
+  }
+
+  /**
+   * A plan allowance (a period's or a month's credits of the tier), idempotent on its job id. When it is
+   * granted, the allowance before it closes: under the rollover rule of that allowance's tier its unspent
+   * plan credits expire (one `expiry` row keyed on the closed allowance's job id), all under the user-row
+   * lock the grant took, so a spend racing with it either runs before (and is not expired) or after.
+   * An allowance for a month that starts before the current one (a late job run) is granted but closes
+   * nothing and does not become the current allowance.
+   */
+  async grantAllowance(tx: Tx, input: AllowanceInput): Promise<AllowanceResult> {
+    const result = await this.grant(tx, {
+      userId: input.userId,
+      amount: input.amount,
+      jobId: input.jobId,
+      kind: CREDIT_KINDS.grant,
+      details: { tier: input.tier, ...input.details },
+    });
+    if (!result.applied) return { ...result, expired: 0 };
+    const state = await this.ledger.planState(tx, input.userId);
+    if (state?.planStartsAt && input.startsAt.getTime() < state.planStartsAt.getTime()) {
+      return { ...result, expired: 0 };
+    }
+    let expired = 0;
+    let balance = result.balance;
+    const previous = state?.planJobId;
+    if (previous && previous !== input.jobId) {
+      const closed = await this.ledger.findByJob(tx, previous, CREDIT_KINDS.grant);
+      const closedTier = (closed?.details as { tier?: unknown } | null)?.tier;
+      const rule = this.rolloverOf(typeof closedTier === 'string' ? closedTier : input.tier);
+      const planBefore =
+        Math.max(result.balance - Math.min(state.purchased, result.balance), 0) - input.amount;
+      expired = expiringCredits(rule, planBefore);
+      if (expired > 0) {
+        const expiry = await this.apply(
+          tx,
+          { userId: input.userId, amount: expired, jobId: previous },
+          CREDIT_KINDS.expiry,
+          -1,
+          false,
+          false,
+          {
+            details: { rollover: ruleText(rule), closed_by: input.jobId },
+          },
+        );
+        expired = expiry.applied ? expired : 0;
+        balance = expiry.balance;
+      }
+    }
+    const rule = this.rolloverOf(input.tier);
+    await this.ledger.setPlan(tx, input.userId, {
+      jobId: input.jobId,
+      startsAt: input.startsAt,
+      expiresAt: expires(rule) ? input.endsAt : null,
+    });
+    return { ...result, balance, expired };
+  }
+
+  /**
+   * Takes credits back (a refunded or charged-back payment), idempotent on the adjustment id. The balance
+   * may go negative; metered calls are then refused (402) until it is positive again. A purchase's
+   * claw-back takes purchased credits first, a plan grant's plan credits first.
+   */
+  async clawBack(tx: Tx, input: LedgerInput & { purchasedFirst: boolean }): Promise<LedgerResult> {
+    await this.ledger.allowNegative(tx);
+    return this.apply(tx, input, CREDIT_KINDS.clawback, -1, false, false, {
+      purchasedFirst: input.purchasedFirst,
+    });
+  }
+
+  /**
+   * Takes back what the grants `grantJobIds` gave (a refunded or charged-back transaction): all of it, or
+   * `fraction` of it rounded up for a partial refund, never more than is left after earlier claw-backs of
+   * the same transaction. Keyed on `jobId` (the adjustment id). null when the transaction granted nothing.
+   */
+  async clawBackGrants(
+    tx: Tx,
+    input: {
+      jobId: string;
+      transactionId: string;
+      grantJobIds: string[];
+      fraction: number;
+      details?: LedgerDetails;
+    },
+  ): Promise<{ userId: string; credits: number; applied: boolean } | null> {
+    const grants = await this.ledger.rowsOf(tx, input.grantJobIds, [
+      CREDIT_KINDS.grant,
+      CREDIT_KINDS.purchase,
+    ]);
+    if (grants.length === 0) return null;
+    const userId = grants[0].userId;
+    const granted = grants.filter((g) => g.userId === userId).reduce((sum, g) => sum + g.delta, 0);
+    await this.ledger.lockUser(tx, userId);
+    const already = await this.ledger.clawedBackFor(tx, userId, input.transactionId);
+    const share = Math.ceil(granted * Math.min(Math.max(input.fraction, 0), 1));
+    const amount = Math.max(0, Math.min(share, granted - already));
+    const result = await this.clawBack(tx, {
+      userId,
+      amount,
+      jobId: input.jobId,
+      purchasedFirst: grants.some((g) => g.kind === CREDIT_KINDS.purchase),
+      details: { ...input.details, transaction_id: input.transactionId, granted },
+    });
+    return { userId, credits: result.applied ? amount : -result.transaction.delta, applied: result.applied };
+  }
+
+  rolloverOf(tier: string): RolloverRule {
+    const tiers = this.config.project.tiers;
+    return parseRollover(Object.hasOwn(tiers, tier) ? tiers[tier].rollover : undefined) ?? { kind: 'full' };
   }
 
   /**
@@ -93,13 +258,63 @@ export class CreditsService {
     return this.apply(tx, input, input.kind ?? CREDIT_KINDS.spend, -1, true, options.hold);
   }
 
+  /**
+   * A spend that took the balance from at or above LOW_BALANCE_PERCENT of the tier's monthly allowance to
+   * below it enqueues one `low_balance` e-mail. Its outbox job id names the user and the current plan
+   * allowance (the period), so however many spends cross the line in one period, one e-mail is sent.
+   * Only a crossing spend does any work here: the deduct itself stays one statement.
+   */
+  private async alertLowBalance(
+    tx: Tx | null,
+    userId: string,
+    amount: number,
+    result: ApplyOutcome,
+  ): Promise<void> {
+    const after = result.balance;
+    if (after === null || !result.tier || amount <= 0) return;
+    const tiers = this.config.project.tiers;
+    const monthly = Object.hasOwn(tiers, result.tier) ? tiers[result.tier].monthlyCredits : 0;
+    const percent = this.config.credits.lowBalancePercent;
+    const limit = monthly * percent;
+    if (limit <= 0 || !(after * 100 < limit && (after + amount) * 100 >= limit)) return;
+    const period = createHash('sha256')
+      .update(result.planJobId ?? 'no-allowance')
+      .digest('hex')
+      .slice(0, 20);
+    const jobId = `low-balance-${userId}-${period}`;
+    const job = {
+      userId,
+      templateKey: LOW_BALANCE_TEMPLATE,
+      idempotencyKey: jobId,
+      data: {
+        balance: after,
+        tier: result.tier,
+        packs_url: `${this.config.email.publicBaseUrl}/api/v1/billing/credit-packs`,
+      },
+    };
+    try {
+      if (tx) {
+        // Committed with the caller's spend; the outbox relay pushes it.
+        await this.outbox.add(tx, JOBS.sendEmail, job, jobId);
+        return;
+      }
+      const id = await this.prisma.$transaction((t) => this.outbox.add(t, JOBS.sendEmail, job, jobId));
+      void this.outbox.dispatch([id]);
+    } catch (err) {
+      // The spend is committed; a missed alert must not turn it into a failed call.
+      if (tx) throw err;
+      this.logger.warn({ err: (err as Error).message, user_id: userId }, 'low-balance alert not enqueued');
+    }
+  }
+
   private async apply(
     tx: Tx | null,
-    input: LedgerInput,
+    input: Pick<LedgerInput, 'userId' | 'amount' | 'jobId' | 'details'>,
     kind: string,
     sign: 1 | -1,
     mustCover: boolean,
     hold = false,
+    extra: { purchasedShare?: number; purchasedFirst?: boolean; details?: LedgerDetails } = {},
   ): Promise<LedgerResult> {
     // A negative amount is a caller bug; silently flipping its sign would credit a claw-back.
     if (!Number.isSafeInteger(input.amount) || input.amount < 0 || input.amount > MAX_AMOUNT) {
@@ -112,15 +327,18 @@ export class CreditsService {
       delta,
       kind,
       jobId: input.jobId,
-      details: input.details,
+      details: extra.details ? { ...input.details, ...extra.details } : input.details,
       mustCover,
       hold: hold ? input.amount : undefined,
+      purchasedShare: extra.purchasedShare,
+      purchasedFirst: extra.purchasedFirst,
     };
     const result = tx ? await this.ledger.apply(tx, write) : await this.ledger.applyAlone(write);
 
     if (result.outcome === 'inserted') {
       // Counted before commit: a rolled-back caller over-counts, which a rate metric tolerates.
       this.metrics.credits.inc({ kind }, input.amount);
+      if (kind === CREDIT_KINDS.spend) await this.alertLowBalance(tx, input.userId, input.amount, result);
       return { transaction: result.row!, applied: true, balance: result.balance! };
     }
     if (result.balance === null) throw new NotFoundError('The user does not exist.', 'user_not_found');
@@ -143,3 +361,5 @@ export class CreditsService {
     throw new Error(`ledger insert for job ${input.jobId} neither happened nor conflicted`);
   }
 }
+
+const ruleText = (rule: RolloverRule): string => (rule.kind === 'cap' ? `cap:${rule.cap}` : rule.kind);

@@ -55,12 +55,15 @@ export class MeteredCreditsService {
       const hold = await this.holds.take(tx, jobId);
       if (!hold) return null;
       const charged = Math.min(Math.max(0, Math.ceil(actualCost)), hold.amount);
+      // The charge is taken from plan credits first; what the reservation took from purchased credits
+      // and the charge did not use goes back to them.
       await this.credits.grant(tx, {
         userId: hold.userId,
         amount: hold.amount - charged,
         jobId,
         kind: CREDIT_KINDS.settle,
         details: { reserved: hold.amount, charged },
+        purchasedShare: Math.min(hold.purchased, hold.amount - charged),
       });
       return { reserved: hold.amount, charged };
     });
@@ -77,6 +80,7 @@ export class MeteredCreditsService {
         jobId,
         kind: CREDIT_KINDS.refund,
         details: { reason },
+        purchasedShare: hold.purchased,
       });
       return hold.amount;
     });

@@ -4,6 +4,7 @@ import { NotFoundError } from '../../common/errors/app-error.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
+import { creditSummaryOf } from '../credits/credit-summary.js';
 import { AccountExportRepository, type ExportCursor, type ExportRow } from './account-export.repository.js';
 import { UsersRepository } from './users.repository.js';
 
@@ -61,6 +62,13 @@ export class AccountExportService {
 
   async *chunks(user: User, generatedAt: Date): AsyncGenerator<string> {
     yield `{"generated_at":${JSON.stringify(generatedAt.toISOString())},"user":${JSON.stringify(toExportJson(user))}`;
+    const credits = creditSummaryOf(user);
+    yield `,"credits":${JSON.stringify({
+      balance: credits.balance,
+      plan_remaining: credits.planRemaining,
+      purchased_remaining: credits.purchasedRemaining,
+      plan_expires_at: credits.planExpiresAt?.toISOString() ?? null,
+    })}`;
     for (const section of this.exportRepository.sections) {
       yield `,${JSON.stringify(section.name)}:[`;
       let cursor: ExportCursor = null;

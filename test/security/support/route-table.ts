@@ -66,6 +66,12 @@ export const ROUTE_TABLE: Record<string, RouteCase> = {
   'post /api/v1/billing/checkout-token': { access: 'user', body: { tier: 'PRO' }, apiKeyRefused: true },
   'post /api/v1/billing/checkout': { access: 'user', body: { tier: 'PRO' }, apiKeyRefused: true },
   'get /api/v1/billing/subscription': { access: 'user' },
+  'get /api/v1/billing/credit-packs': { access: 'user' },
+  'post /api/v1/billing/credit-packs/checkout': {
+    access: 'user',
+    body: { price_id: 'pri_pack_s' },
+    apiKeyRefused: true,
+  },
   'post /api/v1/billing/subscription/cancel': {
     access: 'user',
     body: { cancel_immediately: true },

@@ -4,7 +4,15 @@ import { Clock } from './clock.js';
 import type { MetricsOverviewDto } from './dto/metrics-overview.dto.js';
 import { MailingMetricsRepository } from './mailing-metrics.repository.js';
 import { ratio, windowsEndingAt } from './metric-windows.js';
-import { acquisitionWindow, leadMagnetSection, mailingSection, revenueSection } from './overview-sections.js';
+import { CreditMetricsRepository } from './credit-metrics.repository.js';
+import {
+  acquisitionWindow,
+  creditsSection,
+  leadMagnetSection,
+  mailingSection,
+  packsSection,
+  revenueSection,
+} from './overview-sections.js';
 import { RevenueMetricsRepository } from './revenue-metrics.repository.js';
 import { UserMetricsRepository } from './user-metrics.repository.js';
 
@@ -20,29 +28,33 @@ export class MetricsOverviewService {
     private readonly revenue: RevenueMetricsRepository,
     private readonly mailing: MailingMetricsRepository,
     private readonly users: UserMetricsRepository,
+    private readonly credits: CreditMetricsRepository,
   ) {}
 
   async overview(): Promise<MetricsOverviewDto> {
     const w = windowsEndingAt(this.clock.now());
     const leadMagnets = Object.entries(this.config.project.leadMagnetPrefixes);
-    const [groups, money, emails, unsubscribed, broadcast, live, sources, leads] = await Promise.all([
-      this.revenue.subscriptionGroups(w),
-      this.revenue.moneyLast30Days(w),
-      this.mailing.emailCounts(w),
-      this.mailing.unsubscribed(w),
-      this.mailing.lastBroadcast(w),
-      this.users.liveUsers(w),
-      this.users.signupsBySource(w),
-      leadMagnets.length > 0
-        ? this.users.leadMagnets(
-            w,
-            leadMagnets.map(([, prefix]) => prefix),
-          )
-        : Promise.resolve([]),
-    ]);
+    const [groups, money, emails, unsubscribed, broadcast, live, sources, leads, creditDays, packs] =
+      await Promise.all([
+        this.revenue.subscriptionGroups(w),
+        this.revenue.moneyLast30Days(w),
+        this.mailing.emailCounts(w),
+        this.mailing.unsubscribed(w),
+        this.mailing.lastBroadcast(w),
+        this.users.liveUsers(w),
+        this.users.signupsBySource(w),
+        leadMagnets.length > 0
+          ? this.users.leadMagnets(
+              w,
+              leadMagnets.map(([, prefix]) => prefix),
+            )
+          : Promise.resolve([]),
+        this.credits.creditsByDay(w),
+        this.credits.packSales(w),
+      ]);
     return {
       generated_at: w.now.toISOString(),
-      revenue: revenueSection(groups, money),
+      revenue: { ...revenueSection(groups, money), packs: packsSection(packs) },
       mailing: mailingSection(emails, unsubscribed, live, broadcast),
       activity: { dau: live.dau, wau: live.wau, mau: live.mau, dau_mau_ratio: ratio(live.dau, live.mau) },
       acquisition: {
@@ -50,6 +62,7 @@ export class MetricsOverviewService {
         last_30_days: acquisitionWindow(sources, '30d'),
       },
       lead_magnet: leadMagnetSection(leadMagnets, leads),
+      credits: creditsSection(creditDays),
     };
   }
 }

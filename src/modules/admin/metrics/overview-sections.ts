@@ -1,10 +1,14 @@
 import type {
+  CreditDayDto,
+  CreditsSectionDto,
+  PackSalesDto,
   AcquisitionWindowDto,
   LeadMagnetSectionDto,
   MailingSectionDto,
   MrrCurrencyDto,
   RevenueSectionDto,
 } from './dto/metrics-overview.dto.js';
+import type { CreditDayRow, PackSalesRow } from './credit-metrics.repository.js';
 import type { BroadcastRunRow, EmailCountsRow, UnsubscribedRow } from './mailing-metrics.repository.js';
 import { ratio, topWithOther } from './metric-windows.js';
 import { monthlyAmount } from './mrr.js';
@@ -21,7 +25,10 @@ const add = (map: Record<string, number>, key: string, value: number) => {
 const roundAll = (map: Record<string, number>) =>
   Object.fromEntries(Object.entries(map).map(([k, v]) => [k, Math.round(v)]));
 
-export function revenueSection(groups: SubscriptionGroupRow[], money: MoneyRow[]): RevenueSectionDto {
+export function revenueSection(
+  groups: SubscriptionGroupRow[],
+  money: MoneyRow[],
+): Omit<RevenueSectionDto, 'packs'> {
   const statuses: Record<string, number> = { active: 0, trialing: 0, past_due: 0, paused: 0, canceled: 0 };
   const mrr: Record<string, MrrCurrencyDto> = {};
   const churnedMrr: Record<string, number> = {};
@@ -161,4 +168,59 @@ export function leadMagnetSection(entries: [string, string][], rows: LeadMagnetR
       entries.map(([name, prefix], i) => [name, { prefix, ...numbers(byIdx.get(i + 1)) }]),
     ),
   };
+}
+
+/** Ledger sums per day as the dashboard reads them: every figure positive (credits in or out). */
+export function creditsSection(rows: CreditDayRow[]): CreditsSectionDto {
+  const days = new Map<string, CreditDayDto>();
+  const total = { granted: 0, purchased: 0, spent: 0, expired: 0, clawed_back: 0 };
+  for (const row of rows) {
+    const day = days.get(row.day) ?? {
+      date: row.day,
+      granted: 0,
+      purchased: 0,
+      spent: 0,
+      expired: 0,
+      clawed_back: 0,
+    };
+    days.set(row.day, day);
+    const field = creditField(row.kind);
+    if (!field) continue;
+    // Spends are negative and settles/refunds positive: their sum, negated, is what was really spent.
+    const value = field === 'granted' || field === 'purchased' ? row.credits : -row.credits;
+    day[field] += value;
+    total[field] += value;
+  }
+  return { last_30_days: total, by_day: [...days.values()].sort((a, b) => a.date.localeCompare(b.date)) };
+}
+
+function creditField(kind: string): keyof Omit<CreditDayDto, 'date'> | null {
+  switch (kind) {
+    case 'grant':
+      return 'granted';
+    case 'purchase':
+      return 'purchased';
+    case 'spend':
+    case 'settle':
+    case 'refund':
+      return 'spent';
+    case 'expiry':
+      return 'expired';
+    case 'clawback':
+      return 'clawed_back';
+    default:
+      return null;
+  }
+}
+
+export function packsSection(rows: PackSalesRow[]): PackSalesDto {
+  const revenue: Record<string, number> = {};
+  let sold = 0;
+  let credits = 0;
+  for (const row of rows) {
+    sold += row.sold;
+    credits += row.credits;
+    add(revenue, row.currency, row.amount);
+  }
+  return { sold, credits, revenue: roundAll(revenue) };
 }

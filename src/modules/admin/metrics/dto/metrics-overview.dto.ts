@@ -75,6 +75,50 @@ export class RevenueWindowDto {
   churned_mrr!: Record<string, number>;
 }
 
+export class PackSalesDto {
+  @ApiProperty({ description: 'Top-up packs sold in the last 30 days', example: 12 })
+  sold!: number;
+
+  @ApiProperty({ description: 'Credits those packs added', example: 9000 })
+  credits!: number;
+
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'number' },
+    description: 'What they were paid, minor units per ISO currency code',
+    example: { USD: 12000 },
+  })
+  revenue!: Record<string, number>;
+}
+
+export class CreditDayDto {
+  @ApiProperty({ description: 'UTC date', example: '2026-11-24' })
+  date!: string;
+
+  @ApiProperty({ description: 'Plan allowances granted', example: 5000 })
+  granted!: number;
+
+  @ApiProperty({ description: 'Credits bought in packs', example: 500 })
+  purchased!: number;
+
+  @ApiProperty({ description: 'Credits spent, net of what settles and refunds gave back', example: 1200 })
+  spent!: number;
+
+  @ApiProperty({ description: 'Plan credits expired by a rollover rule', example: 300 })
+  expired!: number;
+
+  @ApiProperty({ description: 'Credits taken back after refunds and chargebacks', example: 0 })
+  clawed_back!: number;
+}
+
+export class CreditsSectionDto {
+  @ApiProperty({ type: CreditDayDto, description: 'Totals of the last 30 days' })
+  last_30_days!: Omit<CreditDayDto, 'date'>;
+
+  @ApiProperty({ type: [CreditDayDto], description: 'Per UTC day with any movement, oldest first' })
+  by_day!: CreditDayDto[];
+}
+
 export class RevenueSectionDto {
   /** Every amount is an integer in the currency's minor unit; currencies are never mixed. */
   @ApiEnum(['minor_units'])
@@ -86,6 +130,8 @@ export class RevenueSectionDto {
   unpriced_subscriptions!: number;
   subscriptions!: SubscriptionStatusCountsDto;
   last_30_days!: RevenueWindowDto;
+  @ApiProperty({ type: PackSalesDto, description: 'Top-up packs sold in the last 30 days' })
+  packs!: PackSalesDto;
 }
 
 export class MailingWindowDto {
@@ -220,4 +266,6 @@ export class MetricsOverviewDto {
   activity!: ActivitySectionDto;
   acquisition!: AcquisitionSectionDto;
   lead_magnet!: LeadMagnetSectionDto;
+  @ApiProperty({ type: CreditsSectionDto, description: 'Credit ledger movements per day (last 30 days)' })
+  credits!: CreditsSectionDto;
 }

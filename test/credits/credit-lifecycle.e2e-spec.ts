@@ -1,0 +1,532 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { InsufficientCreditsError } from '../../src/common/errors/app-error.js';
+import type { User } from '../../src/generated/prisma/client.js';
+import { addMonths } from '../../src/modules/billing/allowance-months.js';
+import { AllowanceService } from '../../src/modules/billing/allowance.service.js';
+import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
+import { MeteredCreditsService } from '../../src/modules/credits/metered-credits.service.js';
+import {
+  adjustmentEvent,
+  checkoutToken,
+  createUser,
+  deliver,
+  newEventId,
+  newSubId,
+  PRICE,
+  subscriptionEvent,
+  transactionEvent,
+} from '../support/billing.js';
+import { expectLedgerConsistent } from '../support/credits.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { waitFor } from '../support/wait.js';
+
+// Issue 18 (credit lifecycle), end to end: signed Paddle-shaped events through the receiver and a real
+// worker, the allowance job with a simulated clock, real PostgreSQL. PRO expires unspent plan credits at
+// each new allowance (none), TEAM keeps at most 2000 (cap), packs are pri_pack_s (500) and pri_pack_l (3000).
+
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'contracts', 'fixtures', 'paddle');
+const PACK_S = 'pri_pack_s';
+const PACK_L = 'pri_pack_l';
+
+describe('credit lifecycle (issue 18)', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+  let worker: INestApplication;
+
+  beforeAll(async () => {
+    env = await TestEnv.create({
+      env: { CREDIT_ROLLOVER: 'PRO:none,TEAM:cap:2000', LOW_BALANCE_PERCENT: '10' },
+    });
+    api = await env.startApi();
+    worker = await env.startWorker();
+  });
+  afterEach(async () => {
+    await expectLedgerConsistent(api.prisma, { allowNegative: true });
+  });
+  afterAll(async () => {
+    await env.close();
+  });
+
+  const user = (id: string) => api.prisma.user.findUniqueOrThrow({ where: { id } });
+  const rows = (userId: string, kind?: string) =>
+    api.prisma.creditTransaction.findMany({
+      where: { userId, ...(kind ? { kind } : {}) },
+      orderBy: [{ createdAt: 'asc' }, { jobId: 'asc' }],
+    });
+  const spend = (userId: string, amount: number) =>
+    api.app.get(MeteredCreditsService).reserve({ userId, amount, jobId: `spend-${randomUUID()}` });
+  const credits = async (u: User) =>
+    (await api.http.get('/api/v1/credits').set('Authorization', await api.bearer(u.identityUserId))).body;
+
+  /** A subscription started through a signed checkout token, as a real checkout would. */
+  async function subscribed(tier: 'PRO' | 'TEAM', options: { annual?: boolean; start?: Date } = {}) {
+    const u = await createUser(api);
+    const subId = newSubId();
+    const start = options.start ?? new Date(Date.now() - 86_400_000);
+    const event = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      priceId: PRICE[tier],
+      token: checkoutToken(api, u, tier),
+      occurredAt: start,
+      periodStart: start,
+      periodEnd: options.annual ? addMonths(start, 12) : addMonths(start, 1),
+    });
+    if (options.annual) {
+      const cycle = { interval: 'year', frequency: 1 };
+      event.data.billing_cycle = cycle;
+      event.data.items[0].price.billing_cycle = cycle;
+    }
+    expect((await deliver(api, event)).outcome).toBe('processed');
+    return { user: u, subId };
+  }
+
+  async function packCheckout(u: User, priceId: string) {
+    return api.http
+      .post('/api/v1/billing/credit-packs/checkout')
+      .set('Authorization', await api.bearer(u.identityUserId))
+      .send({ price_id: priceId });
+  }
+
+  describe('annual plans', () => {
+    it('grant 12 monthly allowances over a simulated year, each exactly once under concurrent job runs', async () => {
+      const start = new Date('2026-01-31T09:00:00.000Z');
+      const { user: u, subId } = await subscribed('PRO', { annual: true, start });
+      const jobs = [api.app.get(AllowanceService), worker.get(AllowanceService)];
+      // Hourly ticks around each anniversary (one before, two after), each run by 4 job runs at once.
+      for (let month = 1; month <= 13; month += 1) {
+        const anniversary = addMonths(start, month);
+        for (const offset of [-3_600_000, 0, 3_600_000]) {
+          const clock = new Date(anniversary.getTime() + offset);
+          await Promise.all([0, 1, 2, 3].map((i) => jobs[i % 2].run(clock)));
+        }
+        const granted = (await rows(u.id, 'grant')).length;
+        expect({ month, granted }).toEqual({ month, granted: Math.min(month + 1, 12) });
+      }
+      const grants = await rows(u.id, 'grant');
+      expect(grants.map((g) => g.jobId)).toEqual([
+        `first-period:${subId}`,
+        ...Array.from({ length: 11 }, (_, i) => `allowance:${subId}:${start.toISOString()}:${i + 1}`),
+      ]);
+      expect(grants.every((g) => g.delta === 1000)).toBe(true);
+      // Feb 28: month 1 of a period that starts on Jan 31 falls on the month's last day.
+      expect((grants[1].details as { month: number }).month).toBe(1);
+      // PRO rolls nothing over: each allowance closed the previous one and its 1000 unspent credits expired.
+      const expiries = await rows(u.id, 'expiry');
+      expect(expiries.map((e) => [e.jobId, e.delta])).toEqual(
+        grants.slice(0, 11).map((g) => [g.jobId, -1000]),
+      );
+      expect(await user(u.id)).toMatchObject({ creditBalance: 1000, purchasedCredits: 0 });
+      expect(await credits(u)).toMatchObject({
+        balance: 1000,
+        plan_remaining: 1000,
+        purchased_remaining: 0,
+        plan_expires_at: addMonths(start, 12).toISOString(),
+      });
+    });
+
+    it('give a monthly plan nothing from the job, and the renewal grants the next month 0', async () => {
+      const { user: u, subId } = await subscribed('TEAM');
+      await api.app.get(AllowanceService).run(new Date(Date.now() + 20 * 86_400_000));
+      expect((await rows(u.id, 'grant')).map((g) => g.jobId)).toEqual([`first-period:${subId}`]);
+      const renewal = transactionEvent({ subId, priceId: PRICE.TEAM, total: '5000' });
+      expect((await deliver(api, renewal)).outcome).toBe('processed');
+      expect((await rows(u.id, 'grant')).map((g) => g.jobId)).toEqual([
+        `first-period:${subId}`,
+        renewal.data.id,
+      ]);
+    });
+  });
+
+  describe('top-up packs', () => {
+    it('lists the configured packs and sells one to a FREE user through a token naming pack and buyer', async () => {
+      const buyer = await createUser(api);
+      const list = await api.http
+        .get('/api/v1/billing/credit-packs')
+        .set('Authorization', await api.bearer(buyer.identityUserId));
+      expect(list.status).toBe(200);
+      expect(list.body).toEqual({
+        items: [
+          { price_id: PACK_S, credits: 500 },
+          { price_id: PACK_L, credits: 3000 },
+        ],
+      });
+      const unknown = await packCheckout(buyer, PRICE.PRO);
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.code).toBe('unknown_credit_pack');
+
+      const checkout = await packCheckout(buyer, PACK_S);
+      expect(checkout.status).toBe(200);
+      expect(checkout.body).toMatchObject({
+        price_id: PACK_S,
+        customer_email: buyer.email,
+        custom_data: { checkout_token: expect.any(String) },
+      });
+      const claims = api.app.get(CheckoutTokenService).verify(checkout.body.custom_data.checkout_token);
+      expect(claims).toMatchObject({ ok: true, claims: { userId: buyer.id, tier: `pack:${PACK_S}` } });
+
+      const txnId = `txn_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
+      const paid = (eventId?: string) =>
+        transactionEvent({
+          txnId,
+          subId: null,
+          origin: 'web',
+          priceId: PACK_S,
+          total: '1000',
+          customerId: `ctm_${buyer.id.slice(0, 8)}`,
+          token: checkout.body.custom_data.checkout_token,
+          eventId,
+        });
+      // The same event delivered five times at once, and replays of the transaction under new event ids.
+      const first = paid();
+      const outcomes = await Promise.all([
+        ...Array.from({ length: 5 }, () => deliver(api, first)),
+        ...Array.from({ length: 5 }, () => deliver(api, paid(newEventId()))),
+      ]);
+      expect(outcomes.every((res) => res.status === 200)).toBe(true);
+      const purchases = await rows(buyer.id, 'purchase');
+      expect(purchases.map((p) => [p.jobId, p.delta])).toEqual([[txnId, 500]]);
+      expect(await user(buyer.id)).toMatchObject({
+        currentTier: 'FREE',
+        creditBalance: 500,
+        purchasedCredits: 500,
+      });
+      expect(await credits(buyer)).toMatchObject({
+        balance: 500,
+        plan_remaining: 0,
+        purchased_remaining: 500,
+        plan_expires_at: null,
+      });
+      const exported = await api.http
+        .get('/api/v1/account/me/export')
+        .set('Authorization', await api.bearer(buyer.identityUserId));
+      expect(JSON.parse(exported.text).credits).toEqual({
+        balance: 500,
+        plan_remaining: 0,
+        purchased_remaining: 500,
+        plan_expires_at: null,
+      });
+    });
+
+    it('grants nothing for a forged token, another pack or a subscription token, or a foreign customer', async () => {
+      const victim = await createUser(api);
+      const good = (await packCheckout(victim, PACK_S)).body.custom_data.checkout_token as string;
+      const [body, signature] = good.split('.');
+      const forgedBody = Buffer.from(
+        JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), t: `pack:${PACK_L}` }),
+      ).toString('base64url');
+      const other = await createUser(api);
+      // `other` is a customer of ours already: a token of `victim` in `other`'s transaction is foreign.
+      await api.prisma.user.update({
+        where: { id: other.id },
+        data: { billingCustomerId: 'ctm_other_customer' },
+      });
+      const cases: [string, string, string | null][] = [
+        ['forged signature', PACK_S, `${body}.${signature.slice(0, -4)}AAAA`],
+        ['tampered claims', PACK_L, `${forgedBody}.${signature}`],
+        ['another pack', PACK_L, good],
+        ['a subscription token', PACK_S, checkoutToken(api, victim, 'PRO')],
+        ['no token', PACK_S, null],
+      ];
+      for (const [name, priceId, token] of cases) {
+        const res = await deliver(
+          api,
+          transactionEvent({ subId: null, origin: 'web', priceId, token, customerId: null }),
+        );
+        expect({ name, outcome: res.outcome }).toEqual({ name, outcome: 'skipped' });
+      }
+      const foreign = await deliver(
+        api,
+        transactionEvent({
+          subId: null,
+          origin: 'web',
+          priceId: PACK_S,
+          token: good,
+          customerId: 'ctm_other_customer',
+        }),
+      );
+      expect(foreign.outcome).toBe('skipped');
+      expect(await rows(victim.id)).toEqual([]);
+      expect(await rows(other.id)).toEqual([]);
+      const audits = await api.prisma.auditLog.findMany({
+        where: { action: 'transaction.completed', details: { path: ['kind'], equals: 'purchase' } },
+      });
+      const reasons = audits.map((a) => (a.details as { reason?: string }).reason).filter(Boolean);
+      expect(reasons).toEqual(
+        expect.arrayContaining([
+          'checkout_token_bad_signature',
+          'checkout_token_other_purchase',
+          'pack_without_checkout_token',
+          'checkout_token_foreign_customer',
+        ]),
+      );
+    });
+  });
+
+  describe('rollover', () => {
+    /**
+     * A plan user with a pack spends, then the renewal races with 20 spends of 10. Whatever the order, the
+     * expiry removes exactly the old plan credits the rule says (all of them, or what exceeds the cap) as
+     * they stood when the renewal ran: afterwards the purchased 500 are untouched and plan credits plus
+     * the expiry add up to the same total.
+     */
+    async function race(tier: 'PRO' | 'TEAM', spentBefore: number) {
+      const { user: u, subId } = await subscribed(tier);
+      await spend(u.id, spentBefore);
+      const token = (await packCheckout(u, PACK_S)).body.custom_data.checkout_token;
+      const pack = transactionEvent({
+        subId: null,
+        origin: 'web',
+        priceId: PACK_S,
+        total: '1000',
+        token,
+        customerId: null,
+      });
+      expect((await deliver(api, pack)).outcome).toBe('processed');
+      expect(await credits(u)).toMatchObject({ purchased_remaining: 500 });
+
+      const renewal = transactionEvent({ subId, priceId: PRICE[tier], total: '1500' });
+      const [delivered, ...spends] = await Promise.all([
+        deliver(api, renewal),
+        ...Array.from({ length: 20 }, () => spend(u.id, 10)),
+      ]);
+      expect(delivered.outcome).toBe('processed');
+      expect(spends.every((s) => s.applied)).toBe(true);
+      const expiries = await rows(u.id, 'expiry');
+      expect(expiries.map((e) => e.jobId)).toEqual([`first-period:${subId}`]);
+      const after = await credits(u);
+      expect(after.purchased_remaining).toBe(500);
+      return { expired: -expiries[0].delta, plan: after.plan_remaining as number, body: after };
+    }
+
+    it('none: every unspent plan credit of the closed period expires, purchased credits stay', async () => {
+      const { expired, plan, body } = await race('PRO', 300);
+      // Old plan 700 - s1 expired; new plan 1000 - s2; s1 + s2 = 200.
+      expect(plan + expired).toBe(1500);
+      expect(expired).toBeGreaterThanOrEqual(500);
+      expect(expired).toBeLessThanOrEqual(700);
+      expect(body.plan_expires_at).not.toBeNull();
+    });
+
+    it('cap: what exceeds the cap expires', async () => {
+      const { expired, plan } = await race('TEAM', 1000);
+      // Old plan 4000 - s1, of which 2000 stay: expiry 2000 - s1; new plan 2000 + 5000 - s2.
+      expect(plan + expired).toBe(8800);
+      expect(expired).toBeGreaterThanOrEqual(1800);
+      expect(expired).toBeLessThanOrEqual(2000);
+    });
+
+    it('spends plan credits before purchased ones, and a refunded reservation gives purchased credits back', async () => {
+      const { user: u } = await subscribed('PRO');
+      const token = (await packCheckout(u, PACK_S)).body.custom_data.checkout_token;
+      await deliver(
+        api,
+        transactionEvent({ subId: null, origin: 'web', priceId: PACK_S, token, customerId: null }),
+      );
+      await spend(u.id, 900);
+      expect(await credits(u)).toMatchObject({ balance: 600, plan_remaining: 100, purchased_remaining: 500 });
+      const reservation = await spend(u.id, 300);
+      expect(await credits(u)).toMatchObject({ balance: 300, plan_remaining: 0, purchased_remaining: 300 });
+      await api.app.get(MeteredCreditsService).refund(reservation.spend.jobId, 'provider_failed');
+      expect(await credits(u)).toMatchObject({ balance: 600, plan_remaining: 100, purchased_remaining: 500 });
+      const settled = await spend(u.id, 300);
+      await api.app.get(MeteredCreditsService).settle(settled.spend.jobId, 150);
+      // 150 charged: 100 plan, 50 purchased; the other 150 go back to purchased.
+      expect(await credits(u)).toMatchObject({ balance: 450, plan_remaining: 0, purchased_remaining: 450 });
+    });
+  });
+
+  describe('clawback', () => {
+    const fixture = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name), 'utf8'));
+
+    /** Paddle's own adjustment.updated (paddle-node-sdk fixture) for our transaction, approved. */
+    function paddleAdjustment(input: {
+      adjId: string;
+      txnId: string;
+      subId: string | null;
+      action: string;
+      type: string;
+      total: string;
+    }) {
+      const event = fixture('node-sdk.adjustment-updated.json');
+      event.event_id = newEventId();
+      event.occurred_at = new Date().toISOString();
+      Object.assign(event.data, {
+        id: input.adjId,
+        transaction_id: input.txnId,
+        subscription_id: input.subId,
+        customer_id: input.subId ? `ctm_${input.subId}` : null,
+        action: input.action,
+        type: input.type,
+        status: 'approved',
+        created_at: new Date(Date.now() - 60_000).toISOString(),
+        updated_at: new Date().toISOString(),
+      });
+      event.data.totals = { ...event.data.totals, total: input.total };
+      return event;
+    }
+
+    it('takes back what a refunded or charged-back transaction granted, once, proportionally, below zero', async () => {
+      const { user: u, subId } = await subscribed('PRO');
+      const firstTxn = transactionEvent({ subId, origin: 'web', priceId: PRICE.PRO, total: '1500' });
+      expect((await deliver(api, firstTxn)).status).toBe(200);
+      const token = (await packCheckout(u, PACK_S)).body.custom_data.checkout_token;
+      const pack = transactionEvent({
+        subId: null,
+        origin: 'web',
+        priceId: PACK_S,
+        total: '1000',
+        token,
+        customerId: null,
+      });
+      await deliver(api, pack);
+      await spend(u.id, 200);
+      expect(await credits(u)).toMatchObject({
+        balance: 1300,
+        plan_remaining: 800,
+        purchased_remaining: 500,
+      });
+
+      // A pending refund takes nothing; its approval takes the whole pack (purchased credits first), once.
+      const adjId = `adj_${randomUUID().slice(0, 12)}`;
+      const pending = adjustmentEvent({
+        adjId,
+        txnId: pack.data.id,
+        status: 'pending_approval',
+        total: '1000',
+      });
+      await deliver(api, pending);
+      expect(await rows(u.id, 'clawback')).toEqual([]);
+      const approved = paddleAdjustment({
+        adjId,
+        txnId: pack.data.id,
+        subId: null,
+        action: 'refund',
+        type: 'full',
+        total: '1000',
+      });
+      await Promise.all([
+        deliver(api, approved),
+        deliver(api, approved),
+        deliver(api, { ...approved, event_id: newEventId() }),
+      ]);
+      expect((await rows(u.id, 'clawback')).map((c) => [c.jobId, c.delta])).toEqual([[adjId, -500]]);
+      expect(await credits(u)).toMatchObject({ balance: 800, plan_remaining: 800, purchased_remaining: 0 });
+
+      // A partial refund of the subscription's first payment (100 of 1500): ceil(1000 x 100 / 1500) = 67.
+      const partialId = `adj_${randomUUID().slice(0, 12)}`;
+      await deliver(
+        api,
+        paddleAdjustment({
+          adjId: partialId,
+          txnId: firstTxn.data.id,
+          subId,
+          action: 'refund',
+          type: 'partial',
+          total: '100',
+        }),
+      );
+      // Then a chargeback of the whole payment takes the rest of its 1000, and the balance goes negative.
+      await spend(u.id, 700);
+      const chargebackId = `adj_${randomUUID().slice(0, 12)}`;
+      const cb = await deliver(
+        api,
+        paddleAdjustment({
+          adjId: chargebackId,
+          txnId: firstTxn.data.id,
+          subId,
+          action: 'chargeback',
+          type: 'full',
+          total: '1500',
+        }),
+      );
+      expect(cb.outcome).toBe('processed');
+      expect((await rows(u.id, 'clawback')).map((c) => [c.jobId, c.delta])).toEqual([
+        [adjId, -500],
+        [partialId, -67],
+        [chargebackId, -933],
+      ]);
+      expect(await user(u.id)).toMatchObject({ creditBalance: -900, purchasedCredits: 0 });
+      await expect(spend(u.id, 1)).rejects.toBeInstanceOf(InsufficientCreditsError);
+      const completion = await api.http
+        .post('/api/v1/ai/completions')
+        .set('Authorization', await api.bearer(u.identityUserId))
+        .send({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 });
+      expect(completion.status).toBe(402);
+      expect(completion.body.code).toBe('insufficient_credits');
+      const audits = await api.prisma.auditLog.findMany({
+        where: { action: 'credits.clawed_back', userId: u.identityUserId },
+      });
+      expect(audits.map((a) => (a.details as { credits: number }).credits).sort((a, b) => a - b)).toEqual([
+        67, 500, 933,
+      ]);
+    });
+  });
+
+  describe('low balance', () => {
+    it('enqueues one low_balance e-mail when 50 concurrent spends cross 10% of the allowance', async () => {
+      const { user: u } = await subscribed('PRO');
+      const results = await Promise.all(Array.from({ length: 50 }, () => spend(u.id, 19)));
+      expect(results.every((r) => r.applied)).toBe(true);
+      expect((await user(u.id)).creditBalance).toBe(50);
+      const entries = await api.prisma.outboxEntry.findMany({ where: { jobName: 'send-email' } });
+      const alerts = entries.filter(
+        (e) =>
+          (e.payload as { userId?: string; templateKey?: string }).userId === u.id &&
+          (e.payload as { templateKey?: string }).templateKey === 'low_balance',
+      );
+      expect(alerts).toHaveLength(1);
+      const message = await waitFor(
+        () => api.prisma.emailMessage.findFirst({ where: { userId: u.id, templateKey: 'low_balance' } }),
+        10_000,
+      );
+      expect(message).toBeTruthy();
+      // Back above the line (three calls refunded) and below it again in the same period: still one e-mail.
+      const metered = api.app.get(MeteredCreditsService);
+      for (const r of results.slice(0, 3)) await metered.refund(r.spend.jobId, 'provider_failed');
+      expect((await user(u.id)).creditBalance).toBe(107);
+      await spend(u.id, 10);
+      const again = (await api.prisma.outboxEntry.findMany({ where: { jobName: 'send-email' } })).filter(
+        (e) =>
+          (e.payload as { templateKey?: string; userId?: string }).templateKey === 'low_balance' &&
+          (e.payload as { userId?: string }).userId === u.id,
+      );
+      expect(again).toHaveLength(1);
+      expect(
+        await api.prisma.emailMessage.count({ where: { userId: u.id, templateKey: 'low_balance' } }),
+      ).toBe(1);
+    });
+  });
+
+  describe('admin metrics', () => {
+    it('report credits per day and the packs sold', async () => {
+      const admin = await api.prisma.user.upsert({
+        where: { identityUserId: 'user_credit_admin' },
+        create: { identityUserId: 'user_credit_admin', email: 'admin@example.com' },
+        update: {},
+      });
+      const res = await api.http
+        .get('/api/v1/admin/metrics/overview')
+        .set('Authorization', await api.bearer(admin.identityUserId, 'admin@example.com'));
+      expect(res.status).toBe(200);
+      const sums = await api.prisma.$queryRaw<{ kind: string; sum: number }[]>`
+        SELECT kind, SUM(delta)::int AS sum FROM credit_transactions GROUP BY kind`;
+      const of = (kind: string) => sums.find((s) => s.kind === kind)?.sum ?? 0;
+      expect(res.body.credits.last_30_days).toEqual({
+        granted: of('grant'),
+        purchased: of('purchase'),
+        spent: -(of('spend') + of('settle') + of('refund')),
+        expired: -of('expiry'),
+        clawed_back: -of('clawback'),
+      });
+      const packs = await api.prisma.creditTransaction.count({ where: { kind: 'purchase' } });
+      expect(res.body.revenue.packs).toMatchObject({ sold: packs, credits: of('purchase') });
+      expect(res.body.revenue.packs.revenue.USD).toBeGreaterThan(0);
+    });
+  });
+});
