@@ -455,6 +455,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/billing/credit-packs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Top-up packs for sale (one-time prices; their credits never expire). */
+        get: operations["BillingController_creditPacks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/billing/credit-packs/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What the checkout overlay needs to sell one pack to the caller (any tier, FREE included). */
+        post: operations["BillingController_creditPackCheckout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/billing/checkout-token": {
         parameters: {
             query?: never;
@@ -722,6 +756,23 @@ export interface paths {
         get: operations["AdminMetricsController_stats"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/queue-dashboard/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A one-time link that signs a browser in to the queue dashboard (/admin/queues) */
+        post: operations["QueueDashboardController_link"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1372,6 +1423,45 @@ export interface components {
              */
             revoked_at: string | null;
         };
+        CreditPackDto: {
+            /**
+             * @description The one-time billing price of the pack
+             * @example pri_pack_s
+             */
+            price_id: string;
+            /**
+             * @description Credits the pack adds; they never expire
+             * @example 500
+             */
+            credits: number;
+        };
+        CreditPacksDto: {
+            items: components["schemas"]["CreditPackDto"][];
+        };
+        CreditPackCheckoutRequestDto: {
+            /**
+             * @description A configured pack price (GET /api/v1/billing/credit-packs)
+             * @example pri_pack_s
+             */
+            price_id: string;
+        };
+        CheckoutCustomDataDto: {
+            /** @example ct_9b2f0c4e51d74a368f0e2d6c1a7b3e95.d3c1f0 */
+            checkout_token: string;
+        };
+        CreditPackCheckoutResponseDto: {
+            /** @example pri_pack_s */
+            price_id: string;
+            /** @example ada@example.com */
+            customer_email: string;
+            /** @description Pass to the checkout; the token names the pack and the buyer */
+            custom_data: components["schemas"]["CheckoutCustomDataDto"];
+            /**
+             * @description When the checkout token stops being accepted
+             * @example 2026-11-25T10:00:00.000Z
+             */
+            expires_at: string;
+        };
         CheckoutRequestDto: {
             /**
              * @description Paid tier to buy (FREE is not sold; the allowed values come from the project configuration).
@@ -1388,10 +1478,6 @@ export interface components {
              * @example 2026-11-24T09:30:00.000Z
              */
             expires_at: string;
-        };
-        CheckoutCustomDataDto: {
-            /** @example ct_9b2f0c4e51d74a368f0e2d6c1a7b3e95.d3c1f0 */
-            checkout_token: string;
         };
         CheckoutResponseDto: {
             /** @example pri_01h8441jn5pcwrfhwh78jqt8hk */
@@ -1527,11 +1613,11 @@ export interface components {
              */
             delta: number;
             /**
-             * @description grant | spend | refund | adjustment | settle
+             * @description grant | spend | refund | adjustment | settle | purchase | expiry | clawback
              * @example grant
              * @enum {string}
              */
-            kind: "grant" | "spend" | "refund" | "adjustment" | "settle";
+            kind: "grant" | "spend" | "refund" | "adjustment" | "settle" | "purchase" | "expiry" | "clawback";
             /**
              * @description Idempotency key of the operation (billing event, metered request id, ...).
              * @example ai-9b2f0c4e-51d7-4a36-8f0e-2d6c1a7b3e95
@@ -1549,6 +1635,22 @@ export interface components {
              * @example 998
              */
             balance: number;
+            /**
+             * @description Plan credits left (spent first; may expire under the tier rollover rule)
+             * @example 730
+             */
+            plan_remaining: number;
+            /**
+             * @description Credits bought in packs left (spent after plan credits; never expire)
+             * @example 500
+             */
+            purchased_remaining: number;
+            /**
+             * Format: date-time
+             * @description When unspent plan credits expire (the period end under rollover none or cap); null when they never do
+             * @example 2026-12-25T09:00:00.000Z
+             */
+            plan_expires_at: string | null;
             total: number;
             page: number;
             page_size: number;
@@ -1633,7 +1735,7 @@ export interface components {
              * @example newsletter
              * @enum {string}
              */
-            template_key: "newsletter" | "subscription_welcome" | "welcome";
+            template_key: "low_balance" | "newsletter" | "subscription_welcome" | "welcome";
             audience: components["schemas"]["AudienceDto"];
             /**
              * @description Transactional templates only: also reach users without marketing consent. Marketing + true is 409.
@@ -1661,7 +1763,7 @@ export interface components {
              * @example newsletter
              * @enum {string}
              */
-            template_key: "newsletter" | "subscription_welcome" | "welcome";
+            template_key: "low_balance" | "newsletter" | "subscription_welcome" | "welcome";
             /** @enum {string} */
             kind: "transactional" | "marketing";
             audience: components["schemas"]["AudienceDto"];
@@ -1761,6 +1863,65 @@ export interface components {
             skipped: number;
             total: number;
         };
+        CreditDayDto: {
+            /**
+             * @description UTC date
+             * @example 2026-11-24
+             */
+            date: string;
+            /**
+             * @description Plan allowances granted
+             * @example 5000
+             */
+            granted: number;
+            /**
+             * @description Credits bought in packs
+             * @example 500
+             */
+            purchased: number;
+            /**
+             * @description Credits spent, net of what settles and refunds gave back
+             * @example 1200
+             */
+            spent: number;
+            /**
+             * @description Plan credits expired by a rollover rule
+             * @example 300
+             */
+            expired: number;
+            /**
+             * @description Credits taken back after refunds and chargebacks
+             * @example 0
+             */
+            clawed_back: number;
+        };
+        CreditsSectionDto: {
+            /** @description Totals of the last 30 days */
+            last_30_days: components["schemas"]["CreditDayDto"];
+            /** @description Per UTC day with any movement, oldest first */
+            by_day: components["schemas"]["CreditDayDto"][];
+        };
+        PackSalesDto: {
+            /**
+             * @description Top-up packs sold in the last 30 days
+             * @example 12
+             */
+            sold: number;
+            /**
+             * @description Credits those packs added
+             * @example 9000
+             */
+            credits: number;
+            /**
+             * @description What they were paid, minor units per ISO currency code
+             * @example {
+             *       "USD": 12000
+             *     }
+             */
+            revenue: {
+                [key: string]: number;
+            };
+        };
         SubscriptionStatusCountsDto: {
             active: number;
             trialing: number;
@@ -1802,6 +1963,8 @@ export interface components {
             };
             /** @description MRR-eligible subscriptions without a price amount, currency or known interval (not in mrr). */
             unpriced_subscriptions: number;
+            /** @description Top-up packs sold in the last 30 days */
+            packs: components["schemas"]["PackSalesDto"];
             subscriptions: components["schemas"]["SubscriptionStatusCountsDto"];
             last_30_days: components["schemas"]["RevenueWindowDto"];
         };
@@ -1818,10 +1981,10 @@ export interface components {
              */
             status: "queued" | "running" | "done" | "failed";
             /**
-             * @example newsletter
+             * @example low_balance
              * @enum {string}
              */
-            template_key: "newsletter" | "subscription_welcome" | "welcome";
+            template_key: "low_balance" | "newsletter" | "subscription_welcome" | "welcome";
             /**
              * @example transactional
              * @enum {string}
@@ -1910,6 +2073,8 @@ export interface components {
              * @example 2026-11-24T09:30:00.000Z
              */
             generated_at: string;
+            /** @description Credit ledger movements per day (last 30 days) */
+            credits: components["schemas"]["CreditsSectionDto"];
             revenue: components["schemas"]["RevenueSectionDto"];
             mailing: components["schemas"]["MailingSectionDto"];
             activity: components["schemas"]["ActivitySectionDto"];
@@ -2001,6 +2166,18 @@ export interface components {
             queues: components["schemas"]["QueuesDto"];
             webhooks: components["schemas"]["WebhooksDto"];
             outbox: components["schemas"]["OutboxDto"];
+        };
+        QueueDashboardLinkDto: {
+            /**
+             * @description Open this URL in a browser within a minute: it signs the browser in to the queue dashboard (one use) and redirects to it.
+             * @example http://localhost:3000/admin/queues/login?ticket=3q2-7wW1oU5mPZ0Zx8cX0hYq9f1m0pXo6wVbq3k4r2s
+             */
+            url: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working
+             */
+            expires_at: string;
         };
     };
     responses: never;
@@ -3763,6 +3940,110 @@ export interface operations {
             };
         };
     };
+    BillingController_creditPacks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditPacksDto"];
+                };
+            };
+            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    BillingController_creditPackCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditPackCheckoutRequestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditPackCheckoutResponseDto"];
+                };
+            };
+            /** @description unknown_credit_pack: the price is not a configured pack */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description api_key_not_allowed: called with an API key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
     BillingController_checkoutToken: {
         parameters: {
             query?: never;
@@ -4826,6 +5107,65 @@ export interface operations {
             };
             /** @description Not an allowlisted administrator (audited as admin.unauthorized) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    QueueDashboardController_link: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueDashboardLinkDto"];
+                };
+            };
+            /** @description No or invalid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description admin_required: not on the admin allowlist (audited); API keys refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description queue_dashboard_disabled: QUEUE_DASHBOARD is off (production default) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
