@@ -5,7 +5,8 @@
 // works; notes go to stderr. The API creates the user on first use when the token carries an e-mail.
 import { parseArgs } from 'node:util';
 import { SignJWT, importJWK } from 'jose';
-import { DEMO_ADMIN, DEV_ISSUER, devSubjectFor, loadDotEnv, readDevSigningKey } from './local-start.mjs';
+import { loadDotEnv } from './lib/env.mjs';
+import { DEMO_ADMIN, DEV_ISSUER, devSubjectFor, readDevSigningKey } from './local/identity.mjs';
 
 const USAGE = 'usage: npm run -s dev:token -- <email> [--sub <subject>] [--ttl <seconds>]';
 
