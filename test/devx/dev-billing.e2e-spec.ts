@@ -1,10 +1,5 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ROOT } from '../support/processes.js';
-import { type ApiApp, TEST_SECRETS, TestEnv } from '../support/test-env.js';
+import { DevWorld } from './dev-support.js';
 
 /**
  * `npm run dev:billing` against a running API and worker: the script signs in with a development token
@@ -13,66 +8,22 @@ import { type ApiApp, TEST_SECRETS, TestEnv } from '../support/test-env.js';
  * except the script.
  */
 describe('npm run dev:billing (scripts/dev-billing.mjs)', () => {
-  let env: TestEnv;
-  let dataDir: string;
-  let apiUrl: string;
-  let stopJwks: () => Promise<void>;
-  let prisma: ApiApp['prisma'];
-
-  /** Runs the script as `npm run dev:billing -- ...args` would, with the test's API and secret. */
-  function run(args: string[], overrides: Record<string, string> = {}) {
-    return new Promise<{ code: number | null; output: string }>((resolve) => {
-      const child = spawn(process.execPath, [join(ROOT, 'scripts', 'dev-billing.mjs'), ...args], {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH ?? '',
-          LOCAL_DATA_DIR: dataDir,
-          DEV_BILLING_API_URL: apiUrl,
-          BILLING_WEBHOOK_SECRET: TEST_SECRETS.BILLING_WEBHOOK_SECRET,
-          ...overrides,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.on('exit', (code) => resolve({ code, output }));
-    });
-  }
+  let world: DevWorld;
+  const run = (args: string[], overrides: Record<string, string> = {}) =>
+    world.run('dev-billing.mjs', args, overrides);
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'dev-billing-'));
-    // The launcher's development identity provider, with its key in the throwaway data directory.
-    process.env.LOCAL_DATA_DIR = dataDir;
-    const identity = (await import('../../scripts/local/identity.mjs')) as {
-      DEV_ISSUER: string;
-      startDevIdentity: (port: number) => Promise<string>;
-    };
-    const processes = (await import('../../scripts/lib/processes.mjs')) as {
-      started: { stop: () => Promise<void> }[];
-    };
-    const jwksUrl = await identity.startDevIdentity(0);
-    const entry = processes.started.pop()!;
-    stopJwks = entry.stop;
-    env = await TestEnv.create({ env: { IDENTITY_JWKS_URL: jwksUrl, IDENTITY_ISSUER: identity.DEV_ISSUER } });
-    const api = await env.startApi();
-    prisma = api.prisma;
-    await api.app.listen(0, '127.0.0.1');
-    apiUrl = `http://127.0.0.1:${(api.app.getHttpServer().address() as { port: number }).port}`;
-    await env.startWorker();
+    world = await DevWorld.start();
   });
 
   afterAll(async () => {
-    await env?.close();
-    await stopJwks?.();
-    delete process.env.LOCAL_DATA_DIR;
-    rmSync(dataDir, { recursive: true, force: true });
+    await world?.close();
   });
 
   const userRow = (email: string) =>
-    prisma.user.findFirstOrThrow({ where: { email }, include: { subscriptions: true } });
+    world.api.prisma.user.findFirstOrThrow({ where: { email }, include: { subscriptions: true } });
   const ledger = async (userId: string) => {
-    const rows = await prisma.creditTransaction.findMany({ where: { userId } });
+    const rows = await world.api.prisma.creditTransaction.findMany({ where: { userId } });
     return {
       sum: rows.reduce((total, row) => total + row.delta, 0),
       grants: rows.filter((r) => r.delta > 0),
@@ -87,7 +38,7 @@ describe('npm run dev:billing (scripts/dev-billing.mjs)', () => {
     expect(user.currentTier).toBe('PRO');
     expect(user.subscriptions).toHaveLength(1);
     expect(user.subscriptions[0]).toMatchObject({ status: 'ACTIVE', tier: 'PRO' });
-    const monthly = env.config.project.tiers.PRO.monthlyCredits;
+    const monthly = world.env.config.project.tiers.PRO.monthlyCredits;
     const afterSubscribe = await ledger(user.id);
     expect(afterSubscribe.sum).toBe(monthly);
     expect(user.creditBalance).toBe(afterSubscribe.sum);
