@@ -1,8 +1,11 @@
 import 'reflect-metadata';
 import { bootConfig } from './config/boot.js';
+import { loadDotEnv } from './config/dotenv.js';
 
 async function main(): Promise<void> {
   // Configuration and boot refusals first, before the application graph is even loaded.
+  // ./.env like npm start and the scripts (the process environment wins); none in the image.
+  loadDotEnv();
   const config = await bootConfig();
   const [
     { NestFactory },

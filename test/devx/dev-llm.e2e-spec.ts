@@ -21,6 +21,7 @@ describe('development LLM stand-in (scripts/local/llm.mjs)', () => {
   const logged: string[] = [];
 
   beforeAll(async () => {
+    // @ts-expect-error plain ESM script without type declarations
     llm = (await import('../../scripts/local/llm.mjs')) as DevLlmModule;
     server = await llm.startDevLlm({ port: 0, log: (line) => logged.push(line) });
   });

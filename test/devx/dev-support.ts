@@ -36,7 +36,9 @@ export class DevWorld {
     const dataDir = mkdtempSync(join(tmpdir(), 'devx-'));
     process.env.LOCAL_DATA_DIR = dataDir;
     const closers: (() => Promise<void>)[] = [];
+    // @ts-expect-error plain ESM script without type declarations
     const identity = (await import('../../scripts/local/identity.mjs')) as DevIdentityModule;
+    // @ts-expect-error plain ESM script without type declarations
     const processes = (await import('../../scripts/lib/processes.mjs')) as ProcessesModule;
     const jwksUrl = await identity.startDevIdentity(0);
     closers.push(processes.started.pop()!.stop);
@@ -45,6 +47,7 @@ export class DevWorld {
       IDENTITY_ISSUER: identity.DEV_ISSUER,
     };
     if (options.llm) {
+      // @ts-expect-error plain ESM script without type declarations
       const { startDevLlm } = (await import('../../scripts/local/llm.mjs')) as DevLlmModule;
       const llm = await startDevLlm({ port: 0 });
       closers.push(llm.close);
