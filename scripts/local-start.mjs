@@ -21,7 +21,7 @@
 // what scripts/dev-token.mjs used to import from it.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dataDir, loadDotEnv, portSetting, setting } from './lib/env.mjs';
 import { paint, say } from './lib/output.mjs';
 import {
@@ -44,6 +44,8 @@ import { DEMO_ADMIN, DEV_ISSUER, startDevIdentity } from './local/identity.mjs';
 import { startDevLlm } from './local/llm.mjs';
 import { resolveRedis } from './local/redis.mjs';
 import { startService } from './local/services.mjs';
+
+const STANDBY = fileURLToPath(new URL('./local/standby.mjs', import.meta.url));
 
 export { loadDotEnv } from './lib/env.mjs';
 export { DEMO_ADMIN, DEV_ISSUER, devSubjectFor, readDevSigningKey } from './local/identity.mjs';
@@ -168,18 +170,39 @@ async function startWatched(env) {
   const running = { current: null, worker: null };
   const watchExit = (child, name) =>
     child.once('exit', (code, signal) => {
-      if (!isStopping() && !child.restarting)
+      if (!isStopping() && !child.restarting && !child.standby)
         say(`${name} exited (${signal ?? `code ${code}`}); waiting for a change to restart it`);
     });
+  // One standby process per service, its dependencies already loaded (scripts/local/standby.mjs).
+  const standbys = new Map();
+  const prepare = (name, color) => {
+    const child = startService(name, STANDBY, env, color, { ipc: true });
+    child.standby = true;
+    child.on('error', () => {});
+    standbys.set(name, child);
+  };
+  const run = (name, color, file) => {
+    let child = standbys.get(name);
+    standbys.delete(name);
+    if (!child || exited(child)) {
+      child = startService(name, STANDBY, env, color, { ipc: true });
+      child.on('error', () => {});
+    }
+    child.standby = false;
+    child.send({ entry: entry(file) });
+    watchExit(child, name);
+    return child;
+  };
   // The API first, the worker once the API answers: on a small machine two Nest boots at once take
-  // about as long as both one after the other, and the API is what the edit is checked through.
+  // about as long as both one after the other, and the API is what the edit is checked through. Then
+  // the next standbys, while nothing is waiting for them.
   const launch = async () => {
-    running.current = startService('api', entry('main'), env, '36');
-    watchExit(running.current, 'api');
+    running.current = run('api', '36', 'main');
     const ok = await waitForHttp(`http://127.0.0.1:${env.PORT}/health`, running.current, 60_000);
     if (isStopping()) return ok;
-    running.worker = startService('worker', entry('worker'), env, '35');
-    watchExit(running.worker, 'worker');
+    running.worker = run('worker', '35', 'worker');
+    prepare('api', '36');
+    prepare('worker', '35');
     return ok;
   };
   const stopBoth = () =>
@@ -220,6 +243,9 @@ async function startWatched(env) {
       stopWatching();
       await restarting.catch(() => {});
       await stopBoth();
+      await Promise.all(
+        [...standbys.entries()].map(([name, child]) => stopProcess(child, `${name} standby`)),
+      );
     },
   });
   await launch();

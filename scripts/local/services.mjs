@@ -51,22 +51,18 @@ const ORPHAN_WATCHDOG =
   "data:text/javascript,const p=process.ppid,t=setInterval(()=>{if(process.ppid!==p){clearInterval(t);process.kill(process.pid,'SIGTERM')}},1e3);t.unref()";
 
 /**
- * Starts `node [nodeArgs] script` with its output prefixed by `[name]`. `nodeArgs` lets start:dev add
- * `--watch-path` flags.
+ * Starts `node script` with its output prefixed by `[name]`. `ipc`: with an IPC channel (start:dev's
+ * standby processes receive their entry point through it).
  */
-export function startService(name, script, env, color, nodeArgs = []) {
-  const child = spawn(
-    process.execPath,
-    ['--enable-source-maps', '--import', ORPHAN_WATCHDOG, ...nodeArgs, script],
-    {
-      cwd: ROOT,
-      env,
-      // Own process group: only we signal it, exactly once (a second signal would cut Nest's graceful
-      // shutdown short, and the terminal sends Ctrl-C to the whole foreground group).
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+export function startService(name, script, env, color, { ipc = false } = {}) {
+  const child = spawn(process.execPath, ['--enable-source-maps', '--import', ORPHAN_WATCHDOG, script], {
+    cwd: ROOT,
+    env,
+    // Own process group: only we signal it, exactly once (a second signal would cut Nest's graceful
+    // shutdown short, and the terminal sends Ctrl-C to the whole foreground group).
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],
+  });
   const prefix = paint(color, `[${name}]`);
   const render = process.stdout.isTTY ? logRenderer({ color: !process.env.NO_COLOR }) : (line) => line;
   for (const [stream, out] of [
