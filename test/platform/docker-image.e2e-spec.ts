@@ -107,7 +107,9 @@ describe('docker/Dockerfile', () => {
     }
     // Copied into the image: scripts/migrate.mjs, scripts/migrate/ and scripts/lib/ only.
     expect(
-      [...seen].map((file) => file.slice(ROOT.length + 1)).filter((f) => !/^scripts\/(migrate\.mjs|migrate\/|lib\/)/.test(f)),
+      [...seen]
+        .map((file) => file.slice(ROOT.length + 1))
+        .filter((f) => !/^scripts\/(migrate\.mjs|migrate\/|lib\/)/.test(f)),
     ).toEqual([]);
     expect(imported).toContain('pg');
     expect(imported.filter((name) => !(name in pkg.dependencies))).toEqual([]);
