@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/generated/**', 'src/metadata.ts', 'coverage/**', '.data/**', 'bench/.tmp/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'src/generated/**', 'src/metadata.ts', 'coverage/**', '.data/**', 'bench/.tmp/**', '.dev-build*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
