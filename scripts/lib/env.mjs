@@ -6,10 +6,13 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Loads ./.env like the compose file does; the process environment wins over the file. */
+/**
+ * Loads ./.env like the compose file does; the process environment wins over the file. `DOTENV=off`
+ * skips it (as for the service: src/config/dotenv.ts), which the tests set for the scripts they run.
+ */
 export function loadDotEnv() {
   const file = join(ROOT, '.env');
-  if (!existsSync(file)) return false;
+  if (process.env.DOTENV?.trim().toLowerCase() === 'off' || !existsSync(file)) return false;
   process.loadEnvFile(file);
   return true;
 }

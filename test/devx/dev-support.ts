@@ -68,6 +68,7 @@ export class DevWorld {
         cwd: ROOT,
         env: {
           PATH: process.env.PATH ?? '',
+          DOTENV: 'off',
           LOCAL_DATA_DIR: this.dataDir,
           DEV_BILLING_API_URL: this.apiUrl,
           DATABASE_URL: this.env.env.DATABASE_URL,
