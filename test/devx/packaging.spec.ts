@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -156,4 +157,37 @@ describe('scripts/prune-runtime.mjs (the runtime image drops what nothing import
     ])
       expect(removed).not.toContain(name);
   });
+});
+
+describe('the test scripts (npm run test:unit / test:e2e)', () => {
+  const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+  /** The script's jest arguments plus --listTests: what it would run, without running it (or its pre-build). */
+  const listed = (script: string) => {
+    const command = scripts[script];
+    expect(command).toMatch(/^NODE_OPTIONS='[^']*' jest\b/);
+    const args = [...command.slice(command.indexOf(' jest') + 5).matchAll(/'([^']*)'|(\S+)/g)].map(
+      (m) => m[1] ?? m[2],
+    );
+    const run = spawnSync(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), ...args, '--listTests'],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+      },
+    );
+    expect(run.status).toBe(0);
+    return run.stdout.split('\n').filter((line) => line.startsWith('/'));
+  };
+
+  it('test:unit runs the unit tests only, test:e2e the end-to-end tests only, together all of them', () => {
+    const unit = listed('test:unit');
+    const e2e = listed('test:e2e');
+    expect(unit.length).toBeGreaterThan(10);
+    expect(e2e.length).toBeGreaterThan(10);
+    expect(unit.filter((file) => file.endsWith('e2e-spec.ts'))).toEqual([]);
+    expect(e2e.filter((file) => !file.endsWith('e2e-spec.ts'))).toEqual([]);
+    expect(unit).toContain(join(ROOT, 'test', 'devx', 'packaging.spec.ts'));
+    expect([...unit, ...e2e].sort()).toEqual(listed('test').sort());
+  }, 60_000);
 });
