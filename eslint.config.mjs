@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/generated/**', 'src/metadata.ts', 'coverage/**', '.data/**', 'bench/.tmp/**', 'clients/typescript/dist/**', 'clients/typescript/src/schema.ts'] },
+  { ignores: ['dist/**', 'node_modules/**', 'src/generated/**', 'src/metadata.ts', 'coverage/**', '.data/**', 'bench/.tmp/**', 'clients/typescript/dist/**', 'clients/typescript/src/schema.ts', '.dev-build*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -4,8 +4,8 @@
 //   curl -H "Authorization: Bearer $TOKEN" http://localhost:3000/api/v1/me
 // works; notes go to stderr. The API creates the user on first use when the token carries an e-mail.
 import { parseArgs } from 'node:util';
-import { SignJWT, importJWK } from 'jose';
-import { DEMO_ADMIN, DEV_ISSUER, devSubjectFor, loadDotEnv, readDevSigningKey } from './local-start.mjs';
+import { loadDotEnv } from './lib/env.mjs';
+import { DEMO_ADMIN, devSubjectFor, readDevSigningKey, signDevToken } from './local/identity.mjs';
 
 const USAGE = 'usage: npm run -s dev:token -- <email> [--sub <subject>] [--ttl <seconds>]';
 
@@ -48,18 +48,7 @@ async function main() {
 
   const env = (name) => process.env[name]?.trim() || undefined;
   const subject = values.sub ?? devSubjectFor(email);
-  // The development identity provider vouches for the address, as a real one does for a verified e-mail.
-  const claims = { email, email_verified: true };
-  const azp = env('IDENTITY_AUTHORIZED_PARTIES')?.split(',')[0].trim();
-  if (azp) claims.azp = azp;
-  let token = new SignJWT(claims)
-    .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'JWT' })
-    .setIssuer(DEV_ISSUER)
-    .setSubject(subject)
-    .setIssuedAt()
-    .setExpirationTime(Math.floor(Date.now() / 1000) + ttl);
-  if (env('IDENTITY_AUDIENCE')) token = token.setAudience(env('IDENTITY_AUDIENCE'));
-  const signed = await token.sign(await importJWK(key.privateJwk, 'RS256'));
+  const signed = await signDevToken(key, { email, subject, ttl });
 
   process.stdout.write(`${signed}\n`);
   const admin = email.toLowerCase() === DEMO_ADMIN.email ? ' (the seeded demo admin)' : '';

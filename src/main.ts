@@ -1,8 +1,11 @@
 import 'reflect-metadata';
 import { bootConfig } from './config/boot.js';
+import { loadDotEnv } from './config/dotenv.js';
 
 async function main(): Promise<void> {
   // Configuration and boot refusals first, before the application graph is even loaded.
+  // ./.env like npm start and the scripts (the process environment wins); none in the image.
+  loadDotEnv();
   const config = await bootConfig();
   // Before the application graph loads, so its first request is traced (no-op without the endpoint).
   const tracing = await (await import('./infra/tracing/tracing.js')).startTracing(config, 'api');

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { bootConfig } from './config/boot.js';
+import { loadDotEnv } from './config/dotenv.js';
 
 /**
  * Worker + scheduler process: BullMQ processors and @nestjs/schedule cron handlers (which only enqueue
@@ -7,11 +8,13 @@ import { bootConfig } from './config/boot.js';
  * on WORKER_PORT.
  */
 async function main(): Promise<void> {
+  // ./.env like npm start and the scripts (the process environment wins); none in the image.
+  loadDotEnv();
   const config = await bootConfig();
   const tracing = await (await import('./infra/tracing/tracing.js')).startTracing(config, 'worker');
-  const [{ NestFactory }, { Logger }, { WorkerModule }, { installGracefulShutdown }] = await Promise.all([
+  const [{ NestFactory }, { AppLogger }, { WorkerModule }, { installGracefulShutdown }] = await Promise.all([
     import('@nestjs/core'),
-    import('nestjs-pino'),
+    import('./common/logging/app-logger.js'),
     import('./app/worker.module.js'),
     import('./app/shutdown.js'),
   ]);
@@ -19,7 +22,7 @@ async function main(): Promise<void> {
     WorkerModule.forRoot(config),
     { bufferLogs: true },
   );
-  app.useLogger(app.get(Logger));
+  app.useLogger(app.get(AppLogger));
   app.disable('x-powered-by');
   installGracefulShutdown(app, 'worker', config.shutdownTimeoutMs, async () => tracing?.shutdown());
   await app.listen(config.workerPort);

@@ -6,7 +6,6 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
-import { Logger } from 'nestjs-pino';
 import type { AppConfig } from '../config/app-config.js';
 import { NotFoundError } from '../common/errors/app-error.js';
 import { buildProblem, sendProblem, toProblem } from '../common/filters/problem-details.filter.js';
@@ -19,6 +18,7 @@ import { mountQueueDashboard } from '../modules/admin/queue-dashboard/queue-dash
 import { httpTracingMiddleware } from '../infra/tracing/spans.js';
 import { RequestRateLimiter, requestRateLimitMiddleware } from '../modules/auth/request-rate-limit.js';
 import { createOpenApiDocument } from './openapi.js';
+import { AppLogger } from '../common/logging/app-logger.js';
 
 export const API_PREFIX = 'api/v1';
 
@@ -41,7 +41,7 @@ const PERMISSIONS_POLICY =
  * limits, the /api/v1 prefix and the docs. Shared by main.ts and the e2e tests so both see the same app.
  */
 export async function configureApiApp(app: NestExpressApplication, config: AppConfig): Promise<void> {
-  app.useLogger(app.get(Logger));
+  app.useLogger(app.get(AppLogger));
   app.flushLogs();
   app.disable('x-powered-by');
   // Answers are never cached (no-store) or are small aggregates: a SHA-1 of every body buys nothing.

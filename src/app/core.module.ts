@@ -1,7 +1,8 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
-import { LoggerModule } from 'nestjs-pino';
+import { Logger, LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import { AppConfig } from '../config/app-config.js';
+import { AppLogger } from '../common/logging/app-logger.js';
 import { loggerOptions } from '../common/logging/logger.options.js';
 import { HttpClient } from '../infra/http/http-client.js';
 import { MetricsService } from '../infra/metrics/metrics.service.js';
@@ -35,8 +36,9 @@ export class CoreModule {
         OutboxService,
         HttpClient,
         MetricsService,
+        { provide: AppLogger, useFactory: (logger: Logger) => new AppLogger(logger), inject: [Logger] },
       ],
-      exports: [AppConfig, QueueService, OutboxService, HttpClient, MetricsService],
+      exports: [AppConfig, QueueService, OutboxService, HttpClient, MetricsService, AppLogger],
     };
   }
 }

@@ -136,3 +136,38 @@ describe('loadConfig', () => {
     expect(() => loadConfig(env)).toThrow(pattern);
   });
 });
+
+describe('loadConfig: every problem in one message (issue 20 item 4)', () => {
+  it('lists every bad variable, type errors and cross-field rules alike, in one ConfigError', () => {
+    const env = {
+      PORT: 'abc',
+      APP_ENV: 'prod',
+      HTTP_MAX_ATTEMPTS: '9',
+      BILLING_PRICE_TIERS: 'pri_x:GOLD',
+      IDENTITY_JWKS_URL: 'https://idp.example.com/.well-known/jwks.json',
+      EMAIL_PROVIDER: 'resend',
+      ADMIN_EMAILS: 'ok@example.com,bad\u00e9@example.com',
+    };
+    let error: unknown;
+    try {
+      loadConfig(env);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as ConfigError).message;
+    const named = message.split('; ').map((problem) => problem.split(':')[0]);
+    expect(named.sort()).toEqual(
+      [
+        'ADMIN_EMAILS',
+        'APP_ENV',
+        'BILLING_PRICE_TIERS',
+        'EMAIL_API_KEY',
+        'HTTP_MAX_ATTEMPTS',
+        'IDENTITY_ISSUER',
+        'PORT',
+      ].sort(),
+    );
+    expect(message).not.toContain('\n');
+  });
+});

@@ -209,59 +209,77 @@ const schema = z.object({
 
 /**
  * Parses and validates the environment once. Everything else receives the typed result; nothing else
- * reads process.env. Throws ConfigError with one line naming the variable.
+ * reads process.env. Throws one ConfigError listing every problem found (`VAR: message; VAR: message`),
+ * so a broken .env is fixed in one round rather than one variable per boot.
  */
 export function loadConfig(
   env: Record<string, string | undefined>,
   project: ProjectConfig = defaultProjectConfig,
 ): AppConfig {
-  const parsed = schema.safeParse(env);
+  const problems: string[] = [];
+  let parsed = schema.safeParse(env);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ConfigError(`${issue.path.join('.')}: ${issue.message}`);
+    problems.push(...parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
+    // The rules below still run on the other variables (the bad ones take their defaults), so their
+    // problems are reported in the same message.
+    const bad = new Set(parsed.error.issues.map((issue) => String(issue.path[0])));
+    parsed = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([name]) => !bad.has(name))));
+    if (!parsed.success) throw new ConfigError(problems.join('; '));
   }
+  /** Runs a check that throws ConfigError; records its message and goes on with `fallback`. */
+  const checked = <T>(fn: () => T, fallback: T): T => {
+    try {
+      return fn();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(err.message);
+      return fallback;
+    }
+  };
   const e = parsed.data;
   const appEnv: AppEnv = e.APP_ENV ?? 'development';
   const deployed = appEnv === 'staging' || appEnv === 'production';
   const local = !deployed;
 
   const priceTiers = e.BILLING_PRICE_TIERS
-    ? pairs('BILLING_PRICE_TIERS', e.BILLING_PRICE_TIERS)
+    ? checked(() => pairs('BILLING_PRICE_TIERS', e.BILLING_PRICE_TIERS!), project.priceTiers)
     : project.priceTiers;
   const mergedProject: ProjectConfig = {
     ...project,
     projectSlug: e.PROJECT_SLUG ?? project.projectSlug,
     companyLegalName: e.COMPANY_LEGAL_NAME ?? project.companyLegalName,
     // Compared in canonical ASCII form (no Unicode case folding): see canonicalEmail.
-    adminEmails: (e.ADMIN_EMAILS !== undefined ? csv(e.ADMIN_EMAILS) : project.adminEmails).map((m) => {
+    adminEmails: (e.ADMIN_EMAILS !== undefined ? csv(e.ADMIN_EMAILS) : project.adminEmails).flatMap((m) => {
       const canonical = canonicalEmail(m);
-      if (!canonical) throw new ConfigError(`ADMIN_EMAILS: "${m}" is not a printable ASCII address`);
-      return canonical;
+      if (!canonical) problems.push(`ADMIN_EMAILS: "${m}" is not a printable ASCII address`);
+      return canonical ? [canonical] : [];
     }),
     priceTiers,
     leadMagnetPrefixes:
       e.LEAD_MAGNET_PREFIXES !== undefined
-        ? pairs('LEAD_MAGNET_PREFIXES', e.LEAD_MAGNET_PREFIXES)
+        ? checked(() => pairs('LEAD_MAGNET_PREFIXES', e.LEAD_MAGNET_PREFIXES!), project.leadMagnetPrefixes)
         : project.leadMagnetPrefixes,
   };
-  if (!mergedProject.tiers.FREE) throw new ConfigError('project config: tier FREE is missing');
-  mergedProject.creditPacks = creditPacksOf(e.BILLING_CREDIT_PACKS, project.creditPacks ?? {}, priceTiers);
-  mergedProject.tiers = withRollover(mergedProject.tiers, e.CREDIT_ROLLOVER);
+  if (!mergedProject.tiers.FREE) problems.push('project config: tier FREE is missing');
+  mergedProject.creditPacks = checked(
+    () => creditPacksOf(e.BILLING_CREDIT_PACKS, project.creditPacks ?? {}, priceTiers),
+    {},
+  );
+  mergedProject.tiers = checked(() => withRollover(mergedProject.tiers, e.CREDIT_ROLLOVER), mergedProject.tiers);
   for (const [price, tier] of Object.entries(priceTiers)) {
     if (!mergedProject.tiers[tier] || tier === 'FREE') {
-      throw new ConfigError(`BILLING_PRICE_TIERS: price ${price} maps to unknown paid tier ${tier}`);
+      problems.push(`BILLING_PRICE_TIERS: price ${price} maps to unknown paid tier ${tier}`);
     }
   }
 
   if (e.IDENTITY_JWKS_URL && !e.IDENTITY_ISSUER) {
-    throw new ConfigError(
-      'IDENTITY_ISSUER: required when IDENTITY_JWKS_URL is set (the issuer is always checked)',
-    );
+    problems.push('IDENTITY_ISSUER: required when IDENTITY_JWKS_URL is set (the issuer is always checked)');
   }
 
   if (e.EMAIL_PROVIDER === 'resend' && !e.EMAIL_API_KEY) {
-    throw new ConfigError('EMAIL_API_KEY: required when EMAIL_PROVIDER is resend');
+    problems.push('EMAIL_API_KEY: required when EMAIL_PROVIDER is resend');
   }
+  if (problems.length > 0) throw new ConfigError(problems.join('; '));
 
   const degraded = e.STATUS_DEGRADED_MS;
   return {

@@ -88,10 +88,29 @@ describe('docker/Dockerfile', () => {
   it('gives the migrate service (scripts/migrate.mjs) only production dependencies to import', () => {
     const runtime = stage('runtime');
     expect(runtime).toContain('COPY scripts/migrate.mjs ./scripts/migrate.mjs');
+    expect(runtime).toContain('COPY scripts/migrate ./scripts/migrate');
+    expect(runtime).toContain('COPY scripts/lib ./scripts/lib');
     const compose = readFileSync(join(ROOT, 'docker', 'compose.yml'), 'utf8');
     expect(compose).toMatch(/command: \['node', 'scripts\/migrate\.mjs', 'deploy'\]/);
 
-    const imported = packagesImported(readFileSync(join(ROOT, 'scripts', 'migrate.mjs'), 'utf8'));
+    // The runner and every module it imports, relative ones followed (scripts/migrate/, scripts/lib/).
+    const seen = new Set<string>();
+    const queue = [join(ROOT, 'scripts', 'migrate.mjs')];
+    const imported: string[] = [];
+    while (queue.length > 0) {
+      const file = queue.shift()!;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      const source = readFileSync(file, 'utf8');
+      imported.push(...packagesImported(source));
+      for (const m of source.matchAll(/\bfrom\s*'(\.{1,2}\/[^']+)'/g)) queue.push(join(file, '..', m[1]));
+    }
+    // Copied into the image: scripts/migrate.mjs, scripts/migrate/ and scripts/lib/ only.
+    expect(
+      [...seen]
+        .map((file) => file.slice(ROOT.length + 1))
+        .filter((f) => !/^scripts\/(migrate\.mjs|migrate\/|lib\/)/.test(f)),
+    ).toEqual([]);
     expect(imported).toContain('pg');
     expect(imported.filter((name) => !(name in pkg.dependencies))).toEqual([]);
   });

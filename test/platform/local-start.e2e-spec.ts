@@ -89,6 +89,9 @@ describe('npm start (scripts/local-start.mjs)', () => {
       WORKER_PORT: String(worker),
       LOCAL_IDENTITY_PORT: String(identity),
       LOCAL_DB_PORT: String(db),
+      // The development LLM stand-in (LLM_BASE_URL unset) on a free port too.
+      LLM_BASE_URL: '',
+      LOCAL_LLM_PORT: String(await freePort()),
       REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
       REDIS_KEY_PREFIX: `t${process.env.TEST_RUN_ID}localstart`,
     };

@@ -31,7 +31,8 @@ export function startCompiled(entry: 'main' | 'worker', env: Record<string, stri
     throw new Error(`${file} is missing: run \`npm run build\` (npm test does it first)`);
   const child = spawn(process.execPath, ['--enable-source-maps', file], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
+    // DOTENV=off: a developer's .env must not change what a test exercises.
+    env: { PATH: process.env.PATH ?? '', DOTENV: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

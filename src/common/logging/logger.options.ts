@@ -41,6 +41,16 @@ export function loggerOptions(config: AppConfig, stream?: DestinationStream): Pa
           ],
           censor: '[redacted]',
         },
+        // A 5xx answered without an error object (ProblemDetailsFilter answers every error itself and logs
+        // it with its real stack) makes pino-http invent `new Error('failed with status code 500')`, whose
+        // stack points into pino-http. Dropped: one stack trace per failure, the real one.
+        customErrorObject: (_req, _res, error, val: Record<string, unknown>) => {
+          if (error instanceof Error && /^failed with status code \d+$/.test(error.message)) {
+            const { err: _synthetic, ...rest } = val;
+            return rest;
+          }
+          return val;
+        },
         customLogLevel: (_req, res, err) =>
           err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'info',
       },
