@@ -1,5 +1,7 @@
 // `npm run dev:billing -- <email> <TIER> [subscribe|renew|past_due|cancel]`: what the billing provider
-// would send when that user buys, renews, fails to pay or cancels, without a provider account. Each event
+// would send when that user buys, renews, fails to pay or cancels, without a provider account.
+// `npm run dev:billing -- <email> <pack price id>` buys a credit pack (GET /api/v1/billing/credit-packs
+// lists them; `npm start` configures pri_dev_pack_s and pri_dev_pack_l unless BILLING_CREDIT_PACKS is set). Each event
 // is a Paddle Billing notification built on the provider's published payloads (the fixtures of
 // test/contracts/fixtures/paddle, see their README), signed `Paddle-Signature: ts=..;h1=..` with
 // BILLING_WEBHOOK_SECRET (the development default unless set) and POSTed to the running API's
@@ -26,7 +28,9 @@ import { paddleSignature } from './lib/paddle.mjs';
 import { readDevSigningKey, signDevToken } from './local/identity.mjs';
 
 export const EVENTS = ['subscribe', 'renew', 'past_due', 'cancel'];
-const USAGE = `usage: npm run dev:billing -- <email> <tier> [${EVENTS.join('|')}]`;
+const USAGE =
+  `usage: npm run dev:billing -- <email> <tier> [${EVENTS.join('|')}]\n` +
+  '       npm run dev:billing -- <email> <pack price id>   (a credit pack; see GET /api/v1/billing/credit-packs)';
 const FIXTURES = join(ROOT, 'test', 'contracts', 'fixtures', 'paddle');
 const MONTH_MS = 30 * 86_400_000;
 
@@ -201,6 +205,12 @@ export async function devBilling({ email, tier, event = 'subscribe', log = () =>
   const token = await signDevToken(key, { email, ttl: 600 });
   const me = await call(api, '/api/v1/me', { token });
   if (me.status !== 200) throw new Error(`GET /api/v1/me: ${me.status} ${JSON.stringify(me.body)}`);
+  const packs = await call(api, '/api/v1/billing/credit-packs', { token });
+  const pack = packs.status === 200 ? packs.body.items.find((item) => item.price_id === tier) : undefined;
+  if (pack) {
+    if (event !== 'subscribe') throw new UsageError(`a credit pack is bought, not ${event}\n${USAGE}`);
+    return buyPack({ api, secret, token, pack, log, timeoutMs });
+  }
   const wantedTier = tier.toUpperCase();
   const now = new Date();
   const sent = [];
@@ -293,16 +303,61 @@ export async function devBilling({ email, tier, event = 'subscribe', log = () =>
   return { subscription, sent };
 }
 
+/**
+ * A credit pack: the pack checkout's token, then the one-time `transaction.completed` (no subscription)
+ * that the provider sends when the payment succeeds; waits until the credits are in GET /api/v1/credits.
+ */
+async function buyPack({ api, secret, token, pack, log, timeoutMs }) {
+  const before = await call(api, '/api/v1/credits?page_size=1', { token });
+  if (before.status !== 200) throw new Error(`GET /api/v1/credits: ${before.status} ${JSON.stringify(before.body)}`);
+  const checkout = await call(api, '/api/v1/billing/credit-packs/checkout', {
+    token,
+    method: 'POST',
+    body: { price_id: pack.price_id },
+  });
+  if (checkout.status !== 200)
+    throw new Error(`POST /api/v1/billing/credit-packs/checkout: ${checkout.status} ${JSON.stringify(checkout.body)}`);
+  const now = new Date();
+  const event = transactionEvent({
+    subscriptionId: null,
+    customerId: paddleId('ctm'),
+    priceId: pack.price_id,
+    checkoutToken: checkout.body.custom_data.checkout_token,
+    origin: 'web',
+    period: null,
+    now,
+  });
+  await deliver(api, secret, event);
+  log(`sent transaction.completed for the pack ${pack.price_id} (${pack.credits} credits, ${event.data.id})`);
+  const wanted = before.body.purchased_remaining + pack.credits;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const credits = await call(api, '/api/v1/credits?page_size=1', { token });
+    if (credits.status === 200 && credits.body.purchased_remaining >= wanted) {
+      return { subscription: null, credits: credits.body, sent: [event] };
+    }
+    await sleep(200);
+  }
+  throw new Error(`the worker did not grant the pack within ${timeoutMs / 1000} s (is the worker running?)`);
+}
+
 async function main(args) {
   loadDotEnv();
   const [email, tier, event = 'subscribe', ...rest] = args;
   if (!email || !tier || rest.length > 0 || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError(USAGE);
-  const { subscription } = await devBilling({
+  const { subscription, credits } = await devBilling({
     email,
     tier,
     event,
     log: (line) => process.stdout.write(`dev-billing: ${line}\n`),
   });
+  if (credits) {
+    process.stdout.write(
+      `dev-billing: ${email}: balance ${credits.balance} (${credits.plan_remaining} plan, ` +
+        `${credits.purchased_remaining} purchased; GET /api/v1/credits)\n`,
+    );
+    return;
+  }
   process.stdout.write(
     subscription
       ? `dev-billing: ${email}: ${subscription.tier} ${subscription.status}, period ends ` +

@@ -45,6 +45,8 @@ import { startDevLlm } from './local/llm.mjs';
 import { resolveRedis } from './local/redis.mjs';
 import { startService } from './local/services.mjs';
 
+/** The credit packs `npm start` offers unless BILLING_CREDIT_PACKS is set (price id:credits). */
+const DEV_CREDIT_PACKS = 'pri_dev_pack_s:500,pri_dev_pack_l:3000';
 const STANDBY = fileURLToPath(new URL('./local/standby.mjs', import.meta.url));
 
 export { loadDotEnv } from './lib/env.mjs';
@@ -96,6 +98,8 @@ async function main() {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     ADMIN_EMAILS: setting('ADMIN_EMAILS', DEMO_ADMIN.email),
+    // Two credit packs to try `npm run dev:billing -- <email> pri_dev_pack_s` with (BILLING_CREDIT_PACKS wins).
+    BILLING_CREDIT_PACKS: setting('BILLING_CREDIT_PACKS', DEV_CREDIT_PACKS),
   };
   if (useDevIdentity) {
     env.IDENTITY_JWKS_URL = await startDevIdentity(identityPort);

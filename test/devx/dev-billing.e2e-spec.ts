@@ -60,6 +60,22 @@ describe('npm run dev:billing (scripts/dev-billing.mjs)', () => {
     expect(user.currentTier).toBe('FREE');
   }, 90_000);
 
+  it('buys a credit pack: the one-time transaction grants its credits as purchased, once', async () => {
+    const email = 'pack-buyer@example.com';
+    const [pack] = Object.entries(world.env.config.project.creditPacks);
+    expect(pack).toBeDefined();
+    const [priceId, credits] = pack;
+    const bought = await run([email, priceId]);
+    expect(bought).toEqual({ code: 0, output: expect.stringContaining(`${credits} purchased`) });
+    const user = await userRow(email);
+    expect(user.currentTier).toBe('FREE');
+    const rows = await world.api.prisma.creditTransaction.findMany({ where: { userId: user.id } });
+    expect(rows.map((row) => [row.kind, row.delta])).toEqual([['purchase', credits]]);
+    expect(user.purchasedCredits).toBe(credits);
+    expect(user.creditBalance).toBe((await ledger(user.id)).sum);
+    expect((await run([email, priceId, 'renew'])).output).toMatch(/a credit pack is bought, not renew/);
+  }, 60_000);
+
   it('is refused by the webhook intake when signed with another secret, and nothing changes', async () => {
     const email = 'wrong-secret@example.com';
     const result = await run([email, 'TEAM'], {
