@@ -468,6 +468,51 @@ describe('credit lifecycle (issue 18)', () => {
     });
   });
 
+  describe('clawback of an annual payment', () => {
+    it('takes back the months the paid period granted so far, net of expired credits, once', async () => {
+      const start = new Date(Date.now() - 86_400_000);
+      const { user: u, subId } = await subscribed('TEAM', { annual: true, start });
+      const firstTxn = transactionEvent({ subId, origin: 'web', priceId: PRICE.TEAM, total: '48000' });
+      expect((await deliver(api, firstTxn)).outcome).toBe('processed');
+      const job = api.app.get(AllowanceService);
+      await job.run(new Date(addMonths(start, 1).getTime() + 3_600_000));
+      await job.run(new Date(addMonths(start, 2).getTime() + 3_600_000));
+      const grants = await rows(u.id, 'grant');
+      expect(grants.map((g) => g.jobId)).toEqual([
+        `first-period:${subId}`,
+        `allowance:${subId}:${start.toISOString()}:1`,
+        `allowance:${subId}:${start.toISOString()}:2`,
+      ]);
+      // TEAM keeps at most 2000 at each new month: 3000, then 5000 expired; 7000 of the 15000 are left.
+      const expired = (await rows(u.id, 'expiry')).reduce((sum, e) => sum + e.delta, 0);
+      expect(expired).toBe(-8000);
+      expect((await user(u.id)).creditBalance).toBe(7000);
+
+      const refund = (adjId: string, type: string, total: string, action = 'refund') => {
+        const event = adjustmentEvent({
+          adjId,
+          txnId: firstTxn.data.id,
+          subId,
+          status: 'approved',
+          total,
+          action,
+        });
+        event.data.type = type;
+        return event;
+      };
+      const partialId = `adj_${randomUUID().slice(0, 12)}`;
+      // A quarter of the payment: a quarter of what the period granted and still holds, rounded up.
+      await Promise.all([0, 1, 2].map(() => deliver(api, refund(partialId, 'partial', '12000'))));
+      const chargebackId = `adj_${randomUUID().slice(0, 12)}`;
+      await deliver(api, refund(chargebackId, 'full', '48000', 'chargeback'));
+      expect((await rows(u.id, 'clawback')).map((c) => [c.jobId, c.delta])).toEqual([
+        [partialId, -1750],
+        [chargebackId, -5250],
+      ]);
+      expect((await user(u.id)).creditBalance).toBe(0);
+    });
+  });
+
   describe('low balance', () => {
     it('enqueues one low_balance e-mail when 50 concurrent spends cross 10% of the allowance', async () => {
       const { user: u } = await subscribed('PRO');

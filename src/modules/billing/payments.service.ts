@@ -257,7 +257,9 @@ export class PaymentsService {
   /**
    * An approved refund or chargeback takes back the credits its transaction granted: the pack purchase
    * or the renewal grant keyed on the transaction id, or, for a subscription's first payment, the
-   * first-period grant. A partial refund takes the refunded share (rounded up). Keyed on the adjustment id.
+   * first-period grant, and for a multi-month period (annual) the monthly allowances of the period it paid
+   * granted so far; net of what a rollover rule already expired. A partial refund takes the refunded share
+   * (rounded up). Keyed on the adjustment id.
    */
   private async clawBack(tx: Tx, event: BillingEvent, data: AdjustmentData, recordId: string) {
     const transactionId = data.transaction_id;
@@ -277,6 +279,9 @@ export class PaymentsService {
       jobId: data.id,
       transactionId,
       grantJobIds,
+      allowancesOf: payment.providerSubscriptionId
+        ? { providerSubscriptionId: payment.providerSubscriptionId, paidAt: payment.occurredAt }
+        : undefined,
       fraction,
       details: { adjustment_id: data.id, action: data.action },
     });

@@ -194,6 +194,15 @@ export class CreditsRepository {
     return db.creditTransaction.findMany({ where: { jobId: { in: jobIds }, kind: { in: kinds } } });
   }
 
+  /** A user's monthly-allowance grants of one subscription (`allowance:<subscription id>:...`). */
+  async allowanceGrantsOf(db: Db, userId: string, providerSubscriptionId: string): Promise<string[]> {
+    const rows = await db.$queryRaw<{ job_id: string }[]>`
+      SELECT job_id FROM credit_transactions
+      WHERE user_id = ${userId}::uuid AND kind = 'grant'
+        AND starts_with(job_id, ${`allowance:${providerSubscriptionId}:`})`;
+    return rows.map((row) => row.job_id);
+  }
+
   /** Credits already clawed back for one billing transaction (earlier partial refunds). */
   async clawedBackFor(db: Db, userId: string, transactionId: string): Promise<number> {
     const rows = await db.$queryRaw<{ sum: bigint | null }[]>`

@@ -216,18 +216,41 @@ export class CreditsService {
       jobId: string;
       transactionId: string;
       grantJobIds: string[];
+      /**
+       * The paid period's later monthly allowances (an annual plan's months 1..n-1, granted by the hourly
+       * job): the period of this subscription whose start is nearest to `paidAt` (within a month).
+       */
+      allowancesOf?: { providerSubscriptionId: string; paidAt: Date };
       fraction: number;
       details?: LedgerDetails;
     },
   ): Promise<{ userId: string; credits: number; applied: boolean } | null> {
-    const grants = await this.ledger.rowsOf(tx, input.grantJobIds, [
+    const first = await this.ledger.rowsOf(tx, input.grantJobIds, [
       CREDIT_KINDS.grant,
       CREDIT_KINDS.purchase,
     ]);
-    if (grants.length === 0) return null;
-    const userId = grants[0].userId;
-    const granted = grants.filter((g) => g.userId === userId).reduce((sum, g) => sum + g.delta, 0);
+    if (first.length === 0) return null;
+    const userId = first[0].userId;
     await this.ledger.lockUser(tx, userId);
+    const jobIds = first.filter((g) => g.userId === userId).map((g) => g.jobId);
+    if (input.allowancesOf) {
+      const months = await this.ledger.allowanceGrantsOf(
+        tx,
+        userId,
+        input.allowancesOf.providerSubscriptionId,
+      );
+      jobIds.push(...paidPeriodMonths(months, input.allowancesOf.paidAt));
+    }
+    // What the payment granted, net of what a rollover rule already expired (never taken back twice).
+    const rows = await this.ledger.rowsOf(tx, jobIds, [
+      CREDIT_KINDS.grant,
+      CREDIT_KINDS.purchase,
+      CREDIT_KINDS.expiry,
+    ]);
+    const granted = Math.max(
+      rows.filter((r) => r.userId === userId).reduce((sum, r) => sum + r.delta, 0),
+      0,
+    );
     const already = await this.ledger.clawedBackFor(tx, userId, input.transactionId);
     const share = Math.ceil(granted * Math.min(Math.max(input.fraction, 0), 1));
     const amount = Math.max(0, Math.min(share, granted - already));
@@ -235,7 +258,7 @@ export class CreditsService {
       userId,
       amount,
       jobId: input.jobId,
-      purchasedFirst: grants.some((g) => g.kind === CREDIT_KINDS.purchase),
+      purchasedFirst: first.some((g) => g.kind === CREDIT_KINDS.purchase),
       details: { ...input.details, transaction_id: input.transactionId, granted },
     });
     return { userId, credits: result.applied ? amount : -result.transaction.delta, applied: result.applied };
@@ -363,3 +386,21 @@ export class CreditsService {
 }
 
 const ruleText = (rule: RolloverRule): string => (rule.kind === 'cap' ? `cap:${rule.cap}` : rule.kind);
+
+/** Allowance job ids `allowance:<sub>:<period start ISO>:<month>` of the period starting nearest `paidAt`. */
+export function paidPeriodMonths(jobIds: string[], paidAt: Date): string[] {
+  const periodOf = (jobId: string): number | null => {
+    const match = /:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z):\d+$/.exec(jobId);
+    return match ? Date.parse(match[1]) : null;
+  };
+  let best: number | null = null;
+  for (const jobId of jobIds) {
+    const start = periodOf(jobId);
+    if (start === null || Math.abs(start - paidAt.getTime()) > MONTH_TOLERANCE_MS) continue;
+    if (best === null || Math.abs(start - paidAt.getTime()) < Math.abs(best - paidAt.getTime())) best = start;
+  }
+  return best === null ? [] : jobIds.filter((jobId) => periodOf(jobId) === best);
+}
+
+/** A payment is matched to the period it opened when they are at most a month apart. */
+const MONTH_TOLERANCE_MS = 31 * 86_400_000;
