@@ -27,6 +27,7 @@ const UNPREFIXED = [
   { path: 'status', method: RequestMethod.GET },
   { path: 'webhooks/identity', method: RequestMethod.POST },
   { path: 'webhooks/billing', method: RequestMethod.POST },
+  { path: 'webhooks/email', method: RequestMethod.POST },
 ];
 
 const PERMISSIONS_POLICY =

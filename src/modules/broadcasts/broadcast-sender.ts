@@ -34,22 +34,6 @@ interface Target {
 /** Consecutive per-recipient provider outages after which the provider counts as down for this run. */
 const OUTAGE_STREAK = 3;
 
-/**
- * The consent gate of a broadcast. A broadcast is mass mail: it honours marketing consent whatever the
- * template kind, unless `bypass_consent` (transactional templates only: the 409 rule) lets a notice
- * reach everyone. Soft-deleted users never receive one.
- */
-export function broadcastSkipReason(
-  user: AudienceMember,
-  run: Pick<RunContext, 'kind' | 'bypassConsent'>,
-): SkipReason | null {
-  if (user.deletedAt) return 'user_deleted';
-  if (run.bypassConsent && run.kind === 'transactional') return null;
-  if (user.emailDisposable) return 'disposable_address';
-  if (!user.marketingConsentGiven) return 'no_consent';
-  return null;
-}
-
 /** The provider could not be used now; what is not recorded stays pending and the run resumes later. */
 export class DispatchInterrupted extends Error {
   constructor(readonly reason: unknown) {
@@ -86,8 +70,14 @@ export class BroadcastSender {
   async process(run: RunContext, users: AudienceMember[], signal?: AbortSignal): Promise<void> {
     const skipped: PageRow[] = [];
     const sendable: AudienceMember[] = [];
+    // The one send policy of email/ (consent, suppression list, deleted and disposable addresses).
+    const gate = await this.email.gate(users, {
+      kind: run.kind,
+      broadcast: true,
+      bypassConsent: run.bypassConsent,
+    });
     for (const user of users) {
-      const reason = broadcastSkipReason(user, run);
+      const reason = gate.get(user.id) ?? null;
       if (reason) skipped.push(this.row(run, user, { status: 'skipped', reason }));
       else sendable.push(user);
     }

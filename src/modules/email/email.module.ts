@@ -14,10 +14,21 @@ import { EmailRateCeiling } from './providers/rate-ceiling.js';
 import { ResendEmailProvider } from './providers/resend.provider.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
 import { UnsubscribeService } from './unsubscribe.service.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { EmailWebhookService } from './deliverability/email-webhook.service.js';
+import { EmailSuppressionsRepository } from './deliverability/suppressions.repository.js';
+import { SuppressionsService } from './deliverability/suppressions.service.js';
+import { SubscriptionConfirmService } from './subscription-confirm.service.js';
 
+/** Shared by both processes: the API accepts e-mail webhooks, the worker applies them (and sends). */
 @Module({
+  imports: [WebhooksModule],
   providers: [
     EmailService,
+    EmailWebhookService,
+    EmailSuppressionsRepository,
+    SuppressionsService,
+    SubscriptionConfirmService,
     EmailRepository,
     EmailConsentRepository,
     EmailTemplates,
@@ -44,6 +55,8 @@ import { UnsubscribeService } from './unsubscribe.service.js';
     UnsubscribeTokens,
     UnsubscribeService,
     DisposableDomainsService,
+    SuppressionsService,
+    SubscriptionConfirmService,
   ],
 })
 export class EmailModule {}
