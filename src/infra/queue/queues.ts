@@ -43,6 +43,12 @@ export const JOBS = {
   billingBackfill: { queue: QUEUES.billing, name: 'billing-backfill' },
   /** Hourly: subscriptions that should have renewed, or stayed past_due/paused a week, are read back from the provider. */
   checkBillingDrift: { queue: QUEUES.billing, name: 'check-billing-drift' },
+  /**
+   * A dunning e-mail (payment_failed / payment_recovered / subscription_ended) of a subscription's past-due
+   * episode; job id = its e-mail idempotency key. payment_failed reads the update-payment link from the
+   * billing API when the event had none.
+   */
+  dunningEmail: { queue: QUEUES.billing, name: 'dunning-email' },
   /** Daily: delete webhook archive rows past retention (all providers; one table). */
   pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },
   /** Refund metered-call reservations orphaned for 5 minutes (every 60 s; modules/credits). */

@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { CreditsModule } from '../credits/credits.module.js';
+import { EmailModule } from '../email/email.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { BillingDunningService } from './billing-dunning.service.js';
 import { BillingActionsService } from './billing-actions.service.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
 import { BillingDriftService } from './billing-drift.service.js';
@@ -21,11 +23,12 @@ import { WebhookArchiveRepository } from './webhook-archive.repository.js';
 import { WebhookRetentionService } from './webhook-retention.service.js';
 
 @Module({
-  imports: [CreditsModule, WebhooksModule],
+  imports: [CreditsModule, WebhooksModule, EmailModule],
   providers: [
     BillingActionsService,
     BillingBackfillService,
     BillingDriftService,
+    BillingDunningService,
     BillingApiClient,
     BillingCatalog,
     BillingOwnersService,
@@ -46,6 +49,7 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     BillingActionsService,
     BillingBackfillService,
     BillingDriftService,
+    BillingDunningService,
     BillingApiClient,
     BillingCatalog,
     BillingWebhookService,
