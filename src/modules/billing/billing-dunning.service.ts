@@ -23,9 +23,7 @@ export interface DunningEmailJob {
 
 /** Paddle's subscription `management_urls` (present on the API entity; webhooks may omit it). */
 const managementUrls = z.looseObject({
-  management_urls: z
-    .looseObject({ update_payment_method: z.string().url().max(2000).nullish() })
-    .nullish(),
+  management_urls: z.looseObject({ update_payment_method: z.string().url().max(2000).nullish() }).nullish(),
 });
 
 /** The update-payment link of a subscription entity (event data or API answer), or null. */

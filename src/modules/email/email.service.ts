@@ -11,7 +11,13 @@ import type { EmailKind, OutboundEmail, SendEmailJob } from './email.types.js';
 import { EmailProvider, EmailSendError } from './providers/email-provider.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
 import { EmailSuppressionsRepository } from './deliverability/suppressions.repository.js';
-import { normalizeAddress, type PolicyRecipient, type SendContext, type SkipReason, skipReason } from './send-policy.js';
+import {
+  normalizeAddress,
+  type PolicyRecipient,
+  type SendContext,
+  type SkipReason,
+  skipReason,
+} from './send-policy.js';
 
 /** The double opt-in e-mail: its confirmation link is signed when it is sent (valid 7 days). */
 export const CONFIRM_SUBSCRIPTION_TEMPLATE = 'confirm_subscription';

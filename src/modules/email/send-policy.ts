@@ -2,11 +2,7 @@ import type { EmailKind } from './email.types.js';
 
 /** Why a message is not sent (recorded as `email.skipped` with this reason). */
 export type SkipReason =
-  | 'no_consent'
-  | 'user_deleted'
-  | 'disposable_address'
-  | 'user_not_found'
-  | 'suppressed';
+  'no_consent' | 'user_deleted' | 'disposable_address' | 'user_not_found' | 'suppressed';
 
 /** What the policy reads of a recipient (a user row or a broadcast's audience member). */
 export interface PolicyRecipient {

@@ -104,12 +104,7 @@ export class ProfileService {
    * The confirmation e-mail of a double opt-in, at most one per user and UTC day (a user who clicks the
    * checkbox repeatedly gets one e-mail), audited `email.confirmation_requested`.
    */
-  private async requestConfirmation(
-    tx: Tx,
-    user: User,
-    source: string,
-    now: Date,
-  ): Promise<string> {
+  private async requestConfirmation(tx: Tx, user: User, source: string, now: Date): Promise<string> {
     const key = `confirm-subscription-${user.id}-${now.toISOString().slice(0, 10)}`;
     await this.audit.record(tx, {
       actor: userActor(user.identityUserId),
@@ -122,7 +117,11 @@ export class ProfileService {
     return this.outbox.add(
       tx,
       JOBS.sendEmail,
-      { userId: user.id, templateKey: CONFIRM_SUBSCRIPTION_TEMPLATE, idempotencyKey: key } satisfies SendEmailJob,
+      {
+        userId: user.id,
+        templateKey: CONFIRM_SUBSCRIPTION_TEMPLATE,
+        idempotencyKey: key,
+      } satisfies SendEmailJob,
       key,
     );
   }

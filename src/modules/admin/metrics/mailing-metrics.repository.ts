@@ -79,7 +79,8 @@ export class MailingMetricsRepository {
   /**
    * Per UTC day of the last 30 (oldest first, every day listed): bounces and complaints the e-mail
    * provider reported (webhook archive rows applied; a repeated complaint about one message is SKIPPED and
-   * not counted) and addresses added to the suppression list.
+   * not counted) and addresses added to the suppression list (its `email.suppressed` audit entries, so an
+   * address an operator took off again still counts on the day it was added).
    */
   async deliverabilityByDay(w: MetricWindows): Promise<DeliverabilityDayRow[]> {
     return this.prisma.$queryRaw<DeliverabilityDayRow[]>`
@@ -97,8 +98,8 @@ export class MailingMetricsRepository {
         GROUP BY 1
       ), suppressed AS (
         SELECT date_trunc('day', created_at AT TIME ZONE 'UTC') AS day, count(*)::int AS suppressions
-        FROM email_suppressions
-        WHERE created_at > ${w.since30d} AND created_at <= ${w.now}
+        FROM audit_logs
+        WHERE action = 'email.suppressed' AND created_at > ${w.since30d} AND created_at <= ${w.now}
         GROUP BY 1
       )
       SELECT to_char(days.day, 'YYYY-MM-DD') AS date, coalesce(e.bounces, 0) AS bounces,
@@ -108,7 +109,9 @@ export class MailingMetricsRepository {
   }
 
   async suppressedAddresses(): Promise<number> {
-    const [row] = await this.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM email_suppressions`;
+    const [row] = await this.prisma.$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM email_suppressions`;
     return row.n;
   }
 }

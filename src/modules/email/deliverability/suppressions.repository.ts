@@ -9,7 +9,12 @@ export type SuppressionReason = 'bounce' | 'complaint' | 'manual';
 @Injectable()
 export class EmailSuppressionsRepository {
   /** Adds the address unless it is suppressed already; true when this call added it. */
-  async add(db: Db, address: string, reason: SuppressionReason, sourceEventId: string | null): Promise<boolean> {
+  async add(
+    db: Db,
+    address: string,
+    reason: SuppressionReason,
+    sourceEventId: string | null,
+  ): Promise<boolean> {
     const rows = await db.$queryRaw<{ email: string }[]>`
       INSERT INTO email_suppressions (email, reason, source_event_id, created_at)
       VALUES (${normalizeAddress(address)}, ${reason}, ${sourceEventId}, now())

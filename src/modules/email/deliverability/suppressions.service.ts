@@ -42,7 +42,9 @@ export class SuppressionsService {
   /** Removes the address from the list; 404 when it is not on it. */
   async remove(address: string, actor: string): Promise<void> {
     if (!address || address.length > MAX_ADDRESS || !address.includes('@') || address.includes('\0')) {
-      throw new ValidationError('Not an e-mail address.', [{ field: 'email', message: 'not an e-mail address' }]);
+      throw new ValidationError('Not an e-mail address.', [
+        { field: 'email', message: 'not an e-mail address' },
+      ]);
     }
     await this.prisma.$transaction(async (tx) => {
       const removed = await this.suppressions.remove(tx, address);
