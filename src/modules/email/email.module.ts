@@ -56,6 +56,7 @@ import { SubscriptionConfirmService } from './subscription-confirm.service.js';
     UnsubscribeService,
     DisposableDomainsService,
     SuppressionsService,
+    EmailWebhookService,
     SubscriptionConfirmService,
   ],
 })
