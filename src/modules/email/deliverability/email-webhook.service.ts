@@ -76,7 +76,8 @@ export class EmailWebhookService implements OnModuleInit {
     const envelope = emailEnvelope.safeParse(payload);
     const eventType = envelope.success ? envelope.data.type : 'invalid';
     const created = envelope.success && envelope.data.created_at ? new Date(envelope.data.created_at) : null;
-    const occurredAt = created && !Number.isNaN(created.getTime()) ? created : timestamp;
+    // A date PostgreSQL cannot store (or no date) is not the sender's fault to refuse: the signed time is used.
+    const occurredAt = created && storableDate(created) ? created : timestamp;
     const inbound = { eventId: id, eventType, occurredAt, payload: payload as Prisma.InputJsonValue };
 
     const schema = envelope.success ? dataSchemaFor(envelope.data.type) : null;
@@ -224,3 +225,9 @@ function parse<S extends z.ZodType>(schema: S, data: unknown): z.infer<S> {
   if (!parsed.success) throw invalidPayload(parsed.error);
   return parsed.data;
 }
+
+/** Inside timestamptz's range and a plausible event time (year 2000 to 9999). */
+const storableDate = (date: Date): boolean => {
+  const year = date.getUTCFullYear();
+  return !Number.isNaN(date.getTime()) && year >= 2000 && year <= 9999;
+};
