@@ -6,6 +6,7 @@ import { DisposableDomainsService } from './disposable/disposable-domains.servic
 import { EmailConsentRepository } from './email-consent.repository.js';
 import { EmailRepository } from './email.repository.js';
 import { EmailService } from './email.service.js';
+import { EmailBatchDelivery } from './batch-delivery.js';
 import { EmailTemplates } from './email.templates.js';
 import { EmailSendBudget } from './send-budget.js';
 import { ConsoleEmailProvider } from './providers/console.provider.js';
@@ -25,6 +26,7 @@ import { SubscriptionConfirmService } from './subscription-confirm.service.js';
   imports: [WebhooksModule],
   providers: [
     EmailService,
+    EmailBatchDelivery,
     EmailWebhookService,
     EmailSuppressionsRepository,
     SuppressionsService,
@@ -49,6 +51,7 @@ import { SubscriptionConfirmService } from './subscription-confirm.service.js';
   ],
   exports: [
     EmailService,
+    EmailBatchDelivery,
     EmailRepository,
     EmailTemplates,
     EmailProvider,
