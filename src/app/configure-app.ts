@@ -29,6 +29,7 @@ const UNPREFIXED = [
   { path: 'status', method: RequestMethod.GET },
   { path: 'webhooks/identity', method: RequestMethod.POST },
   { path: 'webhooks/billing', method: RequestMethod.POST },
+  { path: 'webhooks/email', method: RequestMethod.POST },
 ];
 
 const NO_ROUTE = 'No route or resource matches this request.';

@@ -64,6 +64,11 @@ export abstract class AppConfig {
     sendRetries: number;
     /** Where the daily refresh downloads the disposable-domain list; null: the shipped list only. */
     disposableListUrl: string | null;
+    /** Standard Webhooks secret of the provider's delivery webhooks (EMAIL_WEBHOOK_SECRET). */
+    webhookSecret: string | null;
+    previousWebhookSecret: string | null;
+    /** MARKETING_DOUBLE_OPT_IN: consent only after the confirm_subscription link is POSTed. */
+    doubleOptIn: boolean;
   };
   declare llm: { baseUrl: string; apiKey: string | null; model: string };
   declare http: { timeoutMs: number; maxAttempts: number };

@@ -72,6 +72,9 @@ function secretsProblem(config: AppConfig): string | null {
     ['IDENTITY_WEBHOOK_SECRET_PREVIOUS', config.identity.previousWebhookSecret],
     ['BILLING_WEBHOOK_SECRET_PREVIOUS', config.billing.previousWebhookSecret],
     ['EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS', config.email.previousUnsubscribeSecret],
+    // E-mail delivery webhooks are optional (unset: the receiver answers 503), but a set key is a key.
+    ['EMAIL_WEBHOOK_SECRET', config.email.webhookSecret],
+    ['EMAIL_WEBHOOK_SECRET_PREVIOUS', config.email.previousWebhookSecret],
   ];
   for (const [name, value] of previous) {
     if (value !== null && hmacKeyBytes(value) < minKeyBytes(name))
@@ -263,6 +266,8 @@ function secretReuseProblem(config: AppConfig): string | null {
     ['billing', 'BILLING_WEBHOOK_SECRET_PREVIOUS', config.billing.previousWebhookSecret],
     ['unsubscribe', 'EMAIL_UNSUBSCRIBE_SECRET', config.email.unsubscribeSecret],
     ['unsubscribe', 'EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS', config.email.previousUnsubscribeSecret],
+    ['email_webhook', 'EMAIL_WEBHOOK_SECRET', config.email.webhookSecret],
+    ['email_webhook', 'EMAIL_WEBHOOK_SECRET_PREVIOUS', config.email.previousWebhookSecret],
     ['billing_api', 'BILLING_API_KEY', config.billing.apiKey],
     ['email_api', 'EMAIL_API_KEY', config.email.apiKey],
     ['llm_api', 'LLM_API_KEY', config.llm.apiKey],

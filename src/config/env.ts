@@ -170,6 +170,9 @@ const schema = z.object({
   EMAIL_UNSUBSCRIBE_SECRET_PREVIOUS: optional,
   EMAIL_MAX_REQUESTS_PER_SECOND: positive,
   EMAIL_SEND_RETRIES: int(3, 0, 9),
+  EMAIL_WEBHOOK_SECRET: optional,
+  EMAIL_WEBHOOK_SECRET_PREVIOUS: optional,
+  MARKETING_DOUBLE_OPT_IN: optional.pipe(z.enum(['true', 'false']).optional()),
   DISPOSABLE_DOMAINS_URL: urlOrOff,
   PUBLIC_BASE_URL: url,
   LLM_BASE_URL: url,
@@ -333,6 +336,10 @@ export function loadConfig(
       publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
       maxRequestsPerSecond: e.EMAIL_MAX_REQUESTS_PER_SECOND ?? 8.3,
       sendRetries: e.EMAIL_SEND_RETRIES,
+      // Resend's webhooks (Standard Webhooks / Svix); unset: POST /webhooks/email answers 503.
+      webhookSecret: e.EMAIL_WEBHOOK_SECRET ?? null,
+      previousWebhookSecret: e.EMAIL_WEBHOOK_SECRET_PREVIOUS ?? null,
+      doubleOptIn: e.MARKETING_DOUBLE_OPT_IN === 'true',
       // Deployed: the upstream list unless set (empty turns the refresh off). Locally nothing reaches out.
       disposableListUrl:
         e.DISPOSABLE_DOMAINS_URL === undefined

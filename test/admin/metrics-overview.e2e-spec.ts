@@ -111,7 +111,14 @@ describe('GET /admin/metrics/overview', () => {
         finished_at: null,
         counts: { recipients: 50, sent: 20, failed: 2, skipped: 3 },
       },
+      // No e-mail webhooks in this dataset: every UTC day of the window listed, all zero.
+      deliverability_by_day: expect.any(Array),
+      suppressed_addresses: 0,
     });
+    const days = mailing.deliverability_by_day as { date: string; bounces: number }[];
+    expect(days).toHaveLength(31);
+    expect(days.at(-1)!.date).toBe(NOW.toISOString().slice(0, 10));
+    expect(days.every((d) => d.bounces === 0)).toBe(true);
   });
 
   it('activity: DAU/WAU/MAU from last_active_at, boundaries exclusive, soft-deleted users left out', async () => {
@@ -304,6 +311,8 @@ describe('GET /admin/metrics/overview on an empty database', () => {
       consent_rate: 0,
       consent: { consented: 0, users: 1 },
       last_broadcast: null,
+      deliverability_by_day: expect.any(Array),
+      suppressed_addresses: 0,
     });
     expect(res.body.acquisition.last_30_days).toEqual({
       signups: 1,

@@ -81,7 +81,18 @@ describe('API2 broken authentication: only a valid credential of a live account 
         .filter((r) => !protectedRoutes.includes(r))
         .map((r) => r.access)
         .sort(),
-    ).toEqual(['public', 'public', 'public', 'unsubscribe', 'unsubscribe', 'webhook', 'webhook']);
+    ).toEqual([
+      'public',
+      'public',
+      'public',
+      'unsubscribe',
+      'unsubscribe',
+      'unsubscribe',
+      'unsubscribe',
+      'webhook',
+      'webhook',
+      'webhook',
+    ]);
   });
 
   it('accepts a valid token on every protected route (positive control)', async () => {

@@ -61,12 +61,15 @@ describe('API9 improper inventory management', () => {
 
   it('exposes exactly the spec’s unauthenticated surface', () => {
     expect(routes.filter((r) => r.isPublic).map((r) => r.key)).toEqual([
+      'get /api/v1/email/confirm',
       'get /api/v1/email/unsubscribe',
       'get /health',
       'get /health/ready',
       'get /status',
+      'post /api/v1/email/confirm',
       'post /api/v1/email/unsubscribe',
       'post /webhooks/billing',
+      'post /webhooks/email',
       'post /webhooks/identity',
     ]);
   });

@@ -16,6 +16,7 @@ import fc, { type Arbitrary } from 'fast-check';
 import type { Response } from 'supertest';
 import { checkoutToken, signatureFor } from '../support/billing.js';
 import { grantCredits } from '../support/credits.js';
+import { signEmailEvent } from '../support/email-webhook.js';
 import { signIdentityEvent } from '../support/identity-webhook.js';
 import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import {
@@ -318,6 +319,64 @@ describe('fuzzing every request input through HTTP: never a 5xx, the service sta
           },
         ),
         settings(RUNS * 2),
+      );
+    },
+    FUZZ_TIMEOUT,
+  );
+
+  it(
+    'fuzzes the e-mail webhook with signed garbage',
+    async () => {
+      const data = fc.record(
+        {
+          email_id: fc.oneof(fc.uuid(), hostileValue),
+          to: fc.oneof(fc.array(fc.oneof(fc.emailAddress(), hostileString), { maxLength: 3 }), hostileValue),
+          bounce: fc.oneof(
+            fc.record({
+              type: fc.oneof(fc.constantFrom('Permanent', 'Transient', 'Undetermined'), hostileValue),
+              subType: fc.oneof(fc.constantFrom('General', 'Suppressed'), hostileValue),
+              message: hostileValue,
+            }),
+            hostileValue,
+          ),
+          tags: hostileValue,
+        },
+        { requiredKeys: ['email_id', 'to'] },
+      );
+      const event = fc.oneof(
+        {
+          weight: 6,
+          arbitrary: fc.record(
+            {
+              type: fc.oneof(
+                fc.constantFrom(
+                  'email.bounced',
+                  'email.complained',
+                  'email.delivered',
+                  'email.delivery_delayed',
+                  'email.opened',
+                ),
+                hostileString,
+              ),
+              created_at: fc.oneof(
+                fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+                hostileValue,
+              ),
+              data: fc.oneof({ weight: 4, arbitrary: data }, { weight: 1, arbitrary: hostileValue }),
+            },
+            { requiredKeys: ['type', 'data'] },
+          ),
+        },
+        { weight: 1, arbitrary: hostileValue },
+      );
+      fuzzed.add('post /webhooks/email signed');
+      await fc.assert(
+        fc.asyncProperty(event, async (payload) => {
+          const delivery = signEmailEvent(JSON.stringify(payload) ?? 'null');
+          const res = await world.api.http.post('/webhooks/email').set(delivery.headers).send(delivery.body);
+          expectSane(`email ${delivery.body.slice(0, 300)}`, res);
+        }),
+        settings(RUNS),
       );
     },
     FUZZ_TIMEOUT,

@@ -18,6 +18,8 @@ export const TEST_SECRETS = {
   IDENTITY_WEBHOOK_SECRET: `whsec_${Buffer.from('identity-webhook-secret-for-tests-0123456789').toString('base64')}`,
   BILLING_WEBHOOK_SECRET: 'billing-webhook-secret-for-tests-0123456789',
   EMAIL_UNSUBSCRIBE_SECRET: 'unsubscribe-secret-for-tests-0123456789abcdef',
+  // 24 bytes, as Svix (Resend's sender) generates them.
+  EMAIL_WEBHOOK_SECRET: `whsec_${Buffer.from('email-webhook-secret-24b').toString('base64')}`,
 };
 
 /** Collects the JSON log lines the service wrote (tests scan them for secrets). */

@@ -13,7 +13,7 @@ export type Delivered = Response & { outcome: Outcome };
  */
 export async function settled(
   api: ApiApp,
-  provider: 'billing' | 'identity',
+  provider: 'billing' | 'identity' | 'email',
   eventId: string,
   timeoutMs = 10_000,
 ) {
@@ -32,7 +32,7 @@ export async function settled(
 /** The response of a receiver, with the outcome once the worker has applied it. */
 export async function withOutcome(
   api: ApiApp,
-  provider: 'billing' | 'identity',
+  provider: 'billing' | 'identity' | 'email',
   eventId: string | undefined,
   res: Response,
 ): Promise<Delivered> {

@@ -61,6 +61,33 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly emailDeliveryEvents = new Counter({
+    name: 'email_delivery_events_total',
+    help: 'Delivery webhooks applied, by event (bounced_permanent, bounced_transient, complained, delivered, delivery_delayed)',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
+
+  readonly emailSuppressions = new Counter({
+    name: 'email_suppressions_total',
+    help: 'Addresses added to the suppression list, by reason (bounce, complaint, manual)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly emailUnsuppressions = new Counter({
+    name: 'email_unsuppressions_total',
+    help: 'Addresses an operator took off the suppression list',
+    registers: [this.registry],
+  });
+
+  readonly emailSuppressedSkips = new Counter({
+    name: 'email_suppressed_skips_total',
+    help: 'Messages not sent because the address is suppressed, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   constructor(config: AppConfig, queues: QueueService, prisma: PrismaService) {
     this.registry.setDefaultLabels({ service: config.project.projectSlug });
     collectDefaultMetrics({ register: this.registry });

@@ -45,6 +45,12 @@ export const JOBS = {
   checkBillingDrift: { queue: QUEUES.billing, name: 'check-billing-drift' },
   /** Hourly: the monthly credit allowance of annual (multi-month) periods on each monthly anniversary. */
   grantAllowances: { queue: QUEUES.billing, name: 'grant-allowances' },
+  /**
+   * A dunning e-mail (payment_failed / payment_recovered / subscription_ended) of a subscription's past-due
+   * episode; job id = its e-mail idempotency key. payment_failed reads the update-payment link from the
+   * billing API when the event had none.
+   */
+  dunningEmail: { queue: QUEUES.billing, name: 'dunning-email' },
   /** Daily: delete webhook archive rows past retention (all providers; one table). */
   pruneWebhookArchive: { queue: QUEUES.billing, name: 'prune-webhook-archive' },
   /** Refund metered-call reservations orphaned for 5 minutes (every 60 s; modules/credits). */

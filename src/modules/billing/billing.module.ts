@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
 import { CreditsModule } from '../credits/credits.module.js';
+import { EmailModule } from '../email/email.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { AllowanceService } from './allowance.service.js';
+import { BillingDunningService } from './billing-dunning.service.js';
 import { BillingActionsService } from './billing-actions.service.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
 import { BillingDriftService } from './billing-drift.service.js';
@@ -23,12 +25,13 @@ import { WebhookArchiveRepository } from './webhook-archive.repository.js';
 import { WebhookRetentionService } from './webhook-retention.service.js';
 
 @Module({
-  imports: [CreditsModule, WebhooksModule],
+  imports: [CreditsModule, WebhooksModule, EmailModule],
   providers: [
     AllowanceService,
     BillingActionsService,
     BillingBackfillService,
     BillingDriftService,
+    BillingDunningService,
     BillingApiClient,
     BillingCatalog,
     BillingOwnersService,
@@ -51,6 +54,7 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     BillingActionsService,
     BillingBackfillService,
     BillingDriftService,
+    BillingDunningService,
     BillingApiClient,
     BillingCatalog,
     BillingWebhookService,

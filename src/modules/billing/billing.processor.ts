@@ -1,5 +1,6 @@
 import { Processor } from '@nestjs/bullmq';
-import { JobProcessor } from '../../infra/queue/job-processor.js';
+import type { Job } from 'bullmq';
+import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
 import { OnJob } from '../../infra/queue/on-job.decorator.js';
@@ -8,6 +9,7 @@ import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
 import { AllowanceService } from './allowance.service.js';
 import { BillingDriftService } from './billing-drift.service.js';
+import { BillingDunningService, type DunningEmailJob } from './billing-dunning.service.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
 import { WebhookRetentionService } from './webhook-retention.service.js';
 
@@ -21,8 +23,15 @@ export class BillingProcessor extends JobProcessor {
     private readonly backfill: BillingBackfillService,
     private readonly drift: BillingDriftService,
     private readonly allowances: AllowanceService,
+    private readonly dunning: BillingDunningService,
   ) {
     super(registry, recorder);
+  }
+
+  @OnJob(JOBS.dunningEmail)
+  async sendDunningEmail(job: Job<DunningEmailJob>) {
+    const outcome = await this.dunning.send(job.data, isFinalAttempt(job));
+    return { status: outcome.status, reason: outcome.reason };
   }
 
   @OnJob(JOBS.grantAllowances)

@@ -10,6 +10,7 @@ import type { SendEmailJob } from '../email/email.types.js';
 import type { HandlerOutcome } from '../webhooks/webhook-inbox.service.js';
 import { firstPeriodGrantId, monthEnd } from './allowance-months.js';
 import { BillingCatalog } from './billing.catalog.js';
+import { BillingDunningService } from './billing-dunning.service.js';
 import { parsePayload, UnknownPriceError } from './billing.errors.js';
 import { type BillingEvent, occurredAtSchema, subscriptionSchema } from './billing-events.schema.js';
 import { BillingOwnersService } from './billing-owners.service.js';
@@ -57,6 +58,7 @@ export class SubscriptionStateService {
     private readonly outbox: OutboxService,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
+    private readonly dunning: BillingDunningService,
   ) {}
 
   async handle(tx: Tx, event: BillingEvent, outboxIds: string[]): Promise<HandlerOutcome> {
@@ -84,6 +86,11 @@ export class SubscriptionStateService {
     const result = await this.apply(tx, existing, user.id, snapshot, event, now);
     const applied = result.applied;
     let row = result.row;
+    if (applied) {
+      // Dunning e-mails on entering and leaving past_due, decided under the subscription's lock.
+      const dunning = await this.dunning.onTransition(tx, existing?.status ?? null, row, event.data);
+      if (dunning) outboxIds.push(dunning);
+    }
     if (snapshot.providerCustomerId && !user.billing_customer_id) {
       await this.users.linkCustomer(tx, user.id, snapshot.providerCustomerId);
     }

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { User } from '../../generated/prisma/client.js';
 import { audienceConditions, normalizeAudience, SqlParams, storedAudience } from './audience.js';
 import { newBatchKey } from './broadcast-keys.js';
-import { broadcastSkipReason } from './broadcast-sender.js';
+import { type SendContext, skipReason } from '../email/send-policy.js';
 
 const tiers = ['FREE', 'PRO', 'TEAM'];
 
@@ -46,9 +46,11 @@ describe('audience', () => {
   });
 });
 
-describe('broadcast consent gate', () => {
+describe('broadcast consent gate (the one send policy of email/, as broadcasts use it)', () => {
   const user = (over: Partial<User>) =>
     ({ deletedAt: null, emailDisposable: false, marketingConsentGiven: true, ...over }) as User;
+  const broadcastSkipReason = (u: User, run: Omit<SendContext, 'broadcast'>, suppressed = false) =>
+    skipReason(u, { ...run, broadcast: true }, suppressed);
   it('needs consent unless a transactional notice bypasses it; never reaches deleted users', () => {
     const marketing = { kind: 'marketing' as const, bypassConsent: false };
     const notice = { kind: 'transactional' as const, bypassConsent: true };
@@ -69,6 +71,11 @@ describe('broadcast consent gate', () => {
     expect(
       broadcastSkipReason(user({ marketingConsentGiven: false }), { kind: 'marketing', bypassConsent: true }),
     ).toBe('no_consent');
+    // A suppressed address is never mailed, bypass or not; a one-off transactional send is gated too.
+    expect(broadcastSkipReason(user({}), notice, true)).toBe('suppressed');
+    expect(broadcastSkipReason(user({}), marketing, true)).toBe('suppressed');
+    expect(skipReason(user({ marketingConsentGiven: false }), { kind: 'transactional' }, false)).toBeNull();
+    expect(skipReason(user({}), { kind: 'transactional' }, true)).toBe('suppressed');
   });
 
   it('draws a new batch idempotency key per batch, within the provider limit of 256 characters', () => {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { curateDetails } from '../audit/audit.details.js';
 import { EmailService, type SkipReason } from '../email/email.service.js';
 import type { EmailKind, OutboundEmail } from '../email/email.types.js';
-import { EmailProvider, EmailSendError } from '../email/providers/email-provider.js';
+import { type DeliveryOutcome, EmailBatchDelivery } from '../email/batch-delivery.js';
 import { newBatchKey, recipientKey } from './broadcast-keys.js';
 import {
   type AudienceMember,
@@ -19,45 +19,16 @@ export interface RunContext {
   bypassConsent: boolean;
 }
 
-type Outcome =
-  | { status: 'sent'; providerId: string | null }
-  | { status: 'failed'; error: string }
-  | { status: 'skipped'; reason: SkipReason };
+type Outcome = DeliveryOutcome | { status: 'skipped'; reason: SkipReason };
+
+/** The provider could not be used now (email/batch-delivery.ts); the run resumes later. */
+export { DeliveryInterrupted as DispatchInterrupted } from '../email/batch-delivery.js';
 
 /** A reserved (pending) recipient with its rendered message. */
 interface Target {
   recipientId: string;
   user: AudienceMember;
   message: OutboundEmail;
-}
-
-/** Consecutive per-recipient provider outages after which the provider counts as down for this run. */
-const OUTAGE_STREAK = 3;
-
-/**
- * The consent gate of a broadcast. A broadcast is mass mail: it honours marketing consent whatever the
- * template kind, unless `bypass_consent` (transactional templates only: the 409 rule) lets a notice
- * reach everyone. Soft-deleted users never receive one.
- */
-export function broadcastSkipReason(
-  user: AudienceMember,
-  run: Pick<RunContext, 'kind' | 'bypassConsent'>,
-): SkipReason | null {
-  if (user.deletedAt) return 'user_deleted';
-  if (run.bypassConsent && run.kind === 'transactional') return null;
-  if (user.emailDisposable) return 'disposable_address';
-  if (!user.marketingConsentGiven) return 'no_consent';
-  return null;
-}
-
-/** The provider could not be used now; what is not recorded stays pending and the run resumes later. */
-export class DispatchInterrupted extends Error {
-  constructor(readonly reason: unknown) {
-    super(`broadcast dispatch interrupted: ${(reason as Error)?.message ?? String(reason)}`, {
-      cause: reason,
-    });
-    this.name = 'DispatchInterrupted';
-  }
 }
 
 /**
@@ -78,7 +49,7 @@ export class DispatchInterrupted extends Error {
 export class BroadcastSender {
   constructor(
     private readonly email: EmailService,
-    private readonly provider: EmailProvider,
+    private readonly delivery: EmailBatchDelivery,
     private readonly repository: BroadcastsRepository,
   ) {}
 
@@ -86,8 +57,14 @@ export class BroadcastSender {
   async process(run: RunContext, users: AudienceMember[], signal?: AbortSignal): Promise<void> {
     const skipped: PageRow[] = [];
     const sendable: AudienceMember[] = [];
+    // The one send policy of email/ (consent, suppression list, deleted and disposable addresses).
+    const gate = await this.email.gate(users, {
+      kind: run.kind,
+      broadcast: true,
+      bypassConsent: run.bypassConsent,
+    });
     for (const user of users) {
-      const reason = broadcastSkipReason(user, run);
+      const reason = gate.get(user.id) ?? null;
       if (reason) skipped.push(this.row(run, user, { status: 'skipped', reason }));
       else sendable.push(user);
     }
@@ -152,89 +129,21 @@ export class BroadcastSender {
         unsubscribe: !run.bypassConsent,
       }),
     }));
-    const outcomes = new Map<string, Outcome>();
+    const outcomes = new Map<string, DeliveryOutcome>();
+    const messages = targets.map(({ recipientId, message }) => ({ id: recipientId, message }));
     let alone = key === null;
-    if (key !== null && !(await this.sendBatch(targets, key, outcomes, signal))) {
+    if (key !== null && !(await this.delivery.sendBatch(messages, key, outcomes, signal))) {
       await this.repository.splitBatch(run.id, key);
       alone = true;
     }
 
     let interruption: unknown = null;
     if (alone)
-      await this.sendOneByOne(targets, outcomes, signal).catch((err: unknown) => (interruption = err));
+      await this.delivery
+        .sendOneByOne(messages, outcomes, signal)
+        .catch((err: unknown) => (interruption = err));
     await this.settle(run, targets, outcomes);
     if (interruption) throw interruption;
-  }
-
-  /** True when the batch is settled (sent); false when the provider refused it and it goes out alone. */
-  private async sendBatch(
-    targets: Target[],
-    key: string,
-    outcomes: Map<string, Outcome>,
-    signal?: AbortSignal,
-  ): Promise<boolean> {
-    try {
-      const results = await this.provider.sendBatch(
-        targets.map(({ message }) => message),
-        key,
-        { signal },
-      );
-      targets.forEach(({ recipientId }, i) =>
-        outcomes.set(recipientId, { status: 'sent', providerId: results[i]?.id ?? null }),
-      );
-      return true;
-    } catch (err) {
-      if (signal?.aborted || !(err instanceof EmailSendError)) throw new DispatchInterrupted(err);
-      if (err.kind === 'duplicate') {
-        // The key, unique to this batch, was used before: an earlier attempt was accepted.
-        for (const { recipientId } of targets)
-          outcomes.set(recipientId, { status: 'sent', providerId: null });
-        return true;
-      }
-      if (err.kind === 'rejected') return false;
-      // Nothing settled: the pending batch is resent under the same key by the next attempt.
-      throw new DispatchInterrupted(err);
-    }
-  }
-
-  /**
-   * Each message under its recipient's own key. A rejection fails that recipient alone. A transient
-   * failure (5xx/429/unreachable past the retries) is recorded `failed` only once the provider has
-   * answered a later message (it was about that message); OUTAGE_STREAK of them in a row mean the
-   * provider is down: they and the rest stay pending and the run resumes later.
-   */
-  private async sendOneByOne(
-    targets: Target[],
-    outcomes: Map<string, Outcome>,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    let streak: { recipientId: string; error: string }[] = [];
-    for (const { recipientId, message } of targets) {
-      try {
-        const { id } = await this.provider.send(message, { signal });
-        outcomes.set(recipientId, { status: 'sent', providerId: id });
-      } catch (err) {
-        const usable =
-          !signal?.aborted &&
-          err instanceof EmailSendError &&
-          err.kind !== 'misconfigured' &&
-          err.kind !== 'conflict';
-        if (!usable) throw new DispatchInterrupted(err);
-        if (err.kind === 'duplicate') outcomes.set(recipientId, { status: 'sent', providerId: null });
-        else if (err.kind === 'rejected') outcomes.set(recipientId, { status: 'failed', error: err.message });
-        else {
-          streak.push({ recipientId, error: err.message });
-          if (streak.length >= OUTAGE_STREAK) throw new DispatchInterrupted(err);
-          continue;
-        }
-      }
-      for (const failure of streak)
-        outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
-      streak = [];
-    }
-    // Fewer than OUTAGE_STREAK at the very end: failed like any isolated failure (each had its retries).
-    for (const failure of streak)
-      outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
   }
 
   /** Settles the targets that have an outcome; the others stay pending. */

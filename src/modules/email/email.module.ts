@@ -6,6 +6,7 @@ import { DisposableDomainsService } from './disposable/disposable-domains.servic
 import { EmailConsentRepository } from './email-consent.repository.js';
 import { EmailRepository } from './email.repository.js';
 import { EmailService } from './email.service.js';
+import { EmailBatchDelivery } from './batch-delivery.js';
 import { EmailTemplates } from './email.templates.js';
 import { EmailSendBudget } from './send-budget.js';
 import { ConsoleEmailProvider } from './providers/console.provider.js';
@@ -14,10 +15,22 @@ import { EmailRateCeiling } from './providers/rate-ceiling.js';
 import { ResendEmailProvider } from './providers/resend.provider.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
 import { UnsubscribeService } from './unsubscribe.service.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { EmailWebhookService } from './deliverability/email-webhook.service.js';
+import { EmailSuppressionsRepository } from './deliverability/suppressions.repository.js';
+import { SuppressionsService } from './deliverability/suppressions.service.js';
+import { SubscriptionConfirmService } from './subscription-confirm.service.js';
 
+/** Shared by both processes: the API accepts e-mail webhooks, the worker applies them (and sends). */
 @Module({
+  imports: [WebhooksModule],
   providers: [
     EmailService,
+    EmailBatchDelivery,
+    EmailWebhookService,
+    EmailSuppressionsRepository,
+    SuppressionsService,
+    SubscriptionConfirmService,
     EmailRepository,
     EmailConsentRepository,
     EmailTemplates,
@@ -38,12 +51,16 @@ import { UnsubscribeService } from './unsubscribe.service.js';
   ],
   exports: [
     EmailService,
+    EmailBatchDelivery,
     EmailRepository,
     EmailTemplates,
     EmailProvider,
     UnsubscribeTokens,
     UnsubscribeService,
     DisposableDomainsService,
+    SuppressionsService,
+    EmailWebhookService,
+    SubscriptionConfirmService,
   ],
 })
 export class EmailModule {}

@@ -13,4 +13,44 @@ export class EmailRepository {
     const { idempotencyKey, ...rest } = data;
     return db.emailMessage.upsert({ where: { idempotencyKey }, create: data, update: rest });
   }
+
+  /**
+   * Records what the provider said after the send, on the message it sent under `providerMessageId`. A
+   * later but weaker status never overwrites a stronger one (a late `delivered` does not hide a bounce):
+   * delivery_delayed / soft_bounced < delivered < bounced < complained. Returns how many rows changed.
+   */
+  async recordDelivery(db: Db, providerMessageId: string, status: DeliveryStatus, at: Date): Promise<number> {
+    return db.$executeRaw`
+      UPDATE email_messages
+      SET delivery_status = ${status}, delivery_updated_at = ${at}
+      WHERE provider_message_id = ${providerMessageId}
+        AND coalesce(${DELIVERY_RANK}::jsonb ->> delivery_status, '0')::int <= (${DELIVERY_RANK}::jsonb ->> ${status})::int`;
+  }
+
+  /** The messages the provider sent under this id (one, or one per batch member sharing none). */
+  findByProviderId(db: Db, providerMessageId: string): Promise<EmailMessage[]> {
+    return db.emailMessage.findMany({ where: { providerMessageId }, take: 10 });
+  }
+
+  /**
+   * Marks the first complaint about a message; false when one was recorded already (one email.complaint
+   * per message, whatever the number of deliveries of the event).
+   */
+  async markComplained(db: Db, messageId: string, at: Date): Promise<boolean> {
+    const { count } = await db.emailMessage.updateMany({
+      where: { id: messageId, complainedAt: null },
+      data: { complainedAt: at },
+    });
+    return count === 1;
+  }
 }
+
+export type DeliveryStatus = 'delivery_delayed' | 'soft_bounced' | 'delivered' | 'bounced' | 'complained';
+
+const DELIVERY_RANK = JSON.stringify({
+  delivery_delayed: 1,
+  soft_bounced: 1,
+  delivered: 2,
+  bounced: 3,
+  complained: 4,
+});

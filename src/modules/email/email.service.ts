@@ -10,8 +10,19 @@ import { EmailTemplates } from './email.templates.js';
 import type { EmailKind, OutboundEmail, SendEmailJob } from './email.types.js';
 import { EmailProvider, EmailSendError } from './providers/email-provider.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
+import { EmailSuppressionsRepository } from './deliverability/suppressions.repository.js';
+import {
+  normalizeAddress,
+  type PolicyRecipient,
+  type SendContext,
+  type SkipReason,
+  skipReason,
+} from './send-policy.js';
 
-export type SkipReason = 'no_consent' | 'user_deleted' | 'disposable_address' | 'user_not_found';
+/** The double opt-in e-mail: its confirmation link is signed when it is sent (valid 7 days). */
+export const CONFIRM_SUBSCRIPTION_TEMPLATE = 'confirm_subscription';
+
+export type { SkipReason } from './send-policy.js';
 
 export interface SendOutcome {
   status: 'sent' | 'skipped' | 'duplicate' | 'failed';
@@ -35,9 +46,10 @@ export interface StoredBody {
 }
 
 /**
- * Sends one templated e-mail to one user: the consent gate (marketing only with consent, never to
- * soft-deleted users or disposable addresses), unsubscribe headers and footer on marketing mail, the
- * provider call with an idempotency key, and the email.sent / email.skipped / email.failed audit entry.
+ * Sends one templated e-mail to one user: the send policy (send-policy.ts: never to soft-deleted users or
+ * suppressed addresses, marketing only with consent and never to disposable addresses), unsubscribe
+ * headers and footer on marketing mail, the provider call with an idempotency key, and the email.sent /
+ * email.skipped / email.failed audit entry. Broadcasts gate their pages through `gate()`: one policy.
  */
 @Injectable()
 export class EmailService {
@@ -53,20 +65,28 @@ export class EmailService {
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
     private readonly budget: EmailSendBudget,
+    private readonly suppressions: EmailSuppressionsRepository,
   ) {}
 
   /**
-   * Why a user must not receive an e-mail of this kind, or null when they may. `bypassConsent` applies
-   * to transactional mail only; marketing mail always needs consent (the 409 rule keeps it so).
+   * The send policy for a group of recipients (a broadcast page) with one suppression lookup: each
+   * recipient's skip reason, or null when the message may go out.
    */
-  skipReason(user: User | null, kind: EmailKind): SkipReason | null {
-    if (!user) return 'user_not_found';
-    if (user.deletedAt) return 'user_deleted';
-    if (kind === 'marketing') {
-      if (user.emailDisposable) return 'disposable_address';
-      if (!user.marketingConsentGiven) return 'no_consent';
+  async gate<R extends PolicyRecipient & { id: string; email: string }>(
+    recipients: R[],
+    context: SendContext,
+  ): Promise<Map<string, SkipReason | null>> {
+    const suppressed = await this.suppressions.suppressedAmong(
+      this.prisma,
+      recipients.map((r) => r.email),
+    );
+    const out = new Map<string, SkipReason | null>();
+    for (const r of recipients) {
+      const reason = skipReason(r, context, suppressed.has(normalizeAddress(r.email)));
+      if (reason === 'suppressed') this.metrics.emailSuppressedSkips.inc({ kind: context.kind });
+      out.set(r.id, reason);
     }
-    return null;
+    return out;
   }
 
   /**
@@ -79,13 +99,15 @@ export class EmailService {
 
     const template = this.templates.get(job.templateKey);
     const user = await this.prisma.user.findUnique({ where: { id: job.userId } });
-    const reason = this.skipReason(user, template.kind);
+    const reason = user
+      ? (await this.gate([user], { kind: template.kind })).get(user.id)!
+      : skipReason(null, { kind: template.kind }, false);
     if (reason || !user) {
       await this.recordSkip(job, template.kind, reason ?? 'user_not_found', user);
       return { status: 'skipped', reason: reason ?? 'user_not_found' };
     }
 
-    const message = this.compose(user, job);
+    const message = this.compose(user, this.withLinks(user, job));
     // 1 + EMAIL_SEND_RETRIES provider requests per e-mail in total, whatever the job attempt (issue 13).
     const used = await this.budget.used(job.idempotencyKey);
     if (used >= this.budget.limit) {
@@ -131,6 +153,12 @@ export class EmailService {
       this.storedBody(message),
     );
     return { status: 'sent', message: row };
+  }
+
+  /** Links signed at send time: the double opt-in confirmation (valid 7 days from now). */
+  private withLinks(user: User, job: SendEmailJob): SendEmailJob {
+    if (job.templateKey !== CONFIRM_SUBSCRIPTION_TEMPLATE) return job;
+    return { ...job, data: { ...job.data, confirm_url: this.unsubscribe.confirmUrl(user.id) } };
   }
 
   /** True when the e-mail has no provider request left: a retry of the job could not send it. */

@@ -36,3 +36,21 @@ export const unsubscribedPage = () =>
     `<h1>You are unsubscribed</h1>
 <p>You will not receive news and offers by e-mail any more. You can opt in again in your account settings.</p>`,
   );
+
+/** The double opt-in page: like unsubscribe, the GET only asks and its form POSTs. */
+export const confirmSubscriptionPage = (token: string) =>
+  page(
+    'Confirm your subscription',
+    `<h1>Confirm your subscription</h1>
+<p>Do you want to receive news and offers by e-mail? You can unsubscribe at any time.</p>
+<form method="post" action="confirm?t=${escapeHtml(encodeURIComponent(token))}">
+<button type="submit">Yes, subscribe me</button>
+</form>`,
+  );
+
+export const subscriptionConfirmedPage = () =>
+  page(
+    'Subscribed',
+    `<h1>You are subscribed</h1>
+<p>Thank you. You can unsubscribe from any of our e-mails or in your account settings.</p>`,
+  );

@@ -1,15 +1,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
-import { DependencyError, UnauthenticatedError, ValidationError } from '../../common/errors/app-error.js';
+import { ValidationError } from '../../common/errors/app-error.js';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
-import { unstorablePayload } from '../webhooks/storable-payload.js';
+import { StandardWebhooksVerifier } from '../webhooks/standard-webhooks.js';
 import {
   type HandlerOutcome,
   type StoredEvent,
@@ -28,8 +27,6 @@ import {
 import { UsersRepository } from './users.repository.js';
 import { UsersService } from './users.service.js';
 
-const HEADER_PARTS = ['id', 'timestamp', 'signature'] as const;
-
 export interface WebhookReceipt {
   received: true;
   event_id: string;
@@ -44,8 +41,8 @@ export interface WebhookReceipt {
  */
 @Injectable()
 export class IdentityWebhookService implements OnModuleInit {
-  /** The current secret first, then the previous one during a rotation. */
-  private readonly verifiers: Webhook[];
+  /** Standard Webhooks: the current secret first, then the previous one during a rotation. */
+  private readonly verifier: StandardWebhooksVerifier;
 
   constructor(
     config: AppConfig,
@@ -55,11 +52,14 @@ export class IdentityWebhookService implements OnModuleInit {
     private readonly deletion: AccountDeletionService,
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
-    private readonly refusals: WebhookRefusalsService,
+    refusals: WebhookRefusalsService,
   ) {
-    this.verifiers = [config.identity.webhookSecret, config.identity.previousWebhookSecret]
-      .filter((secret): secret is string => !!secret)
-      .map(verifierFor);
+    this.verifier = new StandardWebhooksVerifier(
+      'identity',
+      'IDENTITY_WEBHOOK_SECRET',
+      [config.identity.webhookSecret, config.identity.previousWebhookSecret],
+      refusals,
+    );
   }
 
   onModuleInit(): void {
@@ -67,7 +67,7 @@ export class IdentityWebhookService implements OnModuleInit {
   }
 
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<WebhookReceipt> {
-    const { id, timestamp, payload } = await this.verify(rawBody, headers);
+    const { id, timestamp, payload } = await this.verifier.verify(rawBody, headers);
     const envelope = identityEnvelope.safeParse(payload);
     const eventType = envelope.success ? envelope.data.type : 'invalid';
     const occurredAt =
@@ -99,54 +99,6 @@ export class IdentityWebhookService implements OnModuleInit {
       stored.occurredAt ?? new Date(0),
       outboxIds,
     );
-  }
-
-  /** The signature check; both the `webhook-*` and the `svix-*` header sets are accepted. */
-  private async verify(
-    rawBody: Buffer | undefined,
-    headers: IncomingHttpHeaders,
-  ): Promise<{ id: string; timestamp: Date; payload: unknown }> {
-    if (this.verifiers.length === 0) {
-      throw new DependencyError('Identity webhooks are not configured.', 'webhook_not_configured');
-    }
-    const standard: Record<string, string> = {};
-    for (const part of HEADER_PARTS) {
-      const value = headers[`webhook-${part}`] ?? headers[`svix-${part}`];
-      const single = Array.isArray(value) ? value[0] : value;
-      if (single) standard[`webhook-${part}`] = single;
-    }
-    const id = standard['webhook-id'];
-    try {
-      if (!id || id.length > 255) throw new WebhookVerificationError('Missing or invalid message id');
-      verifyWithAny(this.verifiers, rawBody ?? Buffer.alloc(0), standard);
-    } catch (err) {
-      if (!(err instanceof WebhookVerificationError)) throw err;
-      this.refusals.refused('identity', { reason: 'invalid_signature', detail: err.message });
-      throw new UnauthenticatedError('The webhook signature is invalid or expired.', 'invalid_signature');
-    }
-    let payload: unknown;
-    try {
-      payload = JSON.parse((rawBody ?? Buffer.alloc(0)).toString('utf8'));
-    } catch {
-      // Archived FAILED under the message id by the inbox (the envelope check fails), and audited there.
-      payload = { unparsable: true };
-    }
-    const unstorable = unstorablePayload(payload);
-    if (unstorable) {
-      await this.refusals.unarchivable('identity', {
-        reason: 'unstorable',
-        body: rawBody,
-        eventId: id,
-        detail: unstorable,
-      });
-      // Verified, but no archive row could hold it: the sender's bug, answered like a malformed event.
-      throw new ValidationError(
-        `The identity event cannot be stored: ${unstorable}.`,
-        [{ field: '(body)', message: unstorable }],
-        'invalid_webhook_payload',
-      );
-    }
-    return { id: id!, timestamp: new Date(Number(standard['webhook-timestamp']) * 1000), payload };
   }
 
   private async handle(
@@ -253,31 +205,6 @@ export class IdentityWebhookService implements OnModuleInit {
     if (!result?.changed) return { status: 'skipped', reason: 'already scheduled for deletion' };
     outboxIds.push(...result.outboxIds);
     return { status: 'processed' };
-  }
-}
-
-/** A secret the library cannot decode stops the boot with a message naming the variable. */
-function verifyWithAny(verifiers: Webhook[], body: Buffer, headers: Record<string, string>): void {
-  let last: unknown;
-  for (const verifier of verifiers) {
-    try {
-      verifier.verify(body, headers, { jsonParse: false });
-      return;
-    } catch (err) {
-      last = err;
-    }
-  }
-  throw last;
-}
-
-function verifierFor(secret: string): Webhook {
-  try {
-    return new Webhook(secret);
-  } catch (err) {
-    throw new Error(
-      `IDENTITY_WEBHOOK_SECRET is not a Standard Webhooks secret (whsec_<base64>): ${(err as Error).message}`,
-      { cause: err },
-    );
   }
 }
 

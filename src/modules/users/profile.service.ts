@@ -1,16 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { NotFoundError, ValidationError } from '../../common/errors/app-error.js';
-import { PrismaService } from '../../infra/prisma/prisma.service.js';
+import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import type { Prisma, Subscription, User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
 import { CreditsService } from '../credits/credits.service.js';
+import { OutboxService } from '../../infra/queue/outbox.service.js';
+import { JOBS } from '../../infra/queue/queues.js';
+import type { SendEmailJob } from '../email/email.types.js';
 import type { MeResponseDto } from './dto/me-response.dto.js';
 import type { SignupMetadataDto } from './dto/signup-metadata.dto.js';
 import type { UpdateMeDto } from './dto/update-me.dto.js';
 import { type AttributionFields, UsersRepository } from './users.repository.js';
 
 export const DEFAULT_CONSENT_SOURCE = 'account_settings';
+/** The double opt-in e-mail (email/ signs its link when it sends it). */
+const CONFIRM_SUBSCRIPTION_TEMPLATE = 'confirm_subscription';
 const DAY_MS = 86_400_000;
 
 /** The current user's own profile: /me, its two mutable settings, and first-touch attribution. */
@@ -22,6 +27,7 @@ export class ProfileService {
     private readonly users: UsersRepository,
     private readonly credits: CreditsService,
     private readonly audit: AuditService,
+    private readonly outbox: OutboxService,
   ) {}
 
   async me(userId: string): Promise<MeResponseDto> {
@@ -44,6 +50,7 @@ export class ProfileService {
         { field: 'marketing_consent_source', message: 'requires marketing_consent_given' },
       ]);
     }
+    const outboxIds: string[] = [];
     await this.prisma.$transaction(async (tx) => {
       const user = await this.users.lockById(tx, actor.id);
       if (!user) throw new NotFoundError('The user does not exist.', 'user_not_found');
@@ -53,11 +60,17 @@ export class ProfileService {
         data.locale = dto.locale;
         changed.push('locale');
       }
-      const consentChanged =
-        dto.marketing_consent_given !== undefined &&
-        dto.marketing_consent_given !== user.marketingConsentGiven;
       const now = new Date();
       const source = dto.marketing_consent_source ?? DEFAULT_CONSENT_SOURCE;
+      // Double opt-in: giving consent only sends the confirm_subscription e-mail; consent becomes true
+      // when its signed link is POSTed (email/subscription-confirm.service.ts). Withdrawing is immediate.
+      const confirmFirst =
+        this.config.email.doubleOptIn && dto.marketing_consent_given === true && !user.marketingConsentGiven;
+      if (confirmFirst) outboxIds.push(await this.requestConfirmation(tx, user, source, now));
+      const consentChanged =
+        !confirmFirst &&
+        dto.marketing_consent_given !== undefined &&
+        dto.marketing_consent_given !== user.marketingConsentGiven;
       if (consentChanged) {
         data.marketingConsentGiven = dto.marketing_consent_given;
         data.marketingConsentAt = now;
@@ -83,7 +96,34 @@ export class ProfileService {
         },
       });
     });
+    await this.outbox.dispatch(outboxIds);
     return this.me(actor.id);
+  }
+
+  /**
+   * The confirmation e-mail of a double opt-in, at most one per user and UTC day (a user who clicks the
+   * checkbox repeatedly gets one e-mail), audited `email.confirmation_requested`.
+   */
+  private async requestConfirmation(tx: Tx, user: User, source: string, now: Date): Promise<string> {
+    const key = `confirm-subscription-${user.id}-${now.toISOString().slice(0, 10)}`;
+    await this.audit.record(tx, {
+      actor: userActor(user.identityUserId),
+      action: 'email.confirmation_requested',
+      userId: user.identityUserId,
+      resourceType: 'user',
+      resourceId: user.id,
+      details: { template: CONFIRM_SUBSCRIPTION_TEMPLATE, source },
+    });
+    return this.outbox.add(
+      tx,
+      JOBS.sendEmail,
+      {
+        userId: user.id,
+        templateKey: CONFIRM_SUBSCRIPTION_TEMPLATE,
+        idempotencyKey: key,
+      } satisfies SendEmailJob,
+      key,
+    );
   }
 
   /** Records first-touch attribution once; later calls answer false and change nothing. */

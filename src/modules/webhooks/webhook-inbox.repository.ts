@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { type Db, PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import type { Prisma, WebhookEvent } from '../../generated/prisma/client.js';
 
-export type WebhookProvider = 'identity' | 'billing';
+export type WebhookProvider = 'identity' | 'billing' | 'email';
 
 export interface InboundEvent {
   eventId: string;

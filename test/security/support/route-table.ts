@@ -37,8 +37,12 @@ export const ROUTE_TABLE: Record<string, RouteCase> = {
   'get /status': { access: 'public' },
   'post /webhooks/identity': { access: 'webhook' },
   'post /webhooks/billing': { access: 'webhook' },
+  'post /webhooks/email': { access: 'webhook' },
   'get /api/v1/email/unsubscribe': { access: 'unsubscribe' },
   'post /api/v1/email/unsubscribe': { access: 'unsubscribe' },
+  // The double opt-in link: a signed token in `t`, like unsubscribe.
+  'get /api/v1/email/confirm': { access: 'unsubscribe' },
+  'post /api/v1/email/confirm': { access: 'unsubscribe' },
 
   'get /api/v1/me': { access: 'user' },
   'patch /api/v1/me': { access: 'user', body: { locale: 'fr', marketing_consent_given: true } },
@@ -98,6 +102,8 @@ export const ROUTE_TABLE: Record<string, RouteCase> = {
   },
   'get /api/v1/admin/broadcasts': { access: 'admin', apiKeyRefused: true },
   'get /api/v1/admin/broadcasts/:id': { access: 'admin', apiKeyRefused: true, idOf: 'broadcast' },
+  'get /api/v1/admin/email/suppressions': { access: 'admin', apiKeyRefused: true },
+  'delete /api/v1/admin/email/suppressions/:email': { access: 'admin', apiKeyRefused: true },
   'get /api/v1/admin/metrics/overview': { access: 'admin', apiKeyRefused: true },
   'get /api/v1/admin/stats': { access: 'admin', apiKeyRefused: true },
   'get /api/v1/admin/webhooks': { access: 'admin', apiKeyRefused: true },

@@ -16,6 +16,13 @@ export interface UnsubscribedRow {
   unsubscribed_30d: number;
 }
 
+export interface DeliverabilityDayRow {
+  date: string;
+  bounces: number;
+  complaints: number;
+  suppressions: number;
+}
+
 export interface BroadcastRunRow {
   id: string;
   status: string;
@@ -67,5 +74,44 @@ export class MailingMetricsRepository {
       ORDER BY created_at DESC, id DESC
       LIMIT 1`;
     return rows[0] ?? null;
+  }
+
+  /**
+   * Per UTC day of the last 30 (oldest first, every day listed): bounces and complaints the e-mail
+   * provider reported (webhook archive rows applied; a repeated complaint about one message is SKIPPED and
+   * not counted) and addresses added to the suppression list (its `email.suppressed` audit entries, so an
+   * address an operator took off again still counts on the day it was added).
+   */
+  async deliverabilityByDay(w: MetricWindows): Promise<DeliverabilityDayRow[]> {
+    return this.prisma.$queryRaw<DeliverabilityDayRow[]>`
+      WITH days AS (
+        SELECT generate_series(date_trunc('day', ${w.since30d}::timestamptz AT TIME ZONE 'UTC'),
+                               date_trunc('day', ${w.now}::timestamptz AT TIME ZONE 'UTC'),
+                               interval '1 day') AS day
+      ), events AS (
+        SELECT date_trunc('day', received_at AT TIME ZONE 'UTC') AS day,
+               count(*) FILTER (WHERE event_type = 'email.bounced')::int AS bounces,
+               count(*) FILTER (WHERE event_type = 'email.complained')::int AS complaints
+        FROM webhook_events
+        WHERE provider = 'email' AND status = 'PROCESSED'
+          AND received_at > ${w.since30d} AND received_at <= ${w.now}
+        GROUP BY 1
+      ), suppressed AS (
+        SELECT date_trunc('day', created_at AT TIME ZONE 'UTC') AS day, count(*)::int AS suppressions
+        FROM audit_logs
+        WHERE action = 'email.suppressed' AND created_at > ${w.since30d} AND created_at <= ${w.now}
+        GROUP BY 1
+      )
+      SELECT to_char(days.day, 'YYYY-MM-DD') AS date, coalesce(e.bounces, 0) AS bounces,
+             coalesce(e.complaints, 0) AS complaints, coalesce(s.suppressions, 0) AS suppressions
+      FROM days LEFT JOIN events e ON e.day = days.day LEFT JOIN suppressed s ON s.day = days.day
+      ORDER BY days.day`;
+  }
+
+  async suppressedAddresses(): Promise<number> {
+    const [row] = await this.prisma.$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM email_suppressions`;
+    return row.n;
   }
 }

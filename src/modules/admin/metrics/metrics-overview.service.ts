@@ -34,28 +34,42 @@ export class MetricsOverviewService {
   async overview(): Promise<MetricsOverviewDto> {
     const w = windowsEndingAt(this.clock.now());
     const leadMagnets = Object.entries(this.config.project.leadMagnetPrefixes);
-    const [groups, money, emails, unsubscribed, broadcast, live, sources, leads, creditDays, packs] =
-      await Promise.all([
-        this.revenue.subscriptionGroups(w),
-        this.revenue.moneyLast30Days(w),
-        this.mailing.emailCounts(w),
-        this.mailing.unsubscribed(w),
-        this.mailing.lastBroadcast(w),
-        this.users.liveUsers(w),
-        this.users.signupsBySource(w),
-        leadMagnets.length > 0
-          ? this.users.leadMagnets(
-              w,
-              leadMagnets.map(([, prefix]) => prefix),
-            )
-          : Promise.resolve([]),
-        this.credits.creditsByDay(w),
-        this.credits.packSales(w),
-      ]);
+    const [
+      groups,
+      money,
+      emails,
+      unsubscribed,
+      broadcast,
+      live,
+      sources,
+      leads,
+      creditDays,
+      packs,
+      days,
+      suppressed,
+    ] = await Promise.all([
+      this.revenue.subscriptionGroups(w),
+      this.revenue.moneyLast30Days(w),
+      this.mailing.emailCounts(w),
+      this.mailing.unsubscribed(w),
+      this.mailing.lastBroadcast(w),
+      this.users.liveUsers(w),
+      this.users.signupsBySource(w),
+      leadMagnets.length > 0
+        ? this.users.leadMagnets(
+            w,
+            leadMagnets.map(([, prefix]) => prefix),
+          )
+        : Promise.resolve([]),
+      this.credits.creditsByDay(w),
+      this.credits.packSales(w),
+      this.mailing.deliverabilityByDay(w),
+      this.mailing.suppressedAddresses(),
+    ]);
     return {
       generated_at: w.now.toISOString(),
       revenue: { ...revenueSection(groups, money), packs: packsSection(packs) },
-      mailing: mailingSection(emails, unsubscribed, live, broadcast),
+      mailing: mailingSection(emails, unsubscribed, live, broadcast, { days, suppressed }),
       activity: { dau: live.dau, wau: live.wau, mau: live.mau, dau_mau_ratio: ratio(live.dau, live.mau) },
       acquisition: {
         last_7_days: acquisitionWindow(sources, '7d'),

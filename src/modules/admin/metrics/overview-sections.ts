@@ -9,7 +9,12 @@ import type {
   RevenueSectionDto,
 } from './dto/metrics-overview.dto.js';
 import type { CreditDayRow, PackSalesRow } from './credit-metrics.repository.js';
-import type { BroadcastRunRow, EmailCountsRow, UnsubscribedRow } from './mailing-metrics.repository.js';
+import type {
+  BroadcastRunRow,
+  DeliverabilityDayRow,
+  EmailCountsRow,
+  UnsubscribedRow,
+} from './mailing-metrics.repository.js';
 import { ratio, topWithOther } from './metric-windows.js';
 import { monthlyAmount } from './mrr.js';
 import type { MoneyRow, SubscriptionGroupRow } from './revenue-metrics.repository.js';
@@ -100,8 +105,11 @@ export function mailingSection(
   unsubscribed: UnsubscribedRow,
   consent: Pick<LiveUsersRow, 'users' | 'consented'>,
   broadcast: BroadcastRunRow | null,
+  deliverability: { days: DeliverabilityDayRow[]; suppressed: number } = { days: [], suppressed: 0 },
 ): MailingSectionDto {
   return {
+    deliverability_by_day: deliverability.days,
+    suppressed_addresses: deliverability.suppressed,
     last_7_days: {
       sent: emails.sent_7d,
       failed: emails.failed_7d,

@@ -185,6 +185,17 @@ export class LastBroadcastDto {
   counts!: BroadcastCountsDto;
 }
 
+export class DeliverabilityDayDto {
+  @ApiProperty({ example: '2026-11-25', description: 'UTC day' })
+  date!: string;
+  @ApiProperty({ example: 2, description: 'Bounces the e-mail provider reported (permanent and transient)' })
+  bounces!: number;
+  @ApiProperty({ example: 1, description: 'Spam complaints (one per message)' })
+  complaints!: number;
+  @ApiProperty({ example: 2, description: 'Addresses added to the suppression list' })
+  suppressions!: number;
+}
+
 export class MailingSectionDto {
   last_7_days!: MailingWindowDto;
   last_30_days!: MailingWindowDto;
@@ -194,6 +205,12 @@ export class MailingSectionDto {
   consent!: ConsentDto;
   @ApiProperty({ type: () => LastBroadcastDto, nullable: true })
   last_broadcast!: LastBroadcastDto | null;
+  /** The last 30 UTC days, oldest first, every day listed. */
+  @ApiProperty({ type: () => [DeliverabilityDayDto] })
+  deliverability_by_day!: DeliverabilityDayDto[];
+  /** Addresses on the suppression list now. */
+  @ApiProperty({ example: 12 })
+  suppressed_addresses!: number;
 }
 
 export class ActivitySectionDto {

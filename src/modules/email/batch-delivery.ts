@@ -1,0 +1,102 @@
+import { Injectable } from '@nestjs/common';
+import type { OutboundEmail } from './email.types.js';
+import { EmailProvider, EmailSendError } from './providers/email-provider.js';
+
+/** What the provider made of one message of a batch. */
+export type DeliveryOutcome =
+  { status: 'sent'; providerId: string | null } | { status: 'failed'; error: string };
+
+/** The provider could not be used now; what is not recorded stays pending and the run resumes later. */
+export class DeliveryInterrupted extends Error {
+  constructor(readonly reason: unknown) {
+    super(`e-mail delivery interrupted: ${(reason as Error)?.message ?? String(reason)}`, {
+      cause: reason,
+    });
+    this.name = 'DeliveryInterrupted';
+  }
+}
+
+/** Consecutive per-message provider outages after which the provider counts as down for this batch. */
+const OUTAGE_STREAK = 3;
+
+/**
+ * Batch delivery (moved from broadcasts/, issue 16 item 1): one provider batch request under an idempotency
+ * key, or message by message with the outage rule. Outcomes are keyed by the caller's id for each message;
+ * a DeliveryInterrupted means the rest must wait for a later attempt under the same key. Resend's batch
+ * endpoint is all or nothing: only a batch refused outright (400/422, nothing delivered) answers false, to
+ * go out one by one; every ambiguous outcome interrupts, since a new key could deliver twice.
+ */
+@Injectable()
+export class EmailBatchDelivery {
+  constructor(private readonly provider: EmailProvider) {}
+
+  /** True when the batch is settled (sent); false when the provider refused it and it goes out alone. */
+  async sendBatch(
+    messages: { id: string; message: OutboundEmail }[],
+    key: string,
+    outcomes: Map<string, DeliveryOutcome>,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    try {
+      const results = await this.provider.sendBatch(
+        messages.map(({ message }) => message),
+        key,
+        { signal },
+      );
+      messages.forEach(({ id }, i) =>
+        outcomes.set(id, { status: 'sent', providerId: results[i]?.id ?? null }),
+      );
+      return true;
+    } catch (err) {
+      if (signal?.aborted || !(err instanceof EmailSendError)) throw new DeliveryInterrupted(err);
+      if (err.kind === 'duplicate') {
+        // The key, unique to this batch, was used before: an earlier attempt was accepted.
+        for (const { id } of messages) outcomes.set(id, { status: 'sent', providerId: null });
+        return true;
+      }
+      if (err.kind === 'rejected') return false;
+      // Nothing settled: the pending batch is resent under the same key by the next attempt.
+      throw new DeliveryInterrupted(err);
+    }
+  }
+
+  /**
+   * Each message under its recipient's own key. A rejection fails that recipient alone. A transient
+   * failure (5xx/429/unreachable past the retries) is recorded `failed` only once the provider has
+   * answered a later message (it was about that message); OUTAGE_STREAK of them in a row mean the
+   * provider is down: they and the rest stay pending and the run resumes later.
+   */
+  async sendOneByOne(
+    messages: { id: string; message: OutboundEmail }[],
+    outcomes: Map<string, DeliveryOutcome>,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    let streak: { recipientId: string; error: string }[] = [];
+    for (const { id: recipientId, message } of messages) {
+      try {
+        const { id } = await this.provider.send(message, { signal });
+        outcomes.set(recipientId, { status: 'sent', providerId: id });
+      } catch (err) {
+        const usable =
+          !signal?.aborted &&
+          err instanceof EmailSendError &&
+          err.kind !== 'misconfigured' &&
+          err.kind !== 'conflict';
+        if (!usable) throw new DeliveryInterrupted(err);
+        if (err.kind === 'duplicate') outcomes.set(recipientId, { status: 'sent', providerId: null });
+        else if (err.kind === 'rejected') outcomes.set(recipientId, { status: 'failed', error: err.message });
+        else {
+          streak.push({ recipientId, error: err.message });
+          if (streak.length >= OUTAGE_STREAK) throw new DeliveryInterrupted(err);
+          continue;
+        }
+      }
+      for (const failure of streak)
+        outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
+      streak = [];
+    }
+    // Fewer than OUTAGE_STREAK at the very end: failed like any isolated failure (each had its retries).
+    for (const failure of streak)
+      outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
+  }
+}

@@ -1,0 +1,27 @@
+import { Controller, HttpCode, Post, type RawBodyRequest, Req } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiOkResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import type { Request } from 'express';
+import { Public } from '../../../common/decorators/public.decorator.js';
+import { EmailWebhookService, type EmailWebhookReceipt } from './email-webhook.service.js';
+
+@ApiTags('webhooks')
+@Public()
+@Controller('webhooks')
+export class EmailWebhookController {
+  constructor(private readonly webhooks: EmailWebhookService) {}
+
+  /** E-mail provider (Resend) delivery events, signed per Standard Webhooks (svix-* or webhook-* headers). */
+  @Post('email')
+  @HttpCode(200)
+  @ApiOkResponse({
+    description:
+      '{received, event_id, status: accepted | duplicate}; the worker applies accepted events shortly after',
+  })
+  @ApiUnauthorizedResponse({
+    description: 'invalid_signature: bad, missing or expired signature; nothing stored',
+  })
+  @ApiBadRequestResponse({ description: 'invalid_webhook_payload: signed but malformed; archived as FAILED' })
+  receive(@Req() req: RawBodyRequest<Request>): Promise<EmailWebhookReceipt> {
+    return this.webhooks.receive(req.rawBody, req.headers);
+  }
+}

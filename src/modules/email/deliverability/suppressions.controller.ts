@@ -1,0 +1,44 @@
+import { Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBearerAuth,
+  ApiForbiddenResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { CurrentUser } from '../../../common/decorators/current-user.decorator.js';
+import type { User } from '../../../generated/prisma/client.js';
+import { userActor } from '../../audit/audit.service.js';
+import { AdminOnly } from '../../auth/admin.guard.js';
+import { ListSuppressionsQueryDto, SuppressionListDto } from '../dto/suppressions.dto.js';
+import { SuppressionsService } from './suppressions.service.js';
+
+@ApiTags('admin')
+@ApiBearerAuth()
+@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
+@ApiForbiddenResponse({ description: 'admin_required: not on the admin allowlist (audited)' })
+@AdminOnly()
+@Controller('admin/email/suppressions')
+export class SuppressionsController {
+  constructor(private readonly suppressions: SuppressionsService) {}
+
+  /** Suppressed addresses (permanent bounces, complaints, manual entries), newest first. */
+  @Get()
+  @ApiOkResponse({ type: SuppressionListDto })
+  @ApiBadRequestResponse({ description: 'validation_failed: page_size out of range or unknown reason' })
+  list(@Query() query: ListSuppressionsQueryDto): Promise<SuppressionListDto> {
+    return this.suppressions.list(query);
+  }
+
+  /** Takes an address off the list (audit `email.unsuppressed`); mail reaches it again. */
+  @Delete(':email')
+  @HttpCode(204)
+  @ApiNoContentResponse({ description: 'Removed.' })
+  @ApiNotFoundResponse({ description: 'not_found: the address is not suppressed' })
+  async remove(@CurrentUser() admin: User, @Param('email') email: string): Promise<void> {
+    await this.suppressions.remove(email, userActor(admin.identityUserId));
+  }
+}

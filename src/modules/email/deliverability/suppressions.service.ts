@@ -1,0 +1,62 @@
+import { Injectable } from '@nestjs/common';
+import { NotFoundError, ValidationError } from '../../../common/errors/app-error.js';
+import { MetricsService } from '../../../infra/metrics/metrics.service.js';
+import { PrismaService } from '../../../infra/prisma/prisma.service.js';
+import { AuditService } from '../../audit/audit.service.js';
+import type { ListSuppressionsQueryDto, SuppressionListDto } from '../dto/suppressions.dto.js';
+import { EmailSuppressionsRepository } from './suppressions.repository.js';
+
+const MAX_ADDRESS = 320;
+
+/** The operator's view of the suppression list: read it, and take an address off it (audited). */
+@Injectable()
+export class SuppressionsService {
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly suppressions: EmailSuppressionsRepository,
+    private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async list(query: ListSuppressionsQueryDto): Promise<SuppressionListDto> {
+    const page = query.page ?? 1;
+    const pageSize = query.page_size ?? 50;
+    const { items, total } = await this.suppressions.list(
+      this.prisma,
+      { reason: query.reason },
+      (page - 1) * pageSize,
+      pageSize,
+    );
+    return {
+      items: items.map((row) => ({
+        email: row.email,
+        reason: row.reason,
+        created_at: row.createdAt.toISOString(),
+      })),
+      total,
+      page,
+      page_size: pageSize,
+    };
+  }
+
+  /** Removes the address from the list; 404 when it is not on it. */
+  async remove(address: string, actor: string): Promise<void> {
+    if (!address || address.length > MAX_ADDRESS || !address.includes('@') || address.includes('\0')) {
+      throw new ValidationError('Not an e-mail address.', [
+        { field: 'email', message: 'not an e-mail address' },
+      ]);
+    }
+    await this.prisma.$transaction(async (tx) => {
+      const removed = await this.suppressions.remove(tx, address);
+      if (!removed) throw new NotFoundError('The address is not suppressed.', 'not_found');
+      await this.audit.record(tx, {
+        actor,
+        action: 'email.unsuppressed',
+        resourceType: 'email_suppression',
+        resourceId: removed.email,
+        details: { reason: removed.reason, source: 'admin' },
+      });
+    });
+    this.metrics.emailUnsuppressions.inc();
+  }
+}

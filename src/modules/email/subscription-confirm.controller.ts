@@ -1,0 +1,59 @@
+import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiConsumes,
+  ApiOkResponse,
+  ApiProduces,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { Public } from '../../common/decorators/public.decorator.js';
+import { SubscriptionConfirmService } from './subscription-confirm.service.js';
+import { confirmSubscriptionPage, subscriptionConfirmedPage } from './unsubscribe.pages.js';
+
+const TOKEN_QUERY = {
+  name: 't',
+  required: true,
+  description: 'HMAC-signed confirmation token from the confirm_subscription e-mail (valid 7 days)',
+};
+
+/** Public: the token in `t` is the only authentication, as for unsubscribe. */
+@ApiTags('email')
+@Public()
+@Controller('email')
+export class SubscriptionConfirmController {
+  constructor(private readonly confirmations: SubscriptionConfirmService) {}
+
+  @Get('confirm')
+  @ApiQuery(TOKEN_QUERY)
+  @ApiProduces('text/html')
+  @ApiOkResponse({ description: 'A page whose button POSTs; nothing changes on GET.' })
+  @ApiBadRequestResponse({ description: 'invalid_confirmation_token: invalid, tampered or expired link.' })
+  page(@Query('t') token: unknown, @Res({ passthrough: true }) res: Response): string {
+    this.confirmations.check(token);
+    res.type('html').setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Robots-Tag', 'noindex');
+    return confirmSubscriptionPage(token as string);
+  }
+
+  @Post('confirm')
+  @HttpCode(200)
+  @ApiQuery(TOKEN_QUERY)
+  @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data')
+  @ApiOkResponse({ description: 'Subscribed (also when already subscribed). No redirect.' })
+  @ApiBadRequestResponse({ description: 'invalid_confirmation_token; nothing changes.' })
+  async confirm(
+    @Query('t') token: unknown,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<string | { subscribed: true }> {
+    await this.confirmations.confirm(token);
+    res.setHeader('Cache-Control', 'no-store');
+    if (req.accepts(['json', 'html']) === 'html') {
+      res.type('html');
+      return subscriptionConfirmedPage();
+    }
+    return { subscribed: true };
+  }
+}
