@@ -687,6 +687,73 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/email/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["SubscriptionConfirmController_page"];
+        put?: never;
+        post: operations["SubscriptionConfirmController_confirm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** E-mail provider (Resend) delivery events, signed per Standard Webhooks (svix-* or webhook-* headers). */
+        post: operations["EmailWebhookController_receive"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/email/suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Suppressed addresses (permanent bounces, complaints, manual entries), newest first. */
+        get: operations["SuppressionsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/email/suppressions/{email}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Takes an address off the list (audit `email.unsuppressed`); mail reaches it again. */
+        delete: operations["SuppressionsController_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/broadcasts": {
         parameters: {
             query?: never;
@@ -1700,6 +1767,32 @@ export interface components {
             refusal: string | null;
             usage: components["schemas"]["CompletionUsageDto"];
         };
+        SuppressionDto: {
+            /**
+             * @description The suppressed address (lower-cased)
+             * @example bounced@example.com
+             */
+            email: string;
+            /**
+             * @example bounce
+             * @enum {string}
+             */
+            reason: "bounce" | "complaint" | "manual";
+            /**
+             * Format: date-time
+             * @example 2026-11-25T09:30:00.000Z
+             */
+            created_at: string;
+        };
+        SuppressionListDto: {
+            items: components["schemas"]["SuppressionDto"][];
+            /** @example 1 */
+            total: number;
+            /** @example 1 */
+            page: number;
+            /** @example 50 */
+            page_size: number;
+        };
         AudienceDto: {
             /**
              * @description Current tiers (from the project config).
@@ -1735,7 +1828,7 @@ export interface components {
              * @example newsletter
              * @enum {string}
              */
-            template_key: "low_balance" | "newsletter" | "subscription_welcome" | "welcome";
+            template_key: "confirm_subscription" | "low_balance" | "newsletter" | "payment_failed" | "payment_recovered" | "subscription_ended" | "subscription_welcome" | "welcome";
             audience: components["schemas"]["AudienceDto"];
             /**
              * @description Transactional templates only: also reach users without marketing consent. Marketing + true is 409.
@@ -1763,7 +1856,7 @@ export interface components {
              * @example newsletter
              * @enum {string}
              */
-            template_key: "low_balance" | "newsletter" | "subscription_welcome" | "welcome";
+            template_key: "confirm_subscription" | "low_balance" | "newsletter" | "payment_failed" | "payment_recovered" | "subscription_ended" | "subscription_welcome" | "welcome";
             /** @enum {string} */
             kind: "transactional" | "marketing";
             audience: components["schemas"]["AudienceDto"];
@@ -1981,10 +2074,10 @@ export interface components {
              */
             status: "queued" | "running" | "done" | "failed";
             /**
-             * @example low_balance
+             * @example confirm_subscription
              * @enum {string}
              */
-            template_key: "low_balance" | "newsletter" | "subscription_welcome" | "welcome";
+            template_key: "confirm_subscription" | "low_balance" | "newsletter" | "payment_failed" | "payment_recovered" | "subscription_ended" | "subscription_welcome" | "welcome";
             /**
              * @example transactional
              * @enum {string}
@@ -2007,6 +2100,28 @@ export interface components {
             finished_at: string | null;
             counts: components["schemas"]["BroadcastCountsDto"];
         };
+        DeliverabilityDayDto: {
+            /**
+             * @description UTC day
+             * @example 2026-11-25
+             */
+            date: string;
+            /**
+             * @description Bounces the e-mail provider reported (permanent and transient)
+             * @example 2
+             */
+            bounces: number;
+            /**
+             * @description Spam complaints (one per message)
+             * @example 1
+             */
+            complaints: number;
+            /**
+             * @description Addresses added to the suppression list
+             * @example 2
+             */
+            suppressions: number;
+        };
         MailingWindowDto: {
             sent: number;
             failed: number;
@@ -2027,6 +2142,13 @@ export interface components {
              */
             consent_rate: number;
             last_broadcast: components["schemas"]["LastBroadcastDto"] | null;
+            /** @description The last 30 UTC days, oldest first, every day listed. */
+            deliverability_by_day: components["schemas"]["DeliverabilityDayDto"][];
+            /**
+             * @description Addresses on the suppression list now.
+             * @example 12
+             */
+            suppressed_addresses: number;
             last_7_days: components["schemas"]["MailingWindowDto"];
             last_30_days: components["schemas"]["MailingWindowDto"];
             consent: components["schemas"]["ConsentDto"];
@@ -4811,6 +4933,251 @@ export interface operations {
             };
             /** @description Invalid or tampered token (problem+json); nothing changes. */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    SubscriptionConfirmController_page: {
+        parameters: {
+            query: {
+                /** @description HMAC-signed confirmation token from the confirm_subscription e-mail (valid 7 days) */
+                t: unknown;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page whose button POSTs; nothing changes on GET. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_confirmation_token: invalid, tampered or expired link. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    SubscriptionConfirmController_confirm: {
+        parameters: {
+            query: {
+                /** @description HMAC-signed confirmation token from the confirm_subscription e-mail (valid 7 days) */
+                t: unknown;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Subscribed (also when already subscribed). No redirect. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_confirmation_token; nothing changes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    EmailWebhookController_receive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description {received, event_id, status: accepted | duplicate}; the worker applies accepted events shortly after */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_webhook_payload: signed but malformed; archived as FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description invalid_signature: bad, missing or expired signature; nothing stored */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    SuppressionsController_list: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                reason?: "bounce" | "complaint" | "manual";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionListDto"];
+                };
+            };
+            /** @description validation_failed: page_size out of range or unknown reason */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description No or invalid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description admin_required: not on the admin allowlist (audited) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    SuppressionsController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                email: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or invalid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description admin_required: not on the admin allowlist (audited) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description not_found: the address is not suppressed */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
