@@ -182,7 +182,7 @@ export async function benchCredits({ ops = OPS, rounds = ROUNDS } = {}) {
     const viaPlain = plainDeduct(plain, LOCK_SQL);
     // Our statement without our code: what CreditsService costs on top of the SQL it sends.
     const applySql = await ourStatement();
-    const viaOurSql = (userId, jobId) => plain.query(applySql, [userId, -1, 'spend', jobId, '{}', true, 0, false]);
+    const viaOurSql = (userId, jobId) => plain.query(applySql, [userId, -1, 'spend', jobId, '{}', true, 0, false, 0, false]);
     const viaSum = plainDeduct(plain, SUM_LOCK_SQL);
     // Warm both paths (connections, prepared plans, Prisma's first-query setup).
     for (let i = 0; i < 50; i += 1) {
