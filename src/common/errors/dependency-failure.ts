@@ -30,6 +30,8 @@ const MESSAGES = [
   /unable to start a transaction in the given time/i,
   /transaction api error/i,
   /client has encountered a connection error/i,
+  // ioredis gives up on a command after RedisService's commandTimeout.
+  /command timed out/i,
   /server has closed the connection/i,
 ];
 

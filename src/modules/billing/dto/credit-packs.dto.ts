@@ -1,3 +1,4 @@
+import { ApiInt } from '../../../common/openapi/api-fields.js';
 import { ApiProperty } from '@nestjs/swagger';
 import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
 import { CheckoutCustomDataDto } from './billing-response.dto.js';
@@ -6,7 +7,7 @@ export class CreditPackDto {
   @ApiProperty({ description: 'The one-time billing price of the pack', example: 'pri_pack_s' })
   price_id!: string;
 
-  @ApiProperty({ description: 'Credits the pack adds; they never expire', example: 500 })
+  @ApiInt({ description: 'Credits the pack adds; they never expire', example: 500 })
   credits!: number;
 }
 

@@ -76,15 +76,15 @@ export class RevenueWindowDto {
 }
 
 export class PackSalesDto {
-  @ApiProperty({ description: 'Top-up packs sold in the last 30 days', example: 12 })
+  @ApiInt({ description: 'Top-up packs sold in the last 30 days', example: 12 })
   sold!: number;
 
-  @ApiProperty({ description: 'Credits those packs added', example: 9000 })
+  @ApiInt({ description: 'Credits those packs added', example: 9000 })
   credits!: number;
 
   @ApiProperty({
     type: 'object',
-    additionalProperties: { type: 'number' },
+    additionalProperties: { type: 'integer' },
     description: 'What they were paid, minor units per ISO currency code',
     example: { USD: 12000 },
   })
@@ -95,19 +95,19 @@ export class CreditDayDto {
   @ApiProperty({ description: 'UTC date', example: '2026-11-24' })
   date!: string;
 
-  @ApiProperty({ description: 'Plan allowances granted', example: 5000 })
+  @ApiInt({ description: 'Plan allowances granted', example: 5000 })
   granted!: number;
 
-  @ApiProperty({ description: 'Credits bought in packs', example: 500 })
+  @ApiInt({ description: 'Credits bought in packs', example: 500 })
   purchased!: number;
 
-  @ApiProperty({ description: 'Credits spent, net of what settles and refunds gave back', example: 1200 })
+  @ApiInt({ description: 'Credits spent, net of what settles and refunds gave back', example: 1200 })
   spent!: number;
 
-  @ApiProperty({ description: 'Plan credits expired by a rollover rule', example: 300 })
+  @ApiInt({ description: 'Plan credits expired by a rollover rule', example: 300 })
   expired!: number;
 
-  @ApiProperty({ description: 'Credits taken back after refunds and chargebacks', example: 0 })
+  @ApiInt({ description: 'Credits taken back after refunds and chargebacks', example: 0 })
   clawed_back!: number;
 }
 
