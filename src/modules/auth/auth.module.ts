@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
+import { ApiKeysRepository } from '../api-keys/api-keys.repository.js';
 import { UsersModule } from '../users/users.module.js';
 import { AdminGuard } from './admin.guard.js';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
@@ -16,6 +17,7 @@ import { RequestRateLimiter, RequestRateLimitGuard } from './request-rate-limit.
     IdentityKeySet,
     JwtStrategy,
     ApiKeyAuthService,
+    ApiKeysRepository,
     AdminGuard,
     RequestRateLimiter,
     { provide: APP_GUARD, useClass: AuthenticationGuard },

@@ -17,8 +17,6 @@ import { SubscriptionExpiryService } from './subscription-expiry.service.js';
 import { SubscriptionStateService } from './subscription-state.service.js';
 import { SubscriptionsRepository } from './subscriptions.repository.js';
 import { SyncCheckpointsRepository } from './sync-checkpoints.repository.js';
-import { WebhookArchiveRepository } from './webhook-archive.repository.js';
-import { WebhookRetentionService } from './webhook-retention.service.js';
 
 @Module({
   imports: [CreditsModule, WebhooksModule],
@@ -39,8 +37,6 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     SubscriptionStateService,
     SubscriptionsRepository,
     SyncCheckpointsRepository,
-    WebhookArchiveRepository,
-    WebhookRetentionService,
   ],
   exports: [
     BillingActionsService,
@@ -52,7 +48,6 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     CheckoutTokenService,
     SubscriptionExpiryService,
     SubscriptionsRepository,
-    WebhookRetentionService,
   ],
 })
 export class BillingModule {}

@@ -8,7 +8,7 @@ import { WORKER_OPTIONS } from '../../infra/queue/worker-options.js';
 import { BillingBackfillService } from './billing-backfill.service.js';
 import { BillingDriftService } from './billing-drift.service.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
-import { WebhookRetentionService } from './webhook-retention.service.js';
+import { WebhookRetentionService } from '../webhooks/webhook-retention.service.js';
 
 @Processor(QUEUES.billing, WORKER_OPTIONS)
 export class BillingProcessor extends JobProcessor {

@@ -115,18 +115,6 @@ export class UsersRepository {
     await tx.$executeRaw`DELETE FROM users WHERE id = ${id}::uuid`;
   }
 
-  /**
-   * The identity webhook archive has no user foreign key but holds the user's e-mail addresses in its
-   * archived payloads (archivableIdentityPayload keeps them): keep the rows (dedupe history) and replace
-   * their payloads.
-   */
-  async scrubIdentityArchive(tx: Tx, identityUserId: string): Promise<number> {
-    return tx.$executeRaw`
-      UPDATE webhook_events
-      SET payload = jsonb_build_object('redacted', true, 'type', payload->>'type')
-      WHERE provider = 'identity' AND payload->'data'->>'id' = ${identityUserId}`;
-  }
-
   /** Marks activity at most once an hour per user (a conditional update, no write otherwise). */
   async touchLastActive(db: Db, id: string): Promise<void> {
     await db.$executeRaw`
