@@ -14,6 +14,7 @@ import { canonicalEmail } from '../../common/validation/canonical-email.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
+import { UsersRepository } from '../users/users.repository.js';
 import type { Principal } from './principal.js';
 import { RequestRateLimiter } from './request-rate-limit.js';
 
@@ -41,6 +42,7 @@ export class AdminGuard implements CanActivate {
     private readonly prisma: PrismaService,
     private readonly audit: AuditService,
     private readonly limiter: RequestRateLimiter,
+    private readonly users: UsersRepository,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -96,11 +98,9 @@ export class AdminGuard implements CanActivate {
           const stillHolds =
             !holder.deleted && holder.email_verified && canonicalEmail(holder.email) === email;
           if (stillHolds) return false;
-          await tx.$executeRaw`UPDATE users SET admin_email = NULL WHERE id = ${holder.id}::uuid`;
+          await this.users.releaseAdminEmail(tx, holder.id);
         }
-        const bound = await tx.$executeRaw`
-          UPDATE users SET admin_email = ${email}, admin_granted_at = now()
-          WHERE id = ${user.id}::uuid AND admin_email IS DISTINCT FROM ${email}`;
+        const bound = await this.users.bindAdminEmail(tx, user.id, email);
         if (bound === 1) {
           await this.audit.record(tx, {
             actor: userActor(user.identityUserId),

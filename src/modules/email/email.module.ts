@@ -3,7 +3,6 @@ import { AppConfig } from '../../config/app-config.js';
 import { HttpClient } from '../../infra/http/http-client.js';
 import { DisposableDomainsRepository } from './disposable/disposable-domains.repository.js';
 import { DisposableDomainsService } from './disposable/disposable-domains.service.js';
-import { EmailConsentRepository } from './email-consent.repository.js';
 import { EmailRepository } from './email.repository.js';
 import { EmailService } from './email.service.js';
 import { EmailTemplates } from './email.templates.js';
@@ -12,14 +11,16 @@ import { ConsoleEmailProvider } from './providers/console.provider.js';
 import { EmailProvider } from './providers/email-provider.js';
 import { EmailRateCeiling } from './providers/rate-ceiling.js';
 import { ResendEmailProvider } from './providers/resend.provider.js';
+import { UsersModule } from '../users/users.module.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
 import { UnsubscribeService } from './unsubscribe.service.js';
 
 @Module({
+  // UsersRepository: the one writer of users' consent columns and email_consent_events.
+  imports: [UsersModule],
   providers: [
     EmailService,
     EmailRepository,
-    EmailConsentRepository,
     EmailTemplates,
     UnsubscribeTokens,
     UnsubscribeService,

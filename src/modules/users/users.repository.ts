@@ -72,6 +72,21 @@ export class UsersRepository {
   }
 
   /**
+   * Withdraws marketing consent when it is given (the unsubscribe link); returns the user when this call
+   * changed it, null when there was nothing to change (already withdrawn, or no such user). Conditional,
+   * so concurrent clicks record one withdrawal.
+   */
+  async withdrawMarketingConsent(db: Db, userId: string, source: string, at: Date): Promise<User | null> {
+    const { count } = await db.user.updateMany({
+      where: { id: userId, marketingConsentGiven: true },
+      data: { marketingConsentGiven: false, marketingConsentAt: at, marketingConsentSource: source },
+    });
+    if (count === 0) return null;
+    await this.addConsentEvent(db, userId, false, source, at);
+    return db.user.findUnique({ where: { id: userId } });
+  }
+
+  /**
    * First-touch attribution in one conditional UPDATE: of two concurrent first calls, the second waits
    * for the first's row lock, re-checks the condition and matches nothing. Returns whether it applied.
    */
@@ -113,6 +128,18 @@ export class UsersRepository {
   /** Deletes the row; the database cascades owned tables and nulls the links of the kept ones. */
   async hardDelete(tx: Tx, id: string): Promise<void> {
     await tx.$executeRaw`DELETE FROM users WHERE id = ${id}::uuid`;
+  }
+
+  /** Frees an admin address held by an identity that no longer qualifies (AdminGuard, under the row lock). */
+  async releaseAdminEmail(tx: Tx, id: string): Promise<void> {
+    await tx.$executeRaw`UPDATE users SET admin_email = NULL WHERE id = ${id}::uuid`;
+  }
+
+  /** Binds the admin address to this identity; 1 when it changed (audited by the caller), 0 when it held it. */
+  bindAdminEmail(tx: Tx, id: string, email: string): Promise<number> {
+    return tx.$executeRaw`
+      UPDATE users SET admin_email = ${email}, admin_granted_at = now()
+      WHERE id = ${id}::uuid AND admin_email IS DISTINCT FROM ${email}`;
   }
 
   /** Marks activity at most once an hour per user (a conditional update, no write otherwise). */
