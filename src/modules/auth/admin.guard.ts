@@ -14,7 +14,7 @@ import { canonicalEmail } from '../../common/validation/canonical-email.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
-import { UsersRepository } from '../users/users.repository.js';
+import { AdminEmailRepository } from './admin-email.repository.js';
 import type { Principal } from './principal.js';
 import { RequestRateLimiter } from './request-rate-limit.js';
 
@@ -42,7 +42,7 @@ export class AdminGuard implements CanActivate {
     private readonly prisma: PrismaService,
     private readonly audit: AuditService,
     private readonly limiter: RequestRateLimiter,
-    private readonly users: UsersRepository,
+    private readonly adminEmails: AdminEmailRepository,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -88,19 +88,14 @@ export class AdminGuard implements CanActivate {
   private async bind(user: User, email: string): Promise<boolean> {
     try {
       return await this.prisma.$transaction(async (tx) => {
-        const holders = await tx.$queryRaw<
-          { id: string; identity_user_id: string; email: string; email_verified: boolean; deleted: boolean }[]
-        >`
-          SELECT id, identity_user_id, email, email_verified, deleted_at IS NOT NULL AS deleted
-          FROM users WHERE admin_email = ${email} FOR UPDATE`;
-        const holder = holders[0];
+        const holder = await this.adminEmails.lockHolder(tx, email);
         if (holder && holder.id !== user.id) {
           const stillHolds =
             !holder.deleted && holder.email_verified && canonicalEmail(holder.email) === email;
           if (stillHolds) return false;
-          await this.users.releaseAdminEmail(tx, holder.id);
+          await this.adminEmails.release(tx, holder.id);
         }
-        const bound = await this.users.bindAdminEmail(tx, user.id, email);
+        const bound = await this.adminEmails.bind(tx, user.id, email);
         if (bound === 1) {
           await this.audit.record(tx, {
             actor: userActor(user.identityUserId),

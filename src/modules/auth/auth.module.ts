@@ -3,6 +3,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { ApiKeysRepository } from '../api-keys/api-keys.repository.js';
 import { UsersModule } from '../users/users.module.js';
+import { AdminEmailRepository } from './admin-email.repository.js';
 import { AdminGuard } from './admin.guard.js';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { AuthenticationGuard } from './authentication.guard.js';
@@ -19,11 +20,12 @@ import { RequestRateLimiter, RequestRateLimitGuard } from './request-rate-limit.
     ApiKeyAuthService,
     ApiKeysRepository,
     AdminGuard,
+    AdminEmailRepository,
     RequestRateLimiter,
     { provide: APP_GUARD, useClass: AuthenticationGuard },
     // After authentication: it needs to know whether the request has a user.
     { provide: APP_GUARD, useClass: RequestRateLimitGuard },
   ],
-  exports: [AdminGuard, RequestRateLimiter, IdentityKeySet],
+  exports: [AdminGuard, AdminEmailRepository, RequestRateLimiter, IdentityKeySet],
 })
 export class AuthModule {}

@@ -130,18 +130,6 @@ export class UsersRepository {
     await tx.$executeRaw`DELETE FROM users WHERE id = ${id}::uuid`;
   }
 
-  /** Frees an admin address held by an identity that no longer qualifies (AdminGuard, under the row lock). */
-  async releaseAdminEmail(tx: Tx, id: string): Promise<void> {
-    await tx.$executeRaw`UPDATE users SET admin_email = NULL WHERE id = ${id}::uuid`;
-  }
-
-  /** Binds the admin address to this identity; 1 when it changed (audited by the caller), 0 when it held it. */
-  bindAdminEmail(tx: Tx, id: string, email: string): Promise<number> {
-    return tx.$executeRaw`
-      UPDATE users SET admin_email = ${email}, admin_granted_at = now()
-      WHERE id = ${id}::uuid AND admin_email IS DISTINCT FROM ${email}`;
-  }
-
   /** Marks activity at most once an hour per user (a conditional update, no write otherwise). */
   async touchLastActive(db: Db, id: string): Promise<void> {
     await db.$executeRaw`
