@@ -4,7 +4,9 @@ import ts from 'typescript';
 
 /**
  * A static check that finds the places in TypeScript source that write a column or a table, so a test can
- * prove there is one writer. It reads the syntax tree, not the types: it is deliberately conservative
+ * prove there is one writer. `ownershipProblems` (below) drives it from the "Table ownership" map in
+ * docs/architecture.md for every table of prisma/schema.prisma (test/platform/table-ownership.spec.ts);
+ * `findWrites` is the field-level part it uses for column groups. It reads the syntax tree, not the types: it is deliberately conservative
  * (a Prisma delegate that escapes into a variable counts as a write) and each spec that uses it also
  * proves on samples that it detects every shape it claims to.
  */
