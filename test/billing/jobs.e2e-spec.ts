@@ -3,7 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS, tickJobId } from '../../src/infra/queue/queues.js';
 import { SubscriptionExpiryService } from '../../src/modules/billing/subscription-expiry.service.js';
-import { WebhookRetentionService } from '../../src/modules/billing/webhook-retention.service.js';
+import { WebhookRetentionService } from '../../src/modules/webhooks/webhook-retention.service.js';
 import {
   checkoutToken,
   createUser,

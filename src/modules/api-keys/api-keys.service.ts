@@ -5,6 +5,7 @@ import { generateApiKey } from '../auth/api-key.util.js';
 import type { Principal } from '../../common/principal.js';
 import { defineOwnedResource } from '../owned/owned-resource.js';
 import { OwnedResourceService } from '../owned/owned-resource.service.js';
+import { apiKeyRows } from './api-keys.repository.js';
 import type { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';
 
 export const toApiKeyResponse = (row: ApiKey): ApiKeyDto => ({
@@ -41,7 +42,7 @@ export class ApiKeysService extends OwnedResourceService<ApiKey, CreateApiKeyDto
     type: 'api_key',
     label: 'API key',
     plural: 'active API keys',
-    table: (db) => db.apiKey,
+    table: apiKeyRows,
     sqlTable: 'api_keys',
     limit: 'apiKeys',
     limitWhere: () => ({ revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] }),

@@ -14,6 +14,7 @@ import { canonicalEmail } from '../../common/validation/canonical-email.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
+import { AdminEmailRepository } from './admin-email.repository.js';
 import type { Principal } from '../../common/principal.js';
 import { RequestRateLimiter } from './request-rate-limit.js';
 
@@ -41,6 +42,7 @@ export class AdminGuard implements CanActivate {
     private readonly prisma: PrismaService,
     private readonly audit: AuditService,
     private readonly limiter: RequestRateLimiter,
+    private readonly adminEmails: AdminEmailRepository,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -95,21 +97,14 @@ export class AdminGuard implements CanActivate {
   private async bind(user: User, email: string): Promise<boolean> {
     try {
       return await this.prisma.$transaction(async (tx) => {
-        const holders = await tx.$queryRaw<
-          { id: string; identity_user_id: string; email: string; email_verified: boolean; deleted: boolean }[]
-        >`
-          SELECT id, identity_user_id, email, email_verified, deleted_at IS NOT NULL AS deleted
-          FROM users WHERE admin_email = ${email} FOR UPDATE`;
-        const holder = holders[0];
+        const holder = await this.adminEmails.lockHolder(tx, email);
         if (holder && holder.id !== user.id) {
           const stillHolds =
             !holder.deleted && holder.email_verified && canonicalEmail(holder.email) === email;
           if (stillHolds) return false;
-          await tx.$executeRaw`UPDATE users SET admin_email = NULL WHERE id = ${holder.id}::uuid`;
+          await this.adminEmails.release(tx, holder.id);
         }
-        const bound = await tx.$executeRaw`
-          UPDATE users SET admin_email = ${email}, admin_granted_at = now()
-          WHERE id = ${user.id}::uuid AND admin_email IS DISTINCT FROM ${email}`;
+        const bound = await this.adminEmails.bind(tx, user.id, email);
         if (bound === 1) {
           await this.audit.record(tx, {
             actor: userActor(user.identityUserId),

@@ -1,7 +1,9 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
+import { ApiKeysRepository } from '../api-keys/api-keys.repository.js';
 import { UsersModule } from '../users/users.module.js';
+import { AdminEmailRepository } from './admin-email.repository.js';
 import { AdminGuard } from './admin.guard.js';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { AuthenticationGuard } from './authentication.guard.js';
@@ -16,12 +18,14 @@ import { RequestRateLimiter, RequestRateLimitGuard } from './request-rate-limit.
     IdentityKeySet,
     JwtStrategy,
     ApiKeyAuthService,
+    ApiKeysRepository,
     AdminGuard,
+    AdminEmailRepository,
     RequestRateLimiter,
     { provide: APP_GUARD, useClass: AuthenticationGuard },
     // After authentication: it needs to know whether the request has a user.
     { provide: APP_GUARD, useClass: RequestRateLimitGuard },
   ],
-  exports: [AdminGuard, RequestRateLimiter, IdentityKeySet],
+  exports: [AdminGuard, AdminEmailRepository, RequestRateLimiter, IdentityKeySet],
 })
 export class AuthModule {}

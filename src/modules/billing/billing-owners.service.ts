@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { BillingUsersRepository } from './billing-users.repository.js';
 import { CheckoutTokenService } from './checkout-token.service.js';
-import { PARKED_REASON } from './webhook-archive.repository.js';
+import { PARKED_REASON } from '../webhooks/webhook-inbox.repository.js';
 import { packClaim } from './billing.catalog.js';
 
 export type PackBuyer = { ok: true; userId: string; priceId: string } | { ok: false; reason: string };

@@ -21,8 +21,6 @@ import { SubscriptionExpiryService } from './subscription-expiry.service.js';
 import { SubscriptionStateService } from './subscription-state.service.js';
 import { SubscriptionsRepository } from './subscriptions.repository.js';
 import { SyncCheckpointsRepository } from './sync-checkpoints.repository.js';
-import { WebhookArchiveRepository } from './webhook-archive.repository.js';
-import { WebhookRetentionService } from './webhook-retention.service.js';
 
 @Module({
   imports: [CreditsModule, WebhooksModule, EmailModule],
@@ -46,8 +44,6 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     SubscriptionStateService,
     SubscriptionsRepository,
     SyncCheckpointsRepository,
-    WebhookArchiveRepository,
-    WebhookRetentionService,
   ],
   exports: [
     AllowanceService,
@@ -62,7 +58,6 @@ import { WebhookRetentionService } from './webhook-retention.service.js';
     CreditPacksService,
     SubscriptionExpiryService,
     SubscriptionsRepository,
-    WebhookRetentionService,
   ],
 })
 export class BillingModule {}

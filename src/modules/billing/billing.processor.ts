@@ -11,7 +11,7 @@ import { AllowanceService } from './allowance.service.js';
 import { BillingDriftService } from './billing-drift.service.js';
 import { BillingDunningService, type DunningEmailJob } from './billing-dunning.service.js';
 import { SubscriptionExpiryService } from './subscription-expiry.service.js';
-import { WebhookRetentionService } from './webhook-retention.service.js';
+import { WebhookRetentionService } from '../webhooks/webhook-retention.service.js';
 
 @Processor(QUEUES.billing, WORKER_OPTIONS)
 export class BillingProcessor extends JobProcessor {

@@ -19,7 +19,7 @@ import { BillingTierService } from './billing-tier.service.js';
 import { BillingUsersRepository, type LockedUser } from './billing-users.repository.js';
 import { PaymentsRepository } from './payments.repository.js';
 import { SubscriptionsRepository } from './subscriptions.repository.js';
-import { PARKED_REASON, WebhookArchiveRepository } from './webhook-archive.repository.js';
+import { PARKED_REASON, WebhookInboxRepository } from '../webhooks/webhook-inbox.repository.js';
 
 /** Paddle's origin of a transaction that renews a subscription (as opposed to the first payment or a proration). */
 const RENEWAL_ORIGIN = 'subscription_recurring';
@@ -46,7 +46,7 @@ export class PaymentsService {
     private readonly owners: BillingOwnersService,
     private readonly users: BillingUsersRepository,
     private readonly tiers: BillingTierService,
-    private readonly archive: WebhookArchiveRepository,
+    private readonly archive: WebhookInboxRepository,
     private readonly credits: CreditsService,
     private readonly audit: AuditService,
   ) {}

@@ -29,7 +29,7 @@ import {
   toSnapshot,
 } from './subscription-snapshot.js';
 import { SubscriptionsRepository } from './subscriptions.repository.js';
-import { WebhookArchiveRepository } from './webhook-archive.repository.js';
+import { WebhookInboxRepository } from '../webhooks/webhook-inbox.repository.js';
 
 const CREATED = 'subscription.created';
 
@@ -53,7 +53,7 @@ export class SubscriptionStateService {
     private readonly tiers: BillingTierService,
     private readonly payments: PaymentsRepository,
     private readonly paymentEvents: PaymentsService,
-    private readonly archive: WebhookArchiveRepository,
+    private readonly archive: WebhookInboxRepository,
     private readonly credits: CreditsService,
     private readonly outbox: OutboxService,
     private readonly audit: AuditService,

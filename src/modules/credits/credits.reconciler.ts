@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import { CreditHoldsRepository } from './credit-holds.repository.js';
+import { CreditsRepository } from './credits.repository.js';
 import { MeteredCreditsService } from './metered-credits.service.js';
 
 /** Spec: a deduct orphaned for 5 minutes is refunded by a reconciler that runs every 60 s. */
@@ -25,7 +25,7 @@ export class CreditsReconciler {
 
   constructor(
     private readonly prisma: PrismaService,
-    private readonly holds: CreditHoldsRepository,
+    private readonly holds: CreditsRepository,
     private readonly metered: MeteredCreditsService,
   ) {}
 

@@ -3,7 +3,6 @@ import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { CreditTransaction } from '../../generated/prisma/client.js';
 import { CreditsRepository, type LedgerDetails } from './credits.repository.js';
 import { CREDIT_KINDS, CreditsService } from './credits.service.js';
-import { CreditHoldsRepository } from './credit-holds.repository.js';
 
 export interface ReserveInput {
   userId: string;
@@ -34,7 +33,6 @@ export class MeteredCreditsService {
   constructor(
     private readonly prisma: PrismaService,
     private readonly credits: CreditsService,
-    private readonly holds: CreditHoldsRepository,
     private readonly ledger: CreditsRepository,
   ) {}
 
@@ -52,7 +50,7 @@ export class MeteredCreditsService {
    */
   settle(jobId: string, actualCost: number): Promise<Settlement | null> {
     return this.prisma.$transaction(async (tx) => {
-      const hold = await this.holds.take(tx, jobId);
+      const hold = await this.ledger.take(tx, jobId);
       if (!hold) return null;
       const charged = Math.min(Math.max(0, Math.ceil(actualCost)), hold.amount);
       // The charge is taken from plan credits first; what the reservation took from purchased credits
@@ -72,7 +70,7 @@ export class MeteredCreditsService {
   /** Gives the whole reservation back (kind `refund`). Returns the credits refunded, null when already closed. */
   refund(jobId: string, reason: string, olderThanMs?: number): Promise<number | null> {
     return this.prisma.$transaction(async (tx) => {
-      const hold = await this.holds.take(tx, jobId, olderThanMs);
+      const hold = await this.ledger.take(tx, jobId, olderThanMs);
       if (!hold) return null;
       await this.credits.grant(tx, {
         userId: hold.userId,
@@ -88,7 +86,7 @@ export class MeteredCreditsService {
 
   /** Where a reserved job stands: still held, or closed by a settle or a refund. */
   async state(jobId: string): Promise<'in_progress' | 'settled' | 'refunded'> {
-    if (await this.holds.find(this.prisma, jobId)) return 'in_progress';
+    if (await this.ledger.findHold(this.prisma, jobId)) return 'in_progress';
     const settled = await this.ledger.findByJob(this.prisma, jobId, CREDIT_KINDS.settle);
     return settled ? 'settled' : 'refunded';
   }

@@ -3,7 +3,6 @@ import { AppConfig } from '../../config/app-config.js';
 import { HttpClient } from '../../infra/http/http-client.js';
 import { DisposableDomainsRepository } from './disposable/disposable-domains.repository.js';
 import { DisposableDomainsService } from './disposable/disposable-domains.service.js';
-import { EmailConsentRepository } from './email-consent.repository.js';
 import { EmailRepository } from './email.repository.js';
 import { EmailService } from './email.service.js';
 import { EmailBatchDelivery } from './batch-delivery.js';
@@ -13,6 +12,7 @@ import { ConsoleEmailProvider } from './providers/console.provider.js';
 import { EmailProvider } from './providers/email-provider.js';
 import { EmailRateCeiling } from './providers/rate-ceiling.js';
 import { ResendEmailProvider } from './providers/resend.provider.js';
+import { UsersModule } from '../users/users.module.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
 import { UnsubscribeService } from './unsubscribe.service.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
@@ -23,7 +23,8 @@ import { SubscriptionConfirmService } from './subscription-confirm.service.js';
 
 /** Shared by both processes: the API accepts e-mail webhooks, the worker applies them (and sends). */
 @Module({
-  imports: [WebhooksModule],
+  // UsersRepository: the one writer of users' consent columns and email_consent_events.
+  imports: [WebhooksModule, UsersModule],
   providers: [
     EmailService,
     EmailBatchDelivery,
@@ -32,7 +33,6 @@ import { SubscriptionConfirmService } from './subscription-confirm.service.js';
     SuppressionsService,
     SubscriptionConfirmService,
     EmailRepository,
-    EmailConsentRepository,
     EmailTemplates,
     UnsubscribeTokens,
     UnsubscribeService,

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ValidationError } from '../../common/errors/app-error.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
-import { EmailConsentRepository } from './email-consent.repository.js';
+import { UsersRepository } from '../users/users.repository.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
 
 export const DOUBLE_OPT_IN_SOURCE = 'double_opt_in';
@@ -17,7 +17,7 @@ export class SubscriptionConfirmService {
   constructor(
     private readonly prisma: PrismaService,
     private readonly tokens: UnsubscribeTokens,
-    private readonly consent: EmailConsentRepository,
+    private readonly consent: UsersRepository,
     private readonly audit: AuditService,
   ) {}
 
@@ -43,7 +43,7 @@ export class SubscriptionConfirmService {
     const now = new Date();
     const userId = this.check(token, now);
     return this.prisma.$transaction(async (tx) => {
-      const user = await this.consent.grant(tx, userId, DOUBLE_OPT_IN_SOURCE, now);
+      const user = await this.consent.grantMarketingConsent(tx, userId, DOUBLE_OPT_IN_SOURCE, now);
       if (!user) return { changed: false };
       await this.audit.record(tx, {
         actor: userActor(user.identityUserId),

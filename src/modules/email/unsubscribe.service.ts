@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ValidationError } from '../../common/errors/app-error.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
-import { EmailConsentRepository } from './email-consent.repository.js';
+import { UsersRepository } from '../users/users.repository.js';
 import { UnsubscribeTokens } from './unsubscribe-tokens.js';
 
 export const UNSUBSCRIBE_SOURCE = 'unsubscribe_link';
@@ -13,7 +13,7 @@ export class UnsubscribeService {
   constructor(
     private readonly prisma: PrismaService,
     private readonly tokens: UnsubscribeTokens,
-    private readonly consent: EmailConsentRepository,
+    private readonly users: UsersRepository,
     private readonly audit: AuditService,
   ) {}
 
@@ -38,7 +38,7 @@ export class UnsubscribeService {
     const userId = this.check(token);
     const at = new Date();
     return this.prisma.$transaction(async (tx) => {
-      const user = await this.consent.withdraw(tx, userId, UNSUBSCRIBE_SOURCE, at);
+      const user = await this.users.withdrawMarketingConsent(tx, userId, UNSUBSCRIBE_SOURCE, at);
       if (!user) return { changed: false };
       await this.audit.record(tx, {
         actor: userActor(user.identityUserId),

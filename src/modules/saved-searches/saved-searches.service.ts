@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Prisma, SavedSearch } from '../../generated/prisma/client.js';
 import { defineOwnedResource } from '../owned/owned-resource.js';
 import { OwnedResourceService } from '../owned/owned-resource.service.js';
+import { savedSearchRows } from './saved-searches.repository.js';
 import type { CreateSavedSearchDto, SavedSearchDto, UpdateSavedSearchDto } from './dto/saved-search.dto.js';
 
 export const toSavedSearchResponse = (row: SavedSearch): SavedSearchDto => ({
@@ -25,7 +26,7 @@ export class SavedSearchesService extends OwnedResourceService<
     type: 'saved_search',
     label: 'saved search',
     plural: 'saved searches',
-    table: (db) => db.savedSearch,
+    table: savedSearchRows,
     sqlTable: 'saved_searches',
     limit: 'savedSearches',
     toCreate: (dto: CreateSavedSearchDto): Omit<Prisma.SavedSearchUncheckedCreateInput, 'userId'> => ({

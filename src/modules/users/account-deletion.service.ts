@@ -6,6 +6,7 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, systemActor, userActor, webhookActor } from '../audit/audit.service.js';
+import { WebhookInboxRepository } from '../webhooks/webhook-inbox.repository.js';
 import { UsersRepository } from './users.repository.js';
 
 const DAY_MS = 86_400_000;
@@ -46,6 +47,7 @@ export class AccountDeletionService {
     private readonly config: AppConfig,
     private readonly prisma: PrismaService,
     private readonly users: UsersRepository,
+    private readonly webhookArchive: WebhookInboxRepository,
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
   ) {}
@@ -175,7 +177,7 @@ export class AccountDeletionService {
               resourceId: due.id,
               details: { deleted_at: due.deleted_at.toISOString() },
             });
-            await this.users.scrubIdentityArchive(tx, due.identity_user_id);
+            await this.webhookArchive.scrubIdentityArchive(tx, due.identity_user_id);
             await this.users.hardDelete(tx, due.id);
             return 'deleted' as const;
           },

@@ -72,6 +72,46 @@ export class UsersRepository {
   }
 
   /**
+   * Withdraws marketing consent when it is given (the unsubscribe link); returns the user when this call
+   * changed it, null when there was nothing to change (already withdrawn, or no such user). Conditional,
+   * so concurrent clicks record one withdrawal.
+   */
+  async withdrawMarketingConsent(db: Db, userId: string, source: string, at: Date): Promise<User | null> {
+    const { count } = await db.user.updateMany({
+      where: { id: userId, marketingConsentGiven: true },
+      data: { marketingConsentGiven: false, marketingConsentAt: at, marketingConsentSource: source },
+    });
+    if (count === 0) return null;
+    await this.addConsentEvent(db, userId, false, source, at);
+    return db.user.findUnique({ where: { id: userId } });
+  }
+
+  /**
+   * Gives marketing consent when it is not given (the double opt-in confirmation); returns the user when
+   * this call changed it, null otherwise. Conditional, so two clicks record one grant.
+   */
+  async grantMarketingConsent(db: Db, userId: string, source: string, at: Date): Promise<User | null> {
+    const { count } = await db.user.updateMany({
+      where: { id: userId, marketingConsentGiven: false, deletedAt: null },
+      data: { marketingConsentGiven: true, marketingConsentAt: at, marketingConsentSource: source },
+    });
+    if (count === 0) return null;
+    await this.addConsentEvent(db, userId, true, source, at);
+    return db.user.findUnique({ where: { id: userId } });
+  }
+
+  /** Users whose address is this one (case-insensitive): a complaint about mail we cannot tie to a row. */
+  usersWithAddress(db: Db, address: string): Promise<Pick<User, 'id'>[]> {
+    return db.$queryRaw<Pick<User, 'id'>[]>`
+      SELECT id::text FROM users WHERE lower(email) = ${address.trim().toLowerCase()} LIMIT 10`;
+  }
+
+  async identityUserIdOf(db: Db, userId: string): Promise<string | null> {
+    const user = await db.user.findUnique({ where: { id: userId }, select: { identityUserId: true } });
+    return user?.identityUserId ?? null;
+  }
+
+  /**
    * First-touch attribution in one conditional UPDATE: of two concurrent first calls, the second waits
    * for the first's row lock, re-checks the condition and matches nothing. Returns whether it applied.
    */
@@ -113,18 +153,6 @@ export class UsersRepository {
   /** Deletes the row; the database cascades owned tables and nulls the links of the kept ones. */
   async hardDelete(tx: Tx, id: string): Promise<void> {
     await tx.$executeRaw`DELETE FROM users WHERE id = ${id}::uuid`;
-  }
-
-  /**
-   * The identity webhook archive has no user foreign key but holds the user's e-mail addresses in its
-   * archived payloads (archivableIdentityPayload keeps them): keep the rows (dedupe history) and replace
-   * their payloads.
-   */
-  async scrubIdentityArchive(tx: Tx, identityUserId: string): Promise<number> {
-    return tx.$executeRaw`
-      UPDATE webhook_events
-      SET payload = jsonb_build_object('redacted', true, 'type', payload->>'type')
-      WHERE provider = 'identity' AND payload->'data'->>'id' = ${identityUserId}`;
   }
 
   /** Marks activity at most once an hour per user (a conditional update, no write otherwise). */

@@ -37,6 +37,12 @@ export type StoredEvent = Pick<
  * The inbox's tables: processed_webhook_events (the claim: an event id is accepted once) and webhook_events
  * (the archive, and the worker's to-do list while a row is RECEIVED).
  */
+/** Reason under which an event for a not-yet-known subscription is parked (archived SKIPPED). */
+export const PARKED_REASON = 'unknown_subscription';
+
+const PRUNE_BATCH = 5000;
+const PARKED_WINDOW_MS = 30 * 86_400_000;
+
 @Injectable()
 export class WebhookInboxRepository {
   constructor(private readonly prisma: PrismaService) {}
@@ -245,6 +251,78 @@ export class WebhookInboxRepository {
       )
       SELECT id, provider, received_at FROM reopened`;
     return rows.map((row) => ({ id: row.id, provider: row.provider, receivedAt: row.received_at }));
+  }
+
+  /* The archive: parked events, retention and erasure (this file is the one writer of both webhook tables). */
+  /**
+   * Parked events of one subscription, oldest first: they arrived before any event that could tie the
+   * subscription to a user, and are replayed once the subscription row exists.
+   */
+  parkedFor(
+    tx: Tx,
+    providerSubscriptionId: string,
+    now: Date,
+    kind: 'subscription.' | 'transaction.' = 'subscription.',
+  ): Promise<WebhookEvent[]> {
+    // A subscription's id is data.id; a transaction names its subscription in data.subscription_id.
+    const path = kind === 'subscription.' ? ['data', 'id'] : ['data', 'subscription_id'];
+    return tx.webhookEvent.findMany({
+      where: {
+        provider: 'billing',
+        status: 'SKIPPED',
+        // Bounded by the (status, received_at) index: the provider delivers a subscription's events
+        // within days, so older parked rows cannot belong to a subscription created now.
+        receivedAt: { gte: new Date(now.getTime() - PARKED_WINDOW_MS) },
+        error: PARKED_REASON,
+        eventType: { startsWith: kind },
+        payload: { path, equals: providerSubscriptionId },
+      },
+      orderBy: [{ occurredAt: 'asc' }, { eventId: 'asc' }],
+    });
+  }
+
+  async markReplayed(tx: Tx, id: string, at: Date): Promise<void> {
+    await tx.webhookEvent.update({
+      where: { id },
+      data: { status: 'PROCESSED', error: null, processedAt: at },
+    });
+  }
+
+  /** Deletes archive rows received before `before`, in batches so one run never holds a huge lock. */
+  async pruneArchive(db: Db, before: Date): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const deleted = await db.$executeRaw`
+        DELETE FROM webhook_events WHERE id IN (
+          SELECT id FROM webhook_events WHERE received_at < ${before} LIMIT ${PRUNE_BATCH})`;
+      total += deleted;
+      if (deleted < PRUNE_BATCH) return total;
+    }
+  }
+
+  /** Deletes dedupe records older than `before` (a replay older than that is no longer recognised). */
+  async pruneProcessed(db: Db, before: Date): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const deleted = await db.$executeRaw`
+        DELETE FROM processed_webhook_events WHERE (provider, event_id) IN (
+          SELECT provider, event_id FROM processed_webhook_events WHERE processed_at < ${before}
+          LIMIT ${PRUNE_BATCH})`;
+      total += deleted;
+      if (deleted < PRUNE_BATCH) return total;
+    }
+  }
+
+  /**
+   * The identity webhook archive has no user foreign key but holds the user's e-mail addresses in its
+   * archived payloads (archivableIdentityPayload keeps them): keep the rows (dedupe history) and replace
+   * their payloads. Called when the user is erased.
+   */
+  async scrubIdentityArchive(tx: Tx, identityUserId: string): Promise<number> {
+    return tx.$executeRaw`
+      UPDATE webhook_events
+      SET payload = jsonb_build_object('redacted', true, 'type', payload->>'type')
+      WHERE provider = 'identity' AND payload->'data'->>'id' = ${identityUserId}`;
   }
 }
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Prisma, Workspace } from '../../generated/prisma/client.js';
 import { defineOwnedResource } from '../owned/owned-resource.js';
 import { OwnedResourceService } from '../owned/owned-resource.service.js';
+import { workspaceRows } from './workspaces.repository.js';
 import type { CreateWorkspaceDto, UpdateWorkspaceDto, WorkspaceDto } from './dto/workspace.dto.js';
 
 export const toWorkspaceResponse = (row: Workspace): WorkspaceDto => ({
@@ -24,7 +25,7 @@ export class WorkspacesService extends OwnedResourceService<
     type: 'workspace',
     label: 'workspace',
     plural: 'workspaces',
-    table: (db) => db.workspace,
+    table: workspaceRows,
     sqlTable: 'workspaces',
     limit: 'workspaces',
     toCreate: (dto: CreateWorkspaceDto): Omit<Prisma.WorkspaceUncheckedCreateInput, 'userId'> => ({

@@ -14,7 +14,7 @@ import {
   WebhookInboxService,
 } from '../../webhooks/webhook-inbox.service.js';
 import { WebhookRefusalsService } from '../../webhooks/webhook-refusals.service.js';
-import { EmailConsentRepository } from '../email-consent.repository.js';
+import { UsersRepository } from '../../users/users.repository.js';
 import { type DeliveryStatus, EmailRepository } from '../email.repository.js';
 import { normalizeAddress } from '../send-policy.js';
 import {
@@ -55,7 +55,7 @@ export class EmailWebhookService implements OnModuleInit {
     private readonly inbox: WebhookInboxService,
     private readonly messages: EmailRepository,
     private readonly suppressions: EmailSuppressionsRepository,
-    private readonly consent: EmailConsentRepository,
+    private readonly consent: UsersRepository,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
   ) {
@@ -149,7 +149,7 @@ export class EmailWebhookService implements OnModuleInit {
         for (const user of await this.consent.usersWithAddress(tx, address)) userIds.add(user.id);
     }
     for (const userId of userIds) {
-      const withdrawn = await this.consent.withdraw(tx, userId, COMPLAINT_SOURCE, at);
+      const withdrawn = await this.consent.withdrawMarketingConsent(tx, userId, COMPLAINT_SOURCE, at);
       const identityUserId = withdrawn?.identityUserId ?? (await this.identityOf(tx, userId));
       await this.audit.record(tx, {
         actor: webhookActor('email'),

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import { WebhookArchiveRepository } from './webhook-archive.repository.js';
+import { WebhookInboxRepository } from './webhook-inbox.repository.js';
 
 const DAY_MS = 86_400_000;
 
@@ -18,7 +18,7 @@ export class WebhookRetentionService {
   constructor(
     private readonly config: AppConfig,
     private readonly prisma: PrismaService,
-    private readonly archive: WebhookArchiveRepository,
+    private readonly archive: WebhookInboxRepository,
   ) {}
 
   async prune(now: Date = new Date()): Promise<{ archive: number; processed: number }> {
