@@ -694,8 +694,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Show the marketing-consent confirmation page
+         * @description The link of the confirm_subscription e-mail (double opt-in); its button POSTs the same URL.
+         */
         get: operations["SubscriptionConfirmController_page"];
         put?: never;
+        /**
+         * Confirm marketing consent (double opt-in)
+         * @description Gives consent with source double_opt_in; JSON or an HTML page depending on Accept.
+         */
         post: operations["SubscriptionConfirmController_confirm"];
         delete?: never;
         options?: never;
@@ -4959,7 +4967,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description HMAC-signed confirmation token from the confirm_subscription e-mail (valid 7 days) */
-                t: unknown;
+                t: string;
             };
             header?: never;
             path?: never;
@@ -5002,7 +5010,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description HMAC-signed confirmation token from the confirm_subscription e-mail (valid 7 days) */
-                t: unknown;
+                t: string;
             };
             header?: never;
             path?: never;

@@ -3,6 +3,7 @@ import {
   ApiBadRequestResponse,
   ApiConsumes,
   ApiOkResponse,
+  ApiOperation,
   ApiProduces,
   ApiQuery,
   ApiTags,
@@ -14,6 +15,7 @@ import { confirmSubscriptionPage, subscriptionConfirmedPage } from './unsubscrib
 
 const TOKEN_QUERY = {
   name: 't',
+  type: String,
   required: true,
   description: 'HMAC-signed confirmation token from the confirm_subscription e-mail (valid 7 days)',
 };
@@ -26,6 +28,11 @@ export class SubscriptionConfirmController {
   constructor(private readonly confirmations: SubscriptionConfirmService) {}
 
   @Get('confirm')
+  @ApiOperation({
+    summary: 'Show the marketing-consent confirmation page',
+    description:
+      'The link of the confirm_subscription e-mail (double opt-in); its button POSTs the same URL.',
+  })
   @ApiQuery(TOKEN_QUERY)
   @ApiProduces('text/html')
   @ApiOkResponse({ description: 'A page whose button POSTs; nothing changes on GET.' })
@@ -39,6 +46,10 @@ export class SubscriptionConfirmController {
 
   @Post('confirm')
   @HttpCode(200)
+  @ApiOperation({
+    summary: 'Confirm marketing consent (double opt-in)',
+    description: 'Gives consent with source double_opt_in; JSON or an HTML page depending on Accept.',
+  })
   @ApiQuery(TOKEN_QUERY)
   @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data')
   @ApiOkResponse({ description: 'Subscribed (also when already subscribed). No redirect.' })

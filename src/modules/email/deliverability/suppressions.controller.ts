@@ -8,6 +8,7 @@ import {
   ApiOkResponse,
   ApiTags,
   ApiUnauthorizedResponse,
+  ApiParam,
 } from '@nestjs/swagger';
 import { CurrentUser } from '../../../common/decorators/current-user.decorator.js';
 import type { User } from '../../../generated/prisma/client.js';
@@ -36,6 +37,7 @@ export class SuppressionsController {
   /** Takes an address off the list (audit `email.unsuppressed`); mail reaches it again. */
   @Delete(':email')
   @HttpCode(204)
+  @ApiParam({ name: 'email', type: String, format: 'email', example: 'ada@example.com' })
   @ApiNoContentResponse({ description: 'Removed.' })
   @ApiNotFoundResponse({ description: 'not_found: the address is not suppressed' })
   async remove(@CurrentUser() admin: User, @Param('email') email: string): Promise<void> {

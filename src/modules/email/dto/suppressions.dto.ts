@@ -1,3 +1,4 @@
+import { ApiInt } from '../../../common/openapi/api-fields.js';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
@@ -6,7 +7,7 @@ const MAX_PAGE = 1_000_000_000;
 export const SUPPRESSION_REASONS = ['bounce', 'complaint', 'manual'] as const;
 
 export class ListSuppressionsQueryDto {
-  @ApiPropertyOptional({ default: 1, minimum: 1, maximum: MAX_PAGE, example: 1 })
+  @ApiPropertyOptional({ type: 'integer', default: 1, minimum: 1, maximum: MAX_PAGE, example: 1 })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -14,7 +15,7 @@ export class ListSuppressionsQueryDto {
   @Max(MAX_PAGE)
   page?: number;
 
-  @ApiPropertyOptional({ default: 50, minimum: 1, maximum: 100, example: 50 })
+  @ApiPropertyOptional({ type: 'integer', default: 50, minimum: 1, maximum: 100, example: 50 })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -43,12 +44,12 @@ export class SuppressionListDto {
   @ApiProperty({ type: [SuppressionDto] })
   items!: SuppressionDto[];
 
-  @ApiProperty({ example: 1 })
+  @ApiInt({ example: 1 })
   total!: number;
 
-  @ApiProperty({ example: 1 })
+  @ApiInt({ example: 1 })
   page!: number;
 
-  @ApiProperty({ example: 50 })
+  @ApiInt({ example: 50 })
   page_size!: number;
 }

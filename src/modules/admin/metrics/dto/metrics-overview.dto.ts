@@ -188,11 +188,11 @@ export class LastBroadcastDto {
 export class DeliverabilityDayDto {
   @ApiProperty({ example: '2026-11-25', description: 'UTC day' })
   date!: string;
-  @ApiProperty({ example: 2, description: 'Bounces the e-mail provider reported (permanent and transient)' })
+  @ApiInt({ example: 2, description: 'Bounces the e-mail provider reported (permanent and transient)' })
   bounces!: number;
-  @ApiProperty({ example: 1, description: 'Spam complaints (one per message)' })
+  @ApiInt({ example: 1, description: 'Spam complaints (one per message)' })
   complaints!: number;
-  @ApiProperty({ example: 2, description: 'Addresses added to the suppression list' })
+  @ApiInt({ example: 2, description: 'Addresses added to the suppression list' })
   suppressions!: number;
 }
 
@@ -209,7 +209,7 @@ export class MailingSectionDto {
   @ApiProperty({ type: () => [DeliverabilityDayDto] })
   deliverability_by_day!: DeliverabilityDayDto[];
   /** Addresses on the suppression list now. */
-  @ApiProperty({ example: 12 })
+  @ApiInt({ example: 12 })
   suppressed_addresses!: number;
 }
 
