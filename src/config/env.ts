@@ -268,7 +268,10 @@ export function loadConfig(
     () => creditPacksOf(e.BILLING_CREDIT_PACKS, project.creditPacks ?? {}, priceTiers),
     {},
   );
-  mergedProject.tiers = checked(() => withRollover(mergedProject.tiers, e.CREDIT_ROLLOVER), mergedProject.tiers);
+  mergedProject.tiers = checked(
+    () => withRollover(mergedProject.tiers, e.CREDIT_ROLLOVER),
+    mergedProject.tiers,
+  );
   for (const [price, tier] of Object.entries(priceTiers)) {
     if (!mergedProject.tiers[tier] || tier === 'FREE') {
       problems.push(`BILLING_PRICE_TIERS: price ${price} maps to unknown paid tier ${tier}`);
