@@ -468,6 +468,68 @@ describe('credit lifecycle (issue 18)', () => {
     });
   });
 
+  describe('clawback before the grant', () => {
+    it('applies a refund delivered before its pack transaction, and before subscription.created, once the grant exists', async () => {
+      // A pack: the approved refund comes first; the purchase then grants and is taken back at once.
+      const buyer = await createUser(api);
+      const token = (await packCheckout(buyer, PACK_S)).body.custom_data.checkout_token;
+      const pack = transactionEvent({
+        subId: null,
+        origin: 'web',
+        priceId: PACK_S,
+        total: '1000',
+        token,
+        customerId: null,
+      });
+      const packRefund = `adj_${randomUUID().slice(0, 12)}`;
+      const early = adjustmentEvent({
+        adjId: packRefund,
+        txnId: pack.data.id,
+        status: 'approved',
+        total: '1000',
+      });
+      expect((await deliver(api, early)).outcome).toBe('processed');
+      expect((await deliver(api, pack)).outcome).toBe('processed');
+      await deliver(api, { ...pack, event_id: newEventId() });
+      // Both rows are written by the purchase's transaction (same created_at): compare them by kind.
+      const byKind = (a: { kind: string }, b: { kind: string }) => a.kind.localeCompare(b.kind);
+      expect((await rows(buyer.id)).sort(byKind).map((r) => [r.kind, r.delta])).toEqual([
+        ['clawback', -500],
+        ['purchase', 500],
+      ]);
+      expect(await user(buyer.id)).toMatchObject({ creditBalance: 0, purchasedCredits: 0 });
+
+      // A subscription's first payment: transaction, then its refund, then subscription.created last.
+      const u = await createUser(api);
+      const subId = newSubId();
+      const first = transactionEvent({ subId, origin: 'web', priceId: PRICE.PRO, total: '1500' });
+      expect((await deliver(api, first)).status).toBe(200);
+      const firstRefund = `adj_${randomUUID().slice(0, 12)}`;
+      await deliver(
+        api,
+        adjustmentEvent({
+          adjId: firstRefund,
+          txnId: first.data.id,
+          subId,
+          status: 'approved',
+          total: '1500',
+        }),
+      );
+      const created = subscriptionEvent({
+        type: 'subscription.created',
+        subId,
+        priceId: PRICE.PRO,
+        token: checkoutToken(api, u, 'PRO'),
+      });
+      expect((await deliver(api, created)).outcome).toBe('processed');
+      expect((await rows(u.id)).sort(byKind).map((r) => [r.jobId, r.kind, r.delta])).toEqual([
+        [firstRefund, 'clawback', -1000],
+        [`first-period:${subId}`, 'grant', 1000],
+      ]);
+      expect((await user(u.id)).creditBalance).toBe(0);
+    });
+  });
+
   describe('clawback of an annual payment', () => {
     it('takes back the months the paid period granted so far, net of expired credits, once', async () => {
       const start = new Date(Date.now() - 86_400_000);

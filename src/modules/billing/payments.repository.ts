@@ -99,6 +99,14 @@ export class PaymentsRepository {
     });
   }
 
+  /** Approved adjustments of one transaction with these actions (a refund that arrived before its grants). */
+  approvedAdjustmentsOf(db: Db, providerTransactionId: string, actions: string[]) {
+    return db.billingAdjustment.findMany({
+      where: { providerTransactionId, status: 'approved', action: { in: actions } },
+      orderBy: [{ occurredAt: 'asc' }, { providerAdjustmentId: 'asc' }],
+    });
+  }
+
   findPaymentOwner(db: Db, providerTransactionId: string) {
     return db.payment.findUnique({ where: { providerTransactionId }, select: { userId: true } });
   }

@@ -100,6 +100,9 @@ export class PaymentsService {
       }
     }
 
+    // A refund or chargeback delivered before this transaction takes back what it granted now.
+    await this.clawBackEarlyAdjustments(tx, event, data.id);
+
     await this.audit.record(tx, {
       actor: event.actor ?? webhookActor('billing'),
       action: 'transaction.completed',
@@ -232,6 +235,7 @@ export class PaymentsService {
         details: { price_id: buyer.priceId, transaction_id: data.id, quantity: Math.max(quantity, 1) },
       });
       credits = grant.applied ? amount : 0;
+      await this.clawBackEarlyAdjustments(tx, event, data.id);
     }
     await this.audit.record(tx, {
       actor: event.actor ?? webhookActor('billing'),
@@ -252,6 +256,36 @@ export class PaymentsService {
       },
     });
     return buyer.ok ? { status: 'processed' } : { status: 'skipped', reason: buyer.reason };
+  }
+
+  /**
+   * Approved refunds and chargebacks of `transactionId` recorded before the credits they take back were
+   * granted (webhooks arrive in any order: the adjustment before its transaction.completed, or a first
+   * payment's refund before subscription.created) are applied once the grants exist. Each is keyed on its
+   * adjustment id like the direct path, so one already applied takes nothing more.
+   */
+  async clawBackEarlyFirstPayment(
+    tx: Tx,
+    event: BillingEvent,
+    providerSubscriptionId: string,
+  ): Promise<void> {
+    const first = await this.payments.firstPaymentOf(tx, providerSubscriptionId);
+    if (first) await this.clawBackEarlyAdjustments(tx, event, first.providerTransactionId);
+  }
+
+  async clawBackEarlyAdjustments(tx: Tx, event: BillingEvent, transactionId: string): Promise<void> {
+    const early = await this.payments.approvedAdjustmentsOf(tx, transactionId, [...CLAWBACK_ACTIONS]);
+    for (const adjustment of early) {
+      const data = {
+        id: adjustment.providerAdjustmentId,
+        transaction_id: transactionId,
+        action: adjustment.action,
+        // The stored amount against the payment's: a full refund is the whole amount.
+        type: 'partial',
+        totals: { total: adjustment.amountTotal },
+      } as AdjustmentData;
+      await this.clawBack(tx, event, data, adjustment.id);
+    }
   }
 
   /**

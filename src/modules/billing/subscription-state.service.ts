@@ -210,6 +210,8 @@ export class SubscriptionStateService {
         },
       });
       granted = grant.applied ? amount : 0;
+      // The first payment's refund may have come before this event: it takes the first period back now.
+      await this.paymentEvents.clawBackEarlyFirstPayment(tx, event, row.providerSubscriptionId);
     }
     if (!grantsAccess(row, now)) {
       this.logger.log(
