@@ -114,6 +114,7 @@ describe('API4 unrestricted resource consumption', () => {
     expect(lists.map((r) => r.key).sort()).toEqual([
       'get /api/v1/admin/audit',
       'get /api/v1/admin/broadcasts',
+      'get /api/v1/admin/email/suppressions',
       'get /api/v1/admin/users',
       'get /api/v1/admin/webhooks',
       'get /api/v1/api_keys',
