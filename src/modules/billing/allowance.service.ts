@@ -62,8 +62,13 @@ export class AllowanceService {
       frequency: row.billingFrequency,
     };
     let months = 0;
+    // Months granted by an earlier run are skipped without a transaction (the key still guards a race).
+    const done = new Set(
+      await this.credits.allowanceGrantsOf(this.prisma, row.userId, row.providerSubscriptionId),
+    );
     for (const index of dueMonths(period, now)) {
       const jobId = allowanceJobId(row.providerSubscriptionId, start, index);
+      if (done.has(jobId)) continue;
       const grant = await this.prisma.$transaction((tx) =>
         this.credits.grantAllowance(tx, {
           userId: row.userId,

@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { ConflictError, InsufficientCreditsError, NotFoundError } from '../../common/errors/app-error.js';
 import { AppConfig } from '../../config/app-config.js';
-import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
+import { type Db, PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { type CreditTransaction, Prisma } from '../../generated/prisma/client.js';
@@ -262,6 +262,11 @@ export class CreditsService {
       details: { ...input.details, transaction_id: input.transactionId, granted },
     });
     return { userId, credits: result.applied ? amount : -result.transaction.delta, applied: result.applied };
+  }
+
+  /** The allowance grants (`allowance:<subscription>:...` job ids) a user has of one subscription. */
+  allowanceGrantsOf(db: Db, userId: string, providerSubscriptionId: string): Promise<string[]> {
+    return this.ledger.allowanceGrantsOf(db, userId, providerSubscriptionId);
   }
 
   rolloverOf(tier: string): RolloverRule {
