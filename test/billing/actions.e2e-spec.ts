@@ -14,6 +14,7 @@ import {
   subscriptionEvent,
 } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { waitFor } from '../support/wait.js';
 
 describe('billing endpoints and provider operations', () => {
   /**
@@ -57,6 +58,17 @@ describe('billing endpoints and provider operations', () => {
   ) {
     const user = await createUser(api);
     const subId = newSubId();
+    // The provider knows the subscription before its events arrive (the dunning job reads its
+    // update-payment link from it: issue 19).
+    billing.seedEntity({
+      id: subId,
+      status,
+      items: [{ price: { id: PRICE[tier] }, quantity: 1 }],
+      management_urls: {
+        update_payment_method: `https://sandbox-buyer-portal.paddle.com/subscriptions/${subId}/update-payment-method`,
+        cancel: `https://sandbox-buyer-portal.paddle.com/subscriptions/${subId}/cancel`,
+      },
+    });
     await deliver(
       api,
       subscriptionEvent({
@@ -78,12 +90,20 @@ describe('billing endpoints and provider operations', () => {
           periodEnd: null,
         }),
       );
-    if (status === 'past_due')
+    if (status === 'past_due') {
       await deliver(
         api,
         subscriptionEvent({ type: 'subscription.past_due', subId, priceId: PRICE[tier], status: 'past_due' }),
       );
-    billing.seed(subId, status, PRICE[tier]);
+      // The dunning e-mail's link look-up is the worker's, not the action under test: let it finish first.
+      await waitFor(() =>
+        api.prisma.emailMessage.findFirst({ where: { userId: user.id, templateKey: 'payment_failed' } }),
+      );
+      const lookup = billing.requests.filter(
+        (r) => r.method === 'GET' && r.path === `/subscriptions/${subId}`,
+      );
+      for (const request of lookup) billing.requests.splice(billing.requests.indexOf(request), 1);
+    }
     const row = await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } });
     return { user, subId, row };
   }
