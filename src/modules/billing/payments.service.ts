@@ -7,7 +7,6 @@ import type { HandlerOutcome } from '../webhooks/webhook-inbox.service.js';
 import { BillingCatalog, FREE_TIER } from './billing.catalog.js';
 import { parsePayload } from './billing.errors.js';
 import {
-  type AdjustmentData,
   adjustmentSchema,
   type BillingEvent,
   type TransactionData,
@@ -26,6 +25,17 @@ const RENEWAL_ORIGIN = 'subscription_recurring';
 
 /** Adjustment actions that take a payment back, and so the credits it granted (issue 18 item 4). */
 const CLAWBACK_ACTIONS = new Set(['refund', 'chargeback']);
+
+/** An approved refund or chargeback of one transaction, from its webhook or from the stored adjustment. */
+interface ApprovedRefund {
+  adjustmentId: string;
+  transactionId: string | null | undefined;
+  action: string;
+  /** Minor units refunded. */
+  total: number;
+  /** The provider says the whole transaction was refunded. */
+  full: boolean;
+}
 
 /**
  * Money events: transaction.completed records the payment for revenue and, for a renewal, grants the
@@ -276,15 +286,15 @@ export class PaymentsService {
   async clawBackEarlyAdjustments(tx: Tx, event: BillingEvent, transactionId: string): Promise<void> {
     const early = await this.payments.approvedAdjustmentsOf(tx, transactionId, [...CLAWBACK_ACTIONS]);
     for (const adjustment of early) {
-      const data = {
-        id: adjustment.providerAdjustmentId,
-        transaction_id: transactionId,
+      // The stored amount against the payment's: a full refund is the whole amount.
+      const refund = {
+        adjustmentId: adjustment.providerAdjustmentId,
+        transactionId,
         action: adjustment.action,
-        // The stored amount against the payment's: a full refund is the whole amount.
-        type: 'partial',
-        totals: { total: adjustment.amountTotal },
-      } as AdjustmentData;
-      await this.clawBack(tx, event, data, adjustment.id);
+        total: adjustment.amountTotal,
+        full: false,
+      };
+      await this.clawBack(tx, event, refund, adjustment.id);
     }
   }
 
@@ -295,8 +305,8 @@ export class PaymentsService {
    * granted so far; net of what a rollover rule already expired. A partial refund takes the refunded share
    * (rounded up). Keyed on the adjustment id.
    */
-  private async clawBack(tx: Tx, event: BillingEvent, data: AdjustmentData, recordId: string) {
-    const transactionId = data.transaction_id;
+  private async clawBack(tx: Tx, event: BillingEvent, refund: ApprovedRefund, recordId: string) {
+    const transactionId = refund.transactionId;
     if (!transactionId) return null;
     const payment = await this.payments.findPayment(tx, transactionId);
     if (!payment) return null;
@@ -307,17 +317,16 @@ export class PaymentsService {
         grantJobIds.push(firstPeriodGrantId(payment.providerSubscriptionId));
       }
     }
-    const fraction =
-      data.type === 'full' || payment.amountTotal <= 0 ? 1 : data.totals.total / payment.amountTotal;
+    const fraction = refund.full || payment.amountTotal <= 0 ? 1 : refund.total / payment.amountTotal;
     const clawed = await this.credits.clawBackGrants(tx, {
-      jobId: data.id,
+      jobId: refund.adjustmentId,
       transactionId,
       grantJobIds,
       allowancesOf: payment.providerSubscriptionId
         ? { providerSubscriptionId: payment.providerSubscriptionId, paidAt: payment.occurredAt }
         : undefined,
       fraction,
-      details: { adjustment_id: data.id, action: data.action },
+      details: { adjustment_id: refund.adjustmentId, action: refund.action },
     });
     if (!clawed || !clawed.applied) return clawed;
     await this.audit.record(tx, {
@@ -328,10 +337,10 @@ export class PaymentsService {
       resourceId: recordId,
       details: {
         event_id: event.eventId,
-        adjustment_id: data.id,
+        adjustment_id: refund.adjustmentId,
         transaction_id: transactionId,
-        action: data.action,
-        amount: data.totals.total,
+        action: refund.action,
+        amount: refund.total,
         credits: clawed.credits,
       },
     });
@@ -390,7 +399,14 @@ export class PaymentsService {
       },
     });
     if (record.applied && data.status === 'approved' && CLAWBACK_ACTIONS.has(data.action)) {
-      await this.clawBack(tx, event, data, record.id);
+      const refund = {
+        adjustmentId: data.id,
+        transactionId: data.transaction_id,
+        action: data.action,
+        total: data.totals.total,
+        full: data.type === 'full',
+      };
+      await this.clawBack(tx, event, refund, record.id);
     }
     return record.applied ? { status: 'processed' } : { status: 'skipped', reason: 'stale_event' };
   }

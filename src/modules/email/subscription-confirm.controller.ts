@@ -11,7 +11,7 @@ import {
 import type { Request, Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
 import { SubscriptionConfirmService } from './subscription-confirm.service.js';
-import { confirmSubscriptionPage, subscriptionConfirmedPage } from './unsubscribe.pages.js';
+import { confirmSubscriptionPage, pageOrJson, subscriptionConfirmedPage } from './unsubscribe.pages.js';
 
 const TOKEN_QUERY = {
   name: 't',
@@ -60,11 +60,6 @@ export class SubscriptionConfirmController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<string | { subscribed: true }> {
     await this.confirmations.confirm(token);
-    res.setHeader('Cache-Control', 'no-store');
-    if (req.accepts(['json', 'html']) === 'html') {
-      res.type('html');
-      return subscriptionConfirmedPage();
-    }
-    return { subscribed: true };
+    return pageOrJson(req, res, subscriptionConfirmedPage, { subscribed: true as const });
   }
 }

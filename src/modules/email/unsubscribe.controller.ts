@@ -11,7 +11,7 @@ import {
 import type { Request, Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
 import { UnsubscribeService } from './unsubscribe.service.js';
-import { confirmationPage, unsubscribedPage } from './unsubscribe.pages.js';
+import { confirmationPage, pageOrJson, unsubscribedPage } from './unsubscribe.pages.js';
 
 const TOKEN_QUERY = {
   name: 't',
@@ -64,12 +64,7 @@ export class UnsubscribeController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<string | { unsubscribed: true }> {
     await this.unsubscribe.unsubscribe(token);
-    res.setHeader('Cache-Control', 'no-store');
     // The confirmation page's form gets a page back; mail clients and API callers get JSON.
-    if (req.accepts(['json', 'html']) === 'html') {
-      res.type('html');
-      return unsubscribedPage();
-    }
-    return { unsubscribed: true };
+    return pageOrJson(req, res, unsubscribedPage, { unsubscribed: true as const });
   }
 }

@@ -1,3 +1,4 @@
+import type { Request, Response } from 'express';
 import { escapeHtml } from './email.templates.js';
 
 const page = (title: string, body: string) => `<!doctype html>
@@ -54,3 +55,14 @@ export const subscriptionConfirmedPage = () =>
     `<h1>You are subscribed</h1>
 <p>Thank you. You can unsubscribe from any of our e-mails or in your account settings.</p>`,
   );
+
+/**
+ * The answer of a signed-link POST: a browser's form (Accept: text/html) gets `page`, mail clients and API
+ * callers get `json`. Never cached.
+ */
+export function pageOrJson<T>(req: Request, res: Response, page: () => string, json: T): string | T {
+  res.setHeader('Cache-Control', 'no-store');
+  if (req.accepts(['json', 'html']) !== 'html') return json;
+  res.type('html');
+  return page();
+}
