@@ -1,8 +1,6 @@
-import { readdirSync } from 'node:fs';
 import { ApiParam, ApiProperty, type ApiPropertyOptions } from '@nestjs/swagger';
 import { projectConfig } from '../../config/project.config.js';
 import { SubscriptionStatus } from '../../generated/prisma/enums.js';
-import { TEMPLATES_DIR } from '../../modules/email/email.templates.js';
 
 // Property decorators for the OpenAPI document. The Swagger plugin already documents each DTO property's
 // type, optionality, nullability and description (from its comment); these add what TypeScript cannot
@@ -27,12 +25,6 @@ export const EXAMPLE_TIME = '2026-11-24T09:30:00.000Z';
 export const TIERS = Object.keys(projectConfig.tiers);
 export const PAID_TIERS = TIERS.filter((tier) => tier !== 'FREE');
 export const SUBSCRIPTION_STATUSES = Object.values(SubscriptionStatus);
-/** E-mail template keys: the template folders (a leading `_` marks a partial, not a template). */
-export const TEMPLATE_KEYS = readdirSync(TEMPLATES_DIR, { withFileTypes: true })
-  .filter((entry) => entry.isDirectory() && !entry.name.startsWith('_'))
-  .map((entry) => entry.name)
-  .sort();
-
 export const ApiUuid = (extra: Extra = {}) =>
   property({ type: String, format: 'uuid', example: EXAMPLE_UUID, ...extra });
 

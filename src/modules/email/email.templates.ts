@@ -36,6 +36,12 @@ interface LoadedTemplate extends EmailTemplate {
  */
 export const TEMPLATES_DIR = fileURLToPath(new URL('./templates/', import.meta.url));
 
+/** The template keys, for the OpenAPI enums: the template folders (a leading `_` marks a partial). */
+export const TEMPLATE_KEYS = readdirSync(TEMPLATES_DIR, { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && !entry.name.startsWith('_'))
+  .map((entry) => entry.name)
+  .sort();
+
 export const FALLBACK_LOCALE = 'en';
 const FOOTER_KEY = '_unsubscribe_footer';
 const KINDS: EmailKind[] = ['transactional', 'marketing'];

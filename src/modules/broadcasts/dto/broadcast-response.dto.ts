@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ApiTimestamp, ApiUuid, TEMPLATE_KEYS } from '../../../common/openapi/api-fields.js';
+import { ApiTimestamp, ApiUuid } from '../../../common/openapi/api-fields.js';
+import { TEMPLATE_KEYS } from '../../email/email.templates.js';
 import { AudienceDto } from './create-broadcast.dto.js';
 
 export class BroadcastCountsDto {

@@ -14,7 +14,8 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { HasFourDigitYear } from '../../../common/validation/field-validators.js';
-import { ApiTimestamp, TEMPLATE_KEYS } from '../../../common/openapi/api-fields.js';
+import { ApiTimestamp } from '../../../common/openapi/api-fields.js';
+import { TEMPLATE_KEYS } from '../../email/email.templates.js';
 
 /** A small, validated filter; every given criterion must match (AND). `{}` means every active user. */
 export class AudienceDto {

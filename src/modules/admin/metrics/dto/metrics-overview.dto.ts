@@ -4,8 +4,8 @@ import {
   ApiInt,
   ApiTimestamp,
   ApiUuid,
-  TEMPLATE_KEYS,
 } from '../../../../common/openapi/api-fields.js';
+import { TEMPLATE_KEYS } from '../../../email/email.templates.js';
 
 const mapOf = (model: string | (new () => object), description: string) => ({
   type: 'object' as const,
