@@ -4,6 +4,7 @@ import { PrismaService } from '../../../infra/prisma/prisma.service.js';
 import type { User, WebhookEvent } from '../../../generated/prisma/client.js';
 import { userActor } from '../../audit/audit.service.js';
 import { isUuid } from '../../../common/validation/uuid.js';
+import { pageOf, pageRequest, pageWindow } from '../../../common/paging/paging.js';
 import { WebhookInboxRepository } from '../../webhooks/webhook-inbox.repository.js';
 import { WebhookInboxService } from '../../webhooks/webhook-inbox.service.js';
 import type {
@@ -16,8 +17,6 @@ import type {
   WebhookListDto,
 } from './dto/admin-webhooks.dto.js';
 
-const DEFAULT_PAGE_SIZE = 50;
-
 /** Operators see and replay webhook deliveries (issue 17 item 3); the pipeline itself owns the rules. */
 @Injectable()
 export class AdminWebhooksService {
@@ -29,14 +28,13 @@ export class AdminWebhooksService {
 
   async list(query: ListWebhooksQueryDto): Promise<WebhookListDto> {
     const { from, to } = range(query.from, query.to);
-    const page = query.page ?? 1;
-    const pageSize = query.page_size ?? DEFAULT_PAGE_SIZE;
+    const request = pageRequest(query);
     const { rows, total } = await this.archive.list(
       this.prisma,
       { provider: query.provider, status: query.status, eventType: query.event_type, from, to },
-      { skip: (page - 1) * pageSize, take: pageSize },
+      pageWindow(request),
     );
-    return { items: rows.map(item), total, page, page_size: pageSize };
+    return pageOf(rows.map(item), total, request);
   }
 
   async get(id: string): Promise<WebhookDetailDto> {

@@ -2,38 +2,13 @@ import { ApiProperty } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { HasFourDigitYear, HasNoNul } from '../../../../common/validation/field-validators.js';
+import { StrictPageNumberQueryDto, StrictPageQueryDto } from '../../../../common/paging/page-query.dto.js';
 import { ApiInt, ApiTier, ApiTimestamp } from '../../../../common/openapi/api-fields.js';
-
-export const MAX_ADMIN_PAGE = 1_000_000_000;
 
 const toBoolean = ({ value }: { value: unknown }) =>
   value === 'true' ? true : value === 'false' ? false : value;
 
-/**
- * Admin list paging. Unlike owned-resource lists (where bad values reset), out-of-range values are
- * rejected by validation (spec Errors: "out-of-range page_size on admin list endpoints").
- */
-class AdminPageQueryDto {
-  /** 1-based page number, at most 1,000,000,000 (beyond, the offset would leave the safe integers: a 500). */
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(MAX_ADMIN_PAGE)
-  @ApiInt({ minimum: 1, maximum: MAX_ADMIN_PAGE, default: 1 })
-  page?: number;
-}
-
-export class ListAdminUsersQueryDto extends AdminPageQueryDto {
-  /** Page size, 1..100 (default 50). */
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  @ApiInt({ minimum: 1, maximum: 100, default: 50 })
-  page_size?: number;
-
+export class ListAdminUsersQueryDto extends StrictPageQueryDto {
   /** E-mail prefix, case-insensitive. */
   @IsOptional()
   @IsString()
@@ -57,7 +32,7 @@ export class ListAdminUsersQueryDto extends AdminPageQueryDto {
   deleted?: boolean;
 }
 
-export class ListAuditQueryDto extends AdminPageQueryDto {
+export class ListAuditQueryDto extends StrictPageNumberQueryDto {
   /** Page size, 1..200 (default 50). */
   @IsOptional()
   @Type(() => Number)

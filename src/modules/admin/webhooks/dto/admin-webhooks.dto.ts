@@ -1,32 +1,13 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsISO8601, IsOptional, IsString, MaxLength } from 'class-validator';
 import { HasFourDigitYear, HasNoNul } from '../../../../common/validation/field-validators.js';
-import { MAX_ADMIN_PAGE } from '../../directory/dto/admin-list.query.dto.js';
+import { StrictPageQueryDto } from '../../../../common/paging/page-query.dto.js';
 import { ApiEnum, ApiInt, ApiTimestamp, ApiUuid } from '../../../../common/openapi/api-fields.js';
 
 const PROVIDERS = ['billing', 'identity', 'email'] as const;
 const STATUSES = ['RECEIVED', 'PROCESSED', 'SKIPPED', 'FAILED'] as const;
 
-export class ListWebhooksQueryDto {
-  /** 1-based page number. */
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(MAX_ADMIN_PAGE)
-  @ApiInt({ minimum: 1, maximum: MAX_ADMIN_PAGE, default: 1 })
-  page?: number;
-
-  /** Page size, 1..100 (default 50). */
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  @ApiInt({ minimum: 1, maximum: 100, default: 50 })
-  page_size?: number;
-
+export class ListWebhooksQueryDto extends StrictPageQueryDto {
   @IsOptional()
   @IsIn(PROVIDERS)
   @ApiEnum(PROVIDERS)
