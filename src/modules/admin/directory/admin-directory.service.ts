@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config.js';
 import { ValidationError } from '../../../common/errors/app-error.js';
 import { pageOf, pageRequest, pageWindow } from '../../../common/paging/paging.js';
+import { inclusiveRange } from '../../../common/validation/time-range.js';
 import type { AuditLog, User } from '../../../generated/prisma/client.js';
 import { AdminDirectoryRepository } from './admin-directory.repository.js';
 import type { ListAdminUsersQueryDto, ListAuditQueryDto } from './dto/admin-list.query.dto.js';
@@ -35,11 +36,7 @@ export class AdminDirectoryService {
   }
 
   async audit(query: ListAuditQueryDto): Promise<AuditListDto> {
-    const from = query.from ? new Date(query.from) : undefined;
-    const to = query.to ? new Date(query.to) : undefined;
-    if (from && to && from > to) {
-      throw new ValidationError('from must not be after to', [{ field: 'from', message: 'after to' }]);
-    }
+    const { from, to } = inclusiveRange(query.from, query.to);
     const request = pageRequest(query);
     const { rows, total } = await this.repository.audit(
       {

@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { NotFoundError, ValidationError } from '../../../common/errors/app-error.js';
+import { NotFoundError } from '../../../common/errors/app-error.js';
 import { PrismaService } from '../../../infra/prisma/prisma.service.js';
 import type { User, WebhookEvent } from '../../../generated/prisma/client.js';
 import { userActor } from '../../audit/audit.service.js';
 import { isUuid } from '../../../common/validation/uuid.js';
+import { inclusiveRange } from '../../../common/validation/time-range.js';
 import { pageOf, pageRequest, pageWindow } from '../../../common/paging/paging.js';
 import { WebhookInboxRepository } from '../../webhooks/webhook-inbox.repository.js';
 import { WebhookInboxService } from '../../webhooks/webhook-inbox.service.js';
@@ -27,7 +28,7 @@ export class AdminWebhooksService {
   ) {}
 
   async list(query: ListWebhooksQueryDto): Promise<WebhookListDto> {
-    const { from, to } = range(query.from, query.to);
+    const { from, to } = inclusiveRange(query.from, query.to);
     const request = pageRequest(query);
     const { rows, total } = await this.archive.list(
       this.prisma,
@@ -50,22 +51,13 @@ export class AdminWebhooksService {
   }
 
   async replayMany(body: BulkReplayDto, admin: User): Promise<BulkReplayResultDto> {
-    const { from, to } = range(body.from, body.to);
+    const { from, to } = inclusiveRange(body.from, body.to);
     const queued = await this.inbox.replayMany(
       { status: body.status, provider: body.provider, from, to },
       userActor(admin.identityUserId),
     );
     return { queued };
   }
-}
-
-function range(fromText?: string, toText?: string): { from?: Date; to?: Date } {
-  const from = fromText ? new Date(fromText) : undefined;
-  const to = toText ? new Date(toText) : undefined;
-  if (from && to && from > to) {
-    throw new ValidationError('from must not be after to', [{ field: 'from', message: 'after to' }]);
-  }
-  return { from, to };
 }
 
 function item(row: Omit<WebhookEvent, 'payload'>): WebhookItemDto {

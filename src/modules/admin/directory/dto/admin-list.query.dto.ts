@@ -1,9 +1,10 @@
+import { OptionalInstant } from '../../../../common/validation/time-range.js';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
-import { IsBoolean, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import { HasFourDigitYear, HasNoNul } from '../../../../common/validation/field-validators.js';
+import { IsBoolean, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { HasNoNul } from '../../../../common/validation/field-validators.js';
 import { StrictPageNumberQueryDto, StrictPageQueryDto } from '../../../../common/paging/page-query.dto.js';
-import { ApiInt, ApiTier, ApiTimestamp } from '../../../../common/openapi/api-fields.js';
+import { ApiInt, ApiTier } from '../../../../common/openapi/api-fields.js';
 
 const toBoolean = ({ value }: { value: unknown }) =>
   value === 'true' ? true : value === 'false' ? false : value;
@@ -72,16 +73,10 @@ export class ListAuditQueryDto extends StrictPageNumberQueryDto {
   resource_type?: string;
 
   /** Entries at or after this ISO 8601 time. */
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   from?: string;
 
   /** Entries at or before this ISO 8601 time. */
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   to?: string;
 }

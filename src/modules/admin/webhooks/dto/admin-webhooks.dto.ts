@@ -1,6 +1,7 @@
+import { OptionalInstant } from '../../../../common/validation/time-range.js';
 import { ApiProperty } from '@nestjs/swagger';
-import { IsIn, IsISO8601, IsOptional, IsString, MaxLength } from 'class-validator';
-import { HasFourDigitYear, HasNoNul } from '../../../../common/validation/field-validators.js';
+import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { HasNoNul } from '../../../../common/validation/field-validators.js';
 import { StrictPageQueryDto } from '../../../../common/paging/page-query.dto.js';
 import { ApiEnum, ApiInt, ApiTimestamp, ApiUuid } from '../../../../common/openapi/api-fields.js';
 
@@ -27,17 +28,11 @@ export class ListWebhooksQueryDto extends StrictPageQueryDto {
   event_type?: string;
 
   /** Received at or after this ISO 8601 time. */
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   from?: string;
 
   /** Received at or before this ISO 8601 time. */
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   to?: string;
 }
 
@@ -52,16 +47,10 @@ export class BulkReplayDto {
   @ApiEnum(PROVIDERS)
   provider?: (typeof PROVIDERS)[number];
 
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   from?: string;
 
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   to?: string;
 }
 
