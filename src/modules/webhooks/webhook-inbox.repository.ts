@@ -76,8 +76,12 @@ export class WebhookInboxRepository {
     });
   }
 
-  /** The archive row of an accepted event, locked for processing; null unless it is still RECEIVED. */
-  async lockReceived(tx: Tx, id: string): Promise<StoredEvent | null> {
+  /**
+   * The RECEIVED rows among `ids`, locked for the worker's transaction in one statement (in id order, so
+   * two batches lock shared rows in the same order). A row no longer RECEIVED (applied by another job, or
+   * failed for good) is absent from the answer.
+   */
+  async lockReceivedMany(tx: Tx, ids: readonly string[]): Promise<Map<string, StoredEvent>> {
     const rows = await tx.$queryRaw<
       {
         id: string;
@@ -91,23 +95,32 @@ export class WebhookInboxRepository {
       }[]
     >`
       SELECT id, provider, event_id, event_type, occurred_at, payload, attempts, source FROM webhook_events
-      WHERE id = ${id}::uuid AND status = 'RECEIVED'
+      WHERE id = ANY(${ids as string[]}::uuid[]) AND status = 'RECEIVED'
+      ORDER BY id
       FOR UPDATE`;
-    const row = rows[0];
-    if (!row) return null;
-    return {
-      id: row.id,
-      provider: row.provider,
-      eventId: row.event_id,
-      eventType: row.event_type,
-      occurredAt: row.occurred_at,
-      payload: row.payload,
-      attempts: row.attempts,
-      source: row.source,
-    };
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          id: row.id,
+          provider: row.provider,
+          eventId: row.event_id,
+          eventType: row.event_type,
+          occurredAt: row.occurred_at,
+          payload: row.payload,
+          attempts: row.attempts,
+          source: row.source,
+        },
+      ]),
+    );
   }
 
   /** The outcome, in the transaction that applied the event's effects. */
+  /**
+   * The outcome, in the transaction (savepoint) that applied the event's effects. Written right after the
+   * handler, not once per batch: a later event of the same batch may look for it (a parked event is
+   * found by its SKIPPED row and replayed).
+   */
   async markDone(tx: Tx, id: string, status: 'PROCESSED' | 'SKIPPED', error: string | null): Promise<void> {
     await tx.$executeRaw`
       UPDATE webhook_events

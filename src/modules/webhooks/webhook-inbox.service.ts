@@ -4,6 +4,7 @@ import { AppError, ConflictError, NotFoundError } from '../../common/errors/app-
 import { recordableError } from '../../common/errors/internal-text.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
+import { inSavepoint } from '../../infra/prisma/savepoint.js';
 import { DISPATCH_WAIT_MS, OutboxService } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
@@ -34,6 +35,12 @@ export interface Acceptance {
 /** Applies one stored event inside the worker's transaction; jobs it writes to the outbox go in `outbox`. */
 export type StoredEventHandler = (tx: Tx, event: StoredEvent, outbox: string[]) => Promise<HandlerOutcome>;
 
+/** How one event of a batch ended (WebhookInboxService.applyBatch). */
+type Attempt =
+  | { kind: 'applied'; outcome: HandlerOutcome; outboxIds: string[]; provider: string }
+  | { kind: 'duplicate' }
+  | { kind: 'error'; err: unknown; stored: StoredEvent | null };
+
 export interface ApplyResult {
   /** processed / skipped, or `duplicate` when the row was no longer RECEIVED (another job applied it). */
   outcome: 'processed' | 'skipped' | 'duplicate' | 'failed';
@@ -45,6 +52,9 @@ const RELAY_BATCH = 500;
 /** Intake statements in flight at once, and deliveries per statement (see Coalescer). */
 const INTAKE_IN_FLIGHT = 4;
 const INTAKE_BATCH = 64;
+/** Apply transactions in flight at once, and events per transaction (see applyBatch). */
+const APPLY_IN_FLIGHT = 4;
+const APPLY_BATCH = 16;
 
 /** A second delivery of an event id waits for the next statement, which answers it as the duplicate. */
 const notInBatch = (input: AcceptedInput, batch: readonly AcceptedInput[]): boolean =>
@@ -69,6 +79,12 @@ export class WebhookInboxService {
     (events) => this.inbox.intake(events),
     { maxBatch: INTAKE_BATCH, maxInFlight: INTAKE_IN_FLIGHT, canJoin: notInBatch },
   );
+
+  /** Concurrent jobs share one apply transaction (one commit); a lone job is applied at once. */
+  private readonly applies = new Coalescer<string, Attempt>((ids) => this.applyBatch(ids), {
+    maxBatch: APPLY_BATCH,
+    maxInFlight: APPLY_IN_FLIGHT,
+  });
 
   constructor(
     private readonly config: AppConfig,
@@ -133,47 +149,84 @@ export class WebhookInboxService {
     }
   }
 
-  /** Worker: applies one accepted event. `final` is true on the job's last attempt. */
+  /**
+   * Worker: applies one accepted event. `final` is true on the job's last attempt. Concurrent jobs share
+   * one transaction (see applyBatch); what follows an attempt (metrics, the outbox push, the failure
+   * record or the retry) is this event's own.
+   */
   async apply(id: string, final: boolean): Promise<ApplyResult> {
-    let stored: StoredEvent | null = null;
+    let attempt: Attempt;
     try {
-      const result = await this.prisma.$transaction(async (tx) => {
-        stored = await this.inbox.lockReceived(tx, id);
-        if (!stored) return null;
-        const handler = this.handlers.get(stored.provider);
-        if (!handler) throw new Error(`no webhook handler registered for provider ${stored.provider}`);
-        const outboxIds: string[] = [];
-        const outcome = await handler(tx, stored, outboxIds);
-        await this.inbox.markDone(
-          tx,
-          id,
-          outcome.status === 'processed' ? 'PROCESSED' : 'SKIPPED',
-          outcome.status === 'skipped' ? outcome.reason : null,
-        );
-        return { outcome, outboxIds, provider: stored.provider };
-      });
-      if (!result) return { outcome: 'duplicate' };
-      this.metrics.webhookEvents.inc({ provider: result.provider, outcome: result.outcome.status });
-      await this.outbox.dispatch(result.outboxIds);
-      return { outcome: result.outcome.status };
+      attempt = await this.applies.run(id);
     } catch (err) {
-      const event = stored as StoredEvent | null;
-      const hopeless = err instanceof AppError && err.status < 500;
-      if (event && hopeless) {
-        this.refusals.refused(event.provider as WebhookProvider, {
-          reason: (err as AppError).code,
-          eventId: event.eventId,
-          detail: (err as Error).message,
-        });
-      }
-      if (hopeless || final) {
-        if (await this.recordFailure(id, err)) return { outcome: 'failed' };
-      } else {
-        this.logger.warn({ id, err: fullText(err) }, 'webhook attempt failed; it will be retried');
-        await this.inbox.recordAttempt(this.prisma, id, recordableError(err)).catch(() => undefined);
-      }
-      throw err;
+      // The batch's transaction failed as a whole (lock, final statement or commit): nothing was applied.
+      attempt = { kind: 'error', err, stored: null };
     }
+    if (attempt.kind === 'duplicate') return { outcome: 'duplicate' };
+    if (attempt.kind === 'applied') {
+      this.metrics.webhookEvents.inc({ provider: attempt.provider, outcome: attempt.outcome.status });
+      await this.outbox.dispatch(attempt.outboxIds);
+      return { outcome: attempt.outcome.status };
+    }
+    const { err, stored: event } = attempt;
+    const hopeless = err instanceof AppError && err.status < 500;
+    if (event && hopeless) {
+      this.refusals.refused(event.provider as WebhookProvider, {
+        reason: (err as AppError).code,
+        eventId: event.eventId,
+        detail: (err as Error).message,
+      });
+    }
+    if (hopeless || final) {
+      if (await this.recordFailure(id, err)) return { outcome: 'failed' };
+    } else {
+      this.logger.warn({ id, err: fullText(err) }, 'webhook attempt failed; it will be retried');
+      await this.inbox.recordAttempt(this.prisma, id, recordableError(err)).catch(() => undefined);
+    }
+    throw err;
+  }
+
+  /**
+   * One transaction for a batch of accepted events (issue 15 item 3): their archive rows are locked in one
+   * statement, and each event's handler and outcome run in its own savepoint (a failing event undoes only
+   * its own effects and keeps its row RECEIVED). The batch commits once. A lone event runs without a
+   * savepoint.
+   */
+  private async applyBatch(ids: string[]): Promise<Attempt[]> {
+    return this.prisma.$transaction(async (tx) => {
+      const stored = await this.inbox.lockReceivedMany(tx, ids);
+      const attempts: Attempt[] = [];
+      for (const id of ids) {
+        const event = stored.get(id);
+        // The same id twice in one batch (a stalled job running again) is applied once.
+        stored.delete(id);
+        if (!event) {
+          attempts.push({ kind: 'duplicate' });
+          continue;
+        }
+        const handler = this.handlers.get(event.provider);
+        const outboxIds: string[] = [];
+        const run = async () => {
+          if (!handler) throw new Error(`no webhook handler registered for provider ${event.provider}`);
+          const outcome = await handler(tx, event, outboxIds);
+          await this.inbox.markDone(
+            tx,
+            id,
+            outcome.status === 'processed' ? 'PROCESSED' : 'SKIPPED',
+            outcome.status === 'skipped' ? outcome.reason : null,
+          );
+          return outcome;
+        };
+        try {
+          const outcome = ids.length === 1 ? await run() : await inSavepoint(tx, 'webhook_event', run);
+          attempts.push({ kind: 'applied', outcome, outboxIds, provider: event.provider });
+        } catch (err) {
+          if (ids.length === 1) throw err;
+          attempts.push({ kind: 'error', err, stored: event });
+        }
+      }
+      return attempts;
+    });
   }
 
   /**
