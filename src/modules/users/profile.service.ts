@@ -2,9 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { NotFoundError, ValidationError } from '../../common/errors/app-error.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
-import type { Prisma, Subscription, User } from '../../generated/prisma/client.js';
+import { Prisma, type Subscription, type User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
-import { CreditsService } from '../credits/credits.service.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { SendEmailJob } from '../email/email.types.js';
@@ -25,19 +24,22 @@ export class ProfileService {
     private readonly config: AppConfig,
     private readonly prisma: PrismaService,
     private readonly users: UsersRepository,
-    private readonly credits: CreditsService,
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
   ) {}
 
   async me(userId: string): Promise<MeResponseDto> {
-    const [user, subscription, balance] = await Promise.all([
-      this.users.findById(this.prisma, userId),
-      this.users.latestSubscription(this.prisma, userId),
-      this.credits.balance(userId),
-    ]);
+    // One snapshot: read separately, a webhook committing in between showed the new tier without its
+    // subscription and credits.
+    const { user, subscription } = await this.prisma.$transaction(
+      async (tx) => ({
+        user: await this.users.findById(tx, userId),
+        subscription: await this.users.latestSubscription(tx, userId),
+      }),
+      { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead },
+    );
     if (!user) throw new NotFoundError('The user does not exist.', 'user_not_found');
-    return this.toResponse(user, subscription, balance);
+    return this.toResponse(user, subscription);
   }
 
   /**
@@ -166,13 +168,13 @@ export class ProfileService {
     return new Date(deletedAt.getTime() + this.config.retention.accountDeletionGraceDays * DAY_MS);
   }
 
-  private toResponse(user: User, subscription: Subscription | null, balance: number): MeResponseDto {
+  private toResponse(user: User, subscription: Subscription | null): MeResponseDto {
     return {
       id: user.id,
       identity_user_id: user.identityUserId,
       email: user.email,
       current_tier: user.currentTier,
-      credit_balance: balance,
+      credit_balance: user.creditBalance,
       marketing_consent_given: user.marketingConsentGiven,
       marketing_consent_at: user.marketingConsentAt?.toISOString() ?? null,
       marketing_consent_source: user.marketingConsentSource,
