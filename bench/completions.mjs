@@ -4,7 +4,8 @@
 // (bench/baselines/express-completions.mjs), in the same run. Every request names one of USERS TEAM
 // users in turn (with plenty of credits), so the per-user AI limit (300 a minute) is never what is measured.
 import { join } from 'node:path';
-import { freePort, load, ratio, ROOT, startProcess, withClient } from './lib.mjs';
+import { freePort, loadWithCpu, ratio, ROOT, startProcess, withClient } from './lib.mjs';
+import { cpu } from './saved-searches.mjs';
 
 const USERS = 64;
 const PATH = '/api/v1/ai/completions';
@@ -49,7 +50,7 @@ export async function benchCompletions(ctx, { connections = [16] } = {}) {
   try {
     const call = (url, conns, seconds = duration) => {
       let next = 0;
-      return load({
+      return loadWithCpu(url === apiUrl ? ctx.apiPid : baseline.child.pid, {
         url: `${url}${PATH}`,
         connections: conns,
         duration: seconds,
@@ -88,8 +89,8 @@ export async function benchCompletions(ctx, { connections = [16] } = {}) {
       const r = ratio(ours.rps, base.rps);
       rows.push({
         figure: `POST ${PATH} (metered call, model answering at once from its own process), ${conns} conn`,
-        value: `${Math.round(ours.rps)} req/s, p50 ${ours.p50} ms, p99 ${ours.p99} ms${ours.errors ? `, ${ours.errors} errors` : ''}`,
-        baseline: `express+jose+pg ${Math.round(base.rps)} req/s, p50 ${base.p50} ms, p99 ${base.p99} ms${base.errors ? `, ${base.errors} errors` : ''}`,
+        value: `${Math.round(ours.rps)} req/s, p50 ${ours.p50} ms, p99 ${ours.p99} ms, ${cpu(ours)}${ours.errors ? `, ${ours.errors} errors` : ''}`,
+        baseline: `express+jose+pg ${Math.round(base.rps)} req/s, p50 ${base.p50} ms, p99 ${base.p99} ms, ${cpu(base)}${base.errors ? `, ${base.errors} errors` : ''}`,
         ratio: r,
         goal: '>= 0.5x',
         met: r >= 0.5 && ours.errors === 0 && base.errors === 0,

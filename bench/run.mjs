@@ -15,7 +15,7 @@ import { benchBroadcast } from './broadcast.mjs';
 import { benchCompletions } from './completions.mjs';
 import { benchCredits, creditRows } from './credits.mjs';
 import { benchHealth } from './health.mjs';
-import { DEPLOYED_EXTRAS, deployedDatabaseUrl, fakeEmailApi, fakeVectorStore, fmt, freePort, identityProvider, REDIS_URL, ROOT, scratchDatabase, SECRETS, startProcess, withClient } from './lib.mjs';
+import { DEPLOYED_EXTRAS, deployedDatabaseUrl, fakeEmailApi, fakeVectorStore, fmt, freePort, identityProvider, productionNodeArgs, REDIS_URL, ROOT, scratchDatabase, SECRETS, startProcess, withClient } from './lib.mjs';
 import { benchJsonKeys } from './json-keys.mjs';
 import { benchMetricsOverview } from './metrics-overview.mjs';
 import { benchSavedSearches } from './saved-searches.mjs';
@@ -94,6 +94,7 @@ async function main() {
   let api;
   try {
     api = await startProcess(join(ROOT, 'dist', 'main.js'), ctx.env, { readyUrl: `${ctx.apiUrl}/health/ready` });
+    ctx.apiPid = api.child.pid;
     await figure('health', async () => rows.push(...(await benchHealth(ctx))));
     await figure('json_keys', async () => rows.push(...(await benchJsonKeys(ctx))));
     const picked = connections?.length ? { connections } : {};
@@ -123,6 +124,8 @@ async function main() {
       memory.worker.push(['worker after the broadcasts', result.workerRssMb]);
     });
     memory.api.push(['API after the load above', await api.rssMb()]);
+    memory.api.push(['API peak under the load above', await api.peakRssMb()]);
+    log(`API RSS ${fmt(await api.rssMb())} MB, peak ${fmt(await api.peakRssMb())} MB (node ${productionNodeArgs().join(' ')})`);
   } finally {
     await api?.stop();
   }

@@ -4,7 +4,7 @@
 // `connections` picks the rows (default 1, 16 and 64 for the list, 16 and 64 for the create); both sides
 // are warmed up for a second first, so the first measured row is not a cold start.
 import { join } from 'node:path';
-import { freePort, load, ratio, ROOT, startProcess, withClient } from './lib.mjs';
+import { fmt, freePort, loadWithCpu, ratio, ROOT, startProcess, withClient } from './lib.mjs';
 
 const ROWS = 100_000;
 const PATH = '/api/v1/saved_searches';
@@ -45,8 +45,9 @@ export async function benchSavedSearches(ctx, { connections = [1, 16, 64] } = {}
   const baseUrl = `http://127.0.0.1:${port}`;
   const rows = [];
   try {
+    const pidOf = (url) => (url === apiUrl ? ctx.apiPid : baseline.child.pid);
     const get = (url, conns, seconds = duration) =>
-      load({ url: `${url}${PATH}?page=1&page_size=50`, connections: conns, duration: seconds, headers: { authorization: `Bearer ${listToken}` } });
+      loadWithCpu(pidOf(url), { url: `${url}${PATH}?page=1&page_size=50`, connections: conns, duration: seconds, headers: { authorization: `Bearer ${listToken}` } });
     // Same answer from both sides before measuring anything.
     const [a, b] = await Promise.all(
       [apiUrl, baseUrl].map(async (url) =>
@@ -64,7 +65,7 @@ export async function benchSavedSearches(ctx, { connections = [1, 16, 64] } = {}
       rows.push(row(`GET ${PATH} (page of 50 / 100k), ${conns} conn`, ours, base, 0.5));
     }
     const post = (url, token, conns) =>
-      load({
+      loadWithCpu(pidOf(url), {
         url: `${url}${PATH}`,
         connections: conns,
         duration,
@@ -87,10 +88,13 @@ function row(figure, ours, base, goalRatio) {
   const r = ratio(ours.rps, base.rps);
   return {
     figure,
-    value: `${Math.round(ours.rps)} req/s, p50 ${ours.p50} ms, p99 ${ours.p99} ms${ours.errors ? `, ${ours.errors} errors` : ''}`,
-    baseline: `express+pg ${Math.round(base.rps)} req/s, p50 ${base.p50} ms, p99 ${base.p99} ms${base.errors ? `, ${base.errors} errors` : ''}`,
+    value: `${Math.round(ours.rps)} req/s, p50 ${ours.p50} ms, p99 ${ours.p99} ms, ${cpu(ours)}${ours.errors ? `, ${ours.errors} errors` : ''}`,
+    baseline: `express+pg ${Math.round(base.rps)} req/s, p50 ${base.p50} ms, p99 ${base.p99} ms, ${cpu(base)}${base.errors ? `, ${base.errors} errors` : ''}`,
     ratio: r,
     goal: `>= ${goalRatio}x`,
     met: r >= goalRatio && ours.errors === 0 && base.errors === 0,
   };
 }
+
+/** CPU of the answering process per request (user + system time over the run / requests answered). */
+export const cpu = (result) => `${fmt(result.cpuMsPerRequest, 2)} ms CPU/req`;
