@@ -37,7 +37,8 @@ export async function benchCompletions(ctx, { connections = [16] } = {}) {
     join(ROOT, 'bench', 'baselines', 'express-completions.mjs'),
     {
       PORT: String(port),
-      DATABASE_URL: db.url,
+      // Through the same TLS hop as the API: both sides pay for encrypted statements.
+      DATABASE_URL: ctx.env.DATABASE_URL,
       JWKS_URL: idp.jwksUrl,
       ISSUER: idp.issuer,
       POOL: ctx.env.DATABASE_POOL_SIZE,

@@ -39,7 +39,8 @@ export async function benchSavedSearches(ctx, { connections = [1, 16, 64] } = {}
   const port = await freePort();
   const baseline = await startProcess(
     join(ROOT, 'bench', 'baselines', 'express-saved-searches.mjs'),
-    { PORT: String(port), DATABASE_URL: db.url, JWKS_URL: idp.jwksUrl, ISSUER: idp.issuer, POOL: ctx.env.DATABASE_POOL_SIZE },
+    // Through the same TLS hop as the API (ctx.env.DATABASE_URL): both sides pay for encrypted statements.
+    { PORT: String(port), DATABASE_URL: ctx.env.DATABASE_URL, JWKS_URL: idp.jwksUrl, ISSUER: idp.issuer, POOL: ctx.env.DATABASE_POOL_SIZE },
     { readyUrl: `http://127.0.0.1:${port}/health`, args: [] },
   );
   const baseUrl = `http://127.0.0.1:${port}`;
