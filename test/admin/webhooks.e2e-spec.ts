@@ -1,12 +1,6 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  checkoutToken,
-  createUser,
-  deliver,
-  grants,
-  newSubId,
-  subscriptionEvent,
-} from '../support/billing.js';
+import { checkoutToken, deliver, grants, newSubId, subscriptionEvent } from '../support/billing.js';
 import { deliverIdentity, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { settled } from '../support/webhooks.js';
@@ -35,7 +29,7 @@ describe('admin webhook archive: list, inspect, replay', () => {
 
   /** A subscription.created whose price is not configured yet: accepted, then FAILED by the worker. */
   async function failedCreated() {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const event = subscriptionEvent({
       type: 'subscription.created',

@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import type { User } from '../../src/generated/prisma/client.js';
@@ -5,14 +6,7 @@ import { HttpClient } from '../../src/infra/http/http-client.js';
 import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import { FakeBillingApi } from '../fakes/billing-api.js';
-import {
-  checkoutToken,
-  createUser,
-  deliver,
-  newSubId,
-  PRICE,
-  subscriptionEvent,
-} from '../support/billing.js';
+import { checkoutToken, deliver, newSubId, PRICE, subscriptionEvent } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -56,7 +50,7 @@ describe('billing endpoints and provider operations', () => {
     tier: 'PRO' | 'TEAM' = 'PRO',
     status: 'active' | 'paused' | 'past_due' = 'active',
   ) {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     // The provider knows the subscription before its events arrive (the dunning job reads its
     // update-payment link from it: issue 19).
@@ -110,7 +104,7 @@ describe('billing endpoints and provider operations', () => {
 
   describe('checkout', () => {
     it('issues a signed token carrying tier, user id, expiry and a nonce', async () => {
-      const user = await createUser(api);
+      const user = await createUser(api.prisma);
       const res = await post(user, 'checkout-token', { tier: 'PRO' });
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(['expires_at', 'token']);
@@ -139,7 +133,7 @@ describe('billing endpoints and provider operations', () => {
     });
 
     it('returns what the checkout overlay needs', async () => {
-      const user = await createUser(api);
+      const user = await createUser(api.prisma);
       const res = await post(user, 'checkout', { tier: 'TEAM' });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({
@@ -156,7 +150,7 @@ describe('billing endpoints and provider operations', () => {
     });
 
     it('refuses FREE, unknown tiers, extra fields and anonymous callers', async () => {
-      const user = await createUser(api);
+      const user = await createUser(api.prisma);
       for (const body of [{ tier: 'FREE' }, { tier: 'GOLD' }, {}, { tier: 'PRO', user_id: 'x' }]) {
         const res = await post(user, 'checkout-token', body);
         expect(res.status).toBe(400);
@@ -312,7 +306,7 @@ describe('billing endpoints and provider operations', () => {
     });
 
     it('answers 409 without an active subscription, and 400 for a non-boolean flag', async () => {
-      const user = await createUser(api);
+      const user = await createUser(api.prisma);
       const res = await post(user, 'subscription/cancel');
       expect(res.status).toBe(409);
       expect(res.body).toMatchObject({ code: 'no_active_subscription' });
@@ -368,7 +362,7 @@ describe('billing endpoints and provider operations', () => {
         status: 409,
         code: 'same_tier',
       });
-      const free = await createUser(api);
+      const free = await createUser(api.prisma);
       expect((await post(free, 'subscription/change', { target_tier: 'FREE' })).body).toMatchObject({
         status: 409,
         code: 'same_tier',

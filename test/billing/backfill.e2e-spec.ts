@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { BillingBackfillService } from '../../src/modules/billing/billing-backfill.service.js';
@@ -5,7 +6,6 @@ import type { FakeBillingApi } from '../fakes/billing-api.js';
 import {
   billingApiWorld,
   checkoutToken,
-  createUser,
   DAY,
   deliver,
   grants,
@@ -47,7 +47,7 @@ describe('billing backfill from the provider event log', () => {
   it('feeds every missed event once; a second run changes nothing', async () => {
     const t0 = new Date(Date.now() - 40 * DAY);
     // A: a purchase whose webhooks never arrived at all.
-    const a = await createUser(api);
+    const a = await createUser(api.prisma);
     const subA = newSubId();
     const tokenA = checkoutToken(api, a, 'PRO', t0);
     await happened(
@@ -56,7 +56,7 @@ describe('billing backfill from the provider event log', () => {
     );
     await happened(transactionEvent({ subId: subA, origin: 'web', token: tokenA, occurredAt: t0 }), false);
     // B: created delivered; the renewal (next period and its payment) never came.
-    const b = await createUser(api);
+    const b = await createUser(api.prisma);
     const subB = newSubId();
     const renewAt = new Date(t0.getTime() + 30 * DAY);
     await happened(
@@ -84,7 +84,7 @@ describe('billing backfill from the provider event log', () => {
     );
     await happened(transactionEvent({ subId: subB, priceId: PRICE.TEAM, occurredAt: renewAt }), false);
     // C: created delivered; the cancellation (access already over) never came.
-    const c = await createUser(api);
+    const c = await createUser(api.prisma);
     const subC = newSubId();
     await happened(
       subscriptionEvent({
@@ -161,7 +161,7 @@ describe('billing backfill from the provider event log', () => {
   });
 
   it('stops on a provider outage with the checkpoint kept, and the next run resumes', async () => {
-    const d = await createUser(api);
+    const d = await createUser(api.prisma);
     const subD = newSubId();
     const checkpointBefore = (await backfill()).checkpoint;
     await happened(

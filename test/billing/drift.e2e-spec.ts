@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { BillingDriftService } from '../../src/modules/billing/billing-drift.service.js';
@@ -5,7 +6,6 @@ import type { FakeBillingApi } from '../fakes/billing-api.js';
 import {
   billingApiWorld,
   checkoutToken,
-  createUser,
   DAY,
   deliver,
   grants,
@@ -34,7 +34,7 @@ describe('billing drift check', () => {
 
   /** A PRO subscription whose period ended two hours ago, with no event since. */
   async function overdue() {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const start = new Date(Date.now() - 30 * DAY - 2 * HOUR);
     const end = new Date(Date.now() - 2 * HOUR);

@@ -1,18 +1,11 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS, tickJobId } from '../../src/infra/queue/queues.js';
 import { SubscriptionExpiryService } from '../../src/modules/billing/subscription-expiry.service.js';
 import { WebhookRetentionService } from '../../src/modules/webhooks/webhook-retention.service.js';
-import {
-  checkoutToken,
-  createUser,
-  DAY,
-  deliver,
-  newSubId,
-  PRICE,
-  subscriptionEvent,
-} from '../support/billing.js';
+import { checkoutToken, DAY, deliver, newSubId, PRICE, subscriptionEvent } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -41,7 +34,7 @@ describe('billing jobs: subscription expiry and webhook archive retention', () =
     extra: { pausedAt?: Date; tier?: 'PRO' | 'TEAM' } = {},
   ) {
     const tier = extra.tier ?? 'PRO';
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const start = new Date(Date.now() - 60 * DAY);
     await deliver(

@@ -1,9 +1,9 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import {
   checkoutToken,
-  createUser,
   DAY,
   deliver,
   grants,
@@ -35,7 +35,7 @@ describe('billing money hardening', () => {
     api.prisma.outboxEntry.count({ where: { jobId: `subscription-welcome-${subRowId}` } });
 
   it('a second and third subscription.created of one subscription under new event ids grant nothing more', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const created = subscriptionEvent({
       type: 'subscription.created',
@@ -52,7 +52,7 @@ describe('billing money hardening', () => {
   });
 
   it('a created that arrives after a cancellation whose access ended keeps its grant but sends no welcome', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const token = checkoutToken(api, user);
     const t0 = new Date(Date.now() - 40 * DAY);
@@ -95,7 +95,7 @@ describe('billing money hardening', () => {
   ];
   for (const [label, spoil] of insane) {
     it(`refuses ${label} as an invalid payload: 400, archived FAILED, audited, nothing else changes`, async () => {
-      const user = await createUser(api);
+      const user = await createUser(api.prisma);
       const subId = newSubId();
       const event = subscriptionEvent({
         type: 'subscription.created',
@@ -140,7 +140,7 @@ describe('billing money hardening', () => {
 
   it('price ids named like Object members (constructor, __proto__, toString) are unknown prices', async () => {
     for (const priceId of ['constructor', '__proto__', 'toString']) {
-      const user = await createUser(api);
+      const user = await createUser(api.prisma);
       const subId = newSubId();
       const event = subscriptionEvent({
         type: 'subscription.created',
@@ -166,7 +166,7 @@ describe('billing money hardening', () => {
     // Counted where the event is applied: the worker.
     const metrics = worker.get(MetricsService);
     const before = (await metrics.duplicateSubscriptions.get()).values[0]?.value ?? 0;
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const first = newSubId();
     const second = newSubId();
     await deliver(

@@ -1,8 +1,8 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   adjustmentEvent,
   checkoutToken,
-  createUser,
   DAY,
   deliver,
   grants,
@@ -78,7 +78,7 @@ describe('billing webhooks: payments and adjustments', () => {
   });
 
   it('a trial grants the trial period’s credits at creation and the first paid period’s at the first charge, once each', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const trialStart = new Date(Date.now() - 14 * 86_400_000);
     const created = subscriptionEvent({
@@ -125,7 +125,7 @@ describe('billing webhooks: payments and adjustments', () => {
   });
 
   it('a payment that arrives before its subscription is recorded and linked to the user later', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const txn = transactionEvent({ subId, origin: 'web', customerId: `ctm_${subId}` });
     await deliver(api, txn);
@@ -142,7 +142,7 @@ describe('billing webhooks: payments and adjustments', () => {
   });
 
   it('a renewal that arrives before any event of its subscription is parked, then granted once by the created', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const renewal = transactionEvent({ subId, customerId: null });
     expect((await deliver(api, renewal)).outcome).toBe('skipped');

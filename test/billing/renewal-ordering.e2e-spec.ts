@@ -1,7 +1,7 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   checkoutToken,
-  createUser,
   DAY,
   deliver,
   grants,
@@ -38,7 +38,7 @@ describe('billing: one purchase and one renewal converge under every delivery or
   afterAll(() => env.close());
 
   async function story() {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const t0 = new Date(Date.now() - 31 * DAY);
     const renewedAt = new Date(t0.getTime() + 30 * DAY);

@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { User } from '../../src/generated/prisma/client.js';
 import { HttpClient } from '../../src/infra/http/http-client.js';
@@ -5,7 +6,6 @@ import { SubscriptionExpiryService } from '../../src/modules/billing/subscriptio
 import { FakeBillingApi } from '../fakes/billing-api.js';
 import {
   checkoutToken,
-  createUser,
   DAY,
   deliver,
   grants,
@@ -49,7 +49,7 @@ describe('billing: a change to another paid tier takes effect at the period end'
 
   /** A subscription on `tier` whose current period runs from `start` to `end`. */
   async function subscribedFor(tier: 'PRO' | 'TEAM', start: Date, end: Date) {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const event = (type: string, priceId: string, occurredAt: Date) =>
       subscriptionEvent({ type, subId, priceId, periodStart: start, periodEnd: end, occurredAt });

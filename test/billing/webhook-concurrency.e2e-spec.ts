@@ -1,10 +1,10 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { WebhookInboxRepository } from '../../src/modules/webhooks/webhook-inbox.repository.js';
 import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
 import {
   checkoutToken,
-  createUser,
   deliver,
   grants,
   newEventId,
@@ -37,7 +37,7 @@ describe('billing webhooks under concurrency and failure', () => {
 
   /** One checkout's created and activated events, sharing occurred_at as the provider often sends them. */
   async function checkoutPair(options: { createdStatus: 'active' | 'trialing'; activatedToken: boolean }) {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const token = checkoutToken(api, user);
     const occurredAt = new Date(Date.now() - 1000);
@@ -158,7 +158,7 @@ describe('billing webhooks under concurrency and failure', () => {
   });
 
   it('a 30-way concurrent redelivery storm of one created event grants once', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const created = subscriptionEvent({
       type: 'subscription.created',
@@ -188,7 +188,7 @@ describe('billing webhooks under concurrency and failure', () => {
   });
 
   it('a handler that keeps failing rolls everything back each time, ends FAILED once, and the redelivery is processed once', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const created = subscriptionEvent({
       type: 'subscription.created',
@@ -247,7 +247,7 @@ describe('billing webhooks under concurrency and failure', () => {
 
   it('a job pushed twice for one event (the relay re-pushing while the first runs) applies it once', async () => {
     const inbox = api.app.get(WebhookInboxService);
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const created = subscriptionEvent({
       type: 'subscription.created',
@@ -280,7 +280,7 @@ describe('billing webhooks under concurrency and failure', () => {
 
   it('the relay gives a RECEIVED event whose push was lost a job, and it is applied once', async () => {
     const repo = api.app.get(WebhookInboxRepository);
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const created = subscriptionEvent({
       type: 'subscription.created',
@@ -384,7 +384,7 @@ describe('billing webhooks under concurrency and failure', () => {
   });
 
   it('an unconfigured price fails the event after its attempts (FAILED, replayable); once configured, the redelivery succeeds', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const created = subscriptionEvent({
       type: 'subscription.created',

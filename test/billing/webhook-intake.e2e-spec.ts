@@ -1,9 +1,9 @@
+import { createUser } from '../factories/user.factory.js';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import {
   checkoutToken,
-  createUser,
   deliver,
   lookups,
   newSubId,
@@ -93,7 +93,7 @@ describe('billing webhooks: signature, envelope and payload validation', () => {
   });
 
   it('answers 400 to a verified but invalid payload, archives it FAILED and lets a retry through', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const e = subscriptionEvent({
       type: 'subscription.created',
       subId: newSubId(),

@@ -1,8 +1,8 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
 import {
   checkoutToken,
-  createUser,
   deliver,
   grants,
   lookups,
@@ -65,7 +65,7 @@ describe('billing webhooks: ordering, ownership and unknown subscriptions', () =
   });
 
   it('parks an event for an unknown subscription as SKIPPED and applies it once the subscription is known', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const t = Date.now() - 60_000;
     const early = subscriptionEvent({
@@ -104,7 +104,7 @@ describe('billing webhooks: ordering, ownership and unknown subscriptions', () =
   });
 
   it('ties a subscription paid after its checkout token expired to the token’s user, once, and records the lateness', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     // The overlay was opened two hours ago (token lifetime one hour) and the customer paid just now.
     const issuedLongAgo = new Date(Date.now() - 2 * 3600_000);
@@ -138,7 +138,7 @@ describe('billing webhooks: ordering, ownership and unknown subscriptions', () =
   });
 
   it('skips a created event whose checkout token was forged: no row, audit with the reason', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const [body] = checkoutToken(api, user).split('.');
     const forged = subscriptionEvent({
       type: 'subscription.created',

@@ -1,7 +1,7 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   checkoutToken,
-  createUser,
   DAY,
   deliver,
   grants,
@@ -89,7 +89,7 @@ describe('billing webhooks: every row of the subscription state table', () => {
   });
 
   it('subscription.activated: trial to paid syncs the status without a grant', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const subId = newSubId();
     const at = new Date(Date.now() - 120_000);
     await deliver(
@@ -232,7 +232,7 @@ describe('billing webhooks: every row of the subscription state table', () => {
   });
 
   it('GET /billing/subscription answers 404 without a subscription and only shows the caller’s own', async () => {
-    const other = await createUser(api);
+    const other = await createUser(api.prisma);
     const res = await api.http
       .get('/api/v1/billing/subscription')
       .set('Authorization', await api.bearer(other.identityUserId));

@@ -1,7 +1,8 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { User } from '../../src/generated/prisma/client.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
-import { checkoutToken, createUser, deliver } from '../support/billing.js';
+import { checkoutToken, deliver } from '../support/billing.js';
 import { type ApiApp, TEST_SECRETS, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 import {
@@ -71,7 +72,7 @@ describe('contract: Paddle Billing notifications from the official SDKs', () => 
     rebase(fixture<PaddleEvent>('paddle', `node-sdk.${name}`), { suffix, shiftMs, ids });
 
   it('follows one subscription through every subscription.* notification Paddle publishes', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const suffix = newSuffix();
     // The node-sdk lifecycle happened on 2023-08-11 between 08:07 and 15:23; replayed ending a minute ago.
     const shiftMs = shiftTo('2023-08-11T15:23:01.697145Z');
@@ -159,7 +160,7 @@ describe('contract: Paddle Billing notifications from the official SDKs', () => 
   });
 
   it('records transaction.completed as a payment of the user whose checkout token it carries', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const suffix = newSuffix();
     const event = withCheckoutToken(
       node('transaction-completed', suffix, shiftTo('2023-08-22T07:15:45.366122Z')),
@@ -185,7 +186,7 @@ describe('contract: Paddle Billing notifications from the official SDKs', () => 
   });
 
   it('grants a renewal once: subscription.created, then the recurring transaction.completed (python-sdk events API)', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const suffix = newSuffix();
     // Published for two subscriptions of the demo account: the renewal's subscription id is joined to
     // the node-sdk subscription, and the story ends a minute ago.
@@ -222,7 +223,7 @@ describe('contract: Paddle Billing notifications from the official SDKs', () => 
   });
 
   it('grants a renewal delivered before its subscription.created once, when the created ties it to the buyer', async () => {
-    const user = await createUser(api);
+    const user = await createUser(api.prisma);
     const suffix = newSuffix();
     const shiftMs = shiftTo('2023-11-23T15:33:19.645134Z');
     const created = withCheckoutToken(
@@ -253,7 +254,7 @@ describe('contract: Paddle Billing notifications from the official SDKs', () => 
   });
 
   it('moves a failed renewal to PAST_DUE although its items carry currency_code null, keeping paid access', async () => {
-    const user: User = await createUser(api);
+    const user: User = await createUser(api.prisma);
     const suffix = newSuffix();
     // Paddle sandbox's failed renewal (python-sdk events API) of subscription sub_01gyssnczp81czs49zcprm6hfv,
     // whose purchase is the node-sdk subscription.created joined to it.

@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
@@ -13,7 +14,6 @@ import { MeteredCreditsService } from '../../src/modules/credits/metered-credits
 import {
   adjustmentEvent,
   checkoutToken,
-  createUser,
   deliver,
   newEventId,
   newSubId,
@@ -65,7 +65,7 @@ describe('credit lifecycle (issue 18)', () => {
 
   /** A subscription started through a signed checkout token, as a real checkout would. */
   async function subscribed(tier: 'PRO' | 'TEAM', options: { annual?: boolean; start?: Date } = {}) {
-    const u = await createUser(api);
+    const u = await createUser(api.prisma);
     const subId = newSubId();
     const start = options.start ?? new Date(Date.now() - 86_400_000);
     const event = subscriptionEvent({
@@ -145,7 +145,7 @@ describe('credit lifecycle (issue 18)', () => {
 
   describe('top-up packs', () => {
     it('lists the configured packs and sells one to a FREE user through a token naming pack and buyer', async () => {
-      const buyer = await createUser(api);
+      const buyer = await createUser(api.prisma);
       const list = await api.http
         .get('/api/v1/billing/credit-packs')
         .set('Authorization', await api.bearer(buyer.identityUserId));
@@ -214,13 +214,13 @@ describe('credit lifecycle (issue 18)', () => {
     });
 
     it('grants nothing for a forged token, another pack or a subscription token, or a foreign customer', async () => {
-      const victim = await createUser(api);
+      const victim = await createUser(api.prisma);
       const good = (await packCheckout(victim, PACK_S)).body.custom_data.checkout_token as string;
       const [body, signature] = good.split('.');
       const forgedBody = Buffer.from(
         JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), t: `pack:${PACK_L}` }),
       ).toString('base64url');
-      const other = await createUser(api);
+      const other = await createUser(api.prisma);
       // `other` is a customer of ours already: a token of `victim` in `other`'s transaction is foreign.
       await api.prisma.user.update({
         where: { id: other.id },
@@ -471,7 +471,7 @@ describe('credit lifecycle (issue 18)', () => {
   describe('clawback before the grant', () => {
     it('applies a refund delivered before its pack transaction, and before subscription.created, once the grant exists', async () => {
       // A pack: the approved refund comes first; the purchase then grants and is taken back at once.
-      const buyer = await createUser(api);
+      const buyer = await createUser(api.prisma);
       const token = (await packCheckout(buyer, PACK_S)).body.custom_data.checkout_token;
       const pack = transactionEvent({
         subId: null,
@@ -500,7 +500,7 @@ describe('credit lifecycle (issue 18)', () => {
       expect(await user(buyer.id)).toMatchObject({ creditBalance: 0, purchasedCredits: 0 });
 
       // A subscription's first payment: transaction, then its refund, then subscription.created last.
-      const u = await createUser(api);
+      const u = await createUser(api.prisma);
       const subId = newSubId();
       const first = transactionEvent({ subId, origin: 'web', priceId: PRICE.PRO, total: '1500' });
       expect((await deliver(api, first)).status).toBe(200);

@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { ConflictError, InsufficientCreditsError, NotFoundError } from '../../src/common/errors/app-error.js';
 import { CreditsRepository } from '../../src/modules/credits/credits.repository.js';
@@ -6,7 +7,7 @@ import {
   CreditsService,
   type LedgerResult,
 } from '../../src/modules/credits/credits.service.js';
-import { createUser, expectLedgerConsistent } from '../support/credits.js';
+import { expectLedgerConsistent } from '../support/credits.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 

@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
@@ -6,7 +7,7 @@ import { CreditsReconciler, ORPHAN_AFTER_MS } from '../../src/modules/credits/cr
 import { JobScheduler } from '../../src/infra/queue/job-scheduler.js';
 import { CreditsService } from '../../src/modules/credits/credits.service.js';
 import { MeteredCreditsService } from '../../src/modules/credits/metered-credits.service.js';
-import { createUser, expectLedgerConsistent, grantCredits } from '../support/credits.js';
+import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 

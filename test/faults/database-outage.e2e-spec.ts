@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { User } from '../../src/generated/prisma/client.js';
 import { PrismaService } from '../../src/infra/prisma/prisma.service.js';
@@ -42,7 +43,7 @@ describe('fault injection: the database goes away and comes back', () => {
     sweeper = await api.bearer('user_sweeper', 'sweeper@example.com');
     expect((await api.http.get('/api/v1/me').set('Authorization', sweeper)).status).toBe(200);
     expect((await api.http.get('/api/v1/probe/whoami').set('Authorization', authorization)).status).toBe(200);
-    payer = await db.user.create({ data: { identityUserId: 'user_payer', email: 'payer@example.com' } });
+    payer = await createUser(db, { identityUserId: 'user_payer', email: 'payer@example.com' });
     subscriptionCreated = subscriptionEvent({
       type: 'subscription.created',
       subId: newSubId(),

@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import type { User } from '../../src/generated/prisma/client.js';
@@ -61,7 +62,7 @@ describe('fault injection: Redis restarted empty', () => {
     api = await env.startApi();
     queues = api.app.get(QueueService);
     // Made directly in the database: no signup e-mails of their own.
-    await api.prisma.user.create({ data: { identityUserId: 'user_admin', email: 'admin@example.com' } });
+    await createUser(api.prisma, { identityUserId: 'user_admin', email: 'admin@example.com' });
     admin = await api.bearer('user_admin', 'admin@example.com');
     audience = await createAudience(api.prisma, 'loss', 250, { consent: true, tier: 'TEAM' });
   });

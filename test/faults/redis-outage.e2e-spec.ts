@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { User } from '../../src/generated/prisma/client.js';
 import { OutboxService } from '../../src/infra/queue/outbox.service.js';
@@ -59,16 +60,12 @@ describe('fault injection: Redis goes away and comes back', () => {
     worker = await startWorkerProcess(env, { REDIS_URL });
 
     // Users made directly in the database: no signup e-mails of their own to count.
-    await api.prisma.user.create({ data: { identityUserId: 'user_admin', email: 'admin@example.com' } });
+    await createUser(api.prisma, { identityUserId: 'user_admin', email: 'admin@example.com' });
     admin = await api.bearer('user_admin', 'admin@example.com');
-    const user = await api.prisma.user.create({
-      data: { identityUserId: 'user_ai', email: 'ai@example.com' },
-    });
+    const user = await createUser(api.prisma, { identityUserId: 'user_ai', email: 'ai@example.com' });
     await grantCredits(api, user.id, 100);
     customer = { user, auth: await api.bearer('user_ai', 'ai@example.com') };
-    payer = await api.prisma.user.create({
-      data: { identityUserId: 'user_payer', email: 'payer@example.com' },
-    });
+    payer = await createUser(api.prisma, { identityUserId: 'user_payer', email: 'payer@example.com' });
     await createAudience(api.prisma, 'redis', 3, { consent: true, tier: 'TEAM' });
     sweeper = await api.bearer('user_sweeper', 'sweeper@example.com');
     expect((await api.http.get('/api/v1/me').set('Authorization', sweeper)).status).toBe(200);

@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { User } from '../../src/generated/prisma/client.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
@@ -34,7 +35,7 @@ describe('fault injection: a worker killed mid-job', () => {
     env.onClose(() => mail.close());
     api = await env.startApi();
     // Made in the database: no signup e-mails to count.
-    await api.prisma.user.create({ data: { identityUserId: 'user_admin', email: 'admin@example.com' } });
+    await createUser(api.prisma, { identityUserId: 'user_admin', email: 'admin@example.com' });
     admin = await api.bearer('user_admin', 'admin@example.com');
     // Two pages of the audience (100 per batch call).
     audience = await createAudience(api.prisma, 'crash', 150, { consent: true, tier: 'PRO' });

@@ -1,7 +1,8 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
 import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
-import { createUser, deliver, newSubId, signatureFor, subscriptionEvent } from '../support/billing.js';
+import { deliver, newSubId, signatureFor, subscriptionEvent } from '../support/billing.js';
 import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { settled } from '../support/webhooks.js';
 import { type ApiApp, TEST_SECRETS, TestEnv } from '../support/test-env.js';
@@ -58,7 +59,7 @@ describe('secret rotation with an overlap', () => {
   });
 
   it('accepts billing webhooks and checkout tokens of the previous secret during the overlap', async () => {
-    const user = await createUser(after, 'user_rot_billing');
+    const user = await createUser(after.prisma, { identityUserId: 'user_rot_billing' });
     // Minted by the deployment before the rotation.
     const oldToken = before.app.get(CheckoutTokenService).issue(user.id, 'PRO').token;
     expect(after.app.get(CheckoutTokenService).verify(oldToken)).toMatchObject({ ok: true });
@@ -93,8 +94,10 @@ describe('secret rotation with an overlap', () => {
   });
 
   it('keeps unsubscribe links of mail sent before the rotation working', async () => {
-    const user = await after.prisma.user.create({
-      data: { identityUserId: 'user_rot_mail', email: 'mail@example.com', marketingConsentGiven: true },
+    const user = await createUser(after.prisma, {
+      identityUserId: 'user_rot_mail',
+      email: 'mail@example.com',
+      marketingConsentGiven: true,
     });
     const oldLink = before.app.get(UnsubscribeTokens).sign(user.id);
     const res = await after.http.post(`/api/v1/email/unsubscribe?t=${encodeURIComponent(oldLink)}`);

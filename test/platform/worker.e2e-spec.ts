@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { JobRegistry } from '../../src/infra/queue/job-registry.js';
@@ -77,9 +78,7 @@ describe('worker: BullMQ processors, outbox relay, post-signup hooks', () => {
 
   it('relays outbox entries whose push failed, exactly once per job id', async () => {
     const outbox = worker.get(OutboxService);
-    const user = await api.prisma.user.create({
-      data: { identityUserId: 'user_outbox', email: 'o@example.com' },
-    });
+    const user = await createUser(api.prisma, { identityUserId: 'user_outbox', email: 'o@example.com' });
     // Written but never dispatched, as if Redis was down at commit time.
     await api.prisma.$transaction((tx) =>
       outbox.add(tx, JOBS.postSignup, { userId: user.id }, `post-signup-${user.id}`),

@@ -1,3 +1,4 @@
+import { createUser } from '../factories/user.factory.js';
 /**
  * OWASP API5:2023 Broken Function Level Authorization.
  *
@@ -388,9 +389,7 @@ describe('API5 broken function level authorization', () => {
       const claim = `Bearer ${await world.env.idp.token({ sub, email: lookAlike })}`;
       expect((await adminStats(claim)).status).toBe(401);
       // Stored (say, by an older release), verified: still not the allowlisted address.
-      await world.api.prisma.user.create({
-        data: { identityUserId: sub, email: lookAlike, emailVerified: true },
-      });
+      await createUser(world.api.prisma, { identityUserId: sub, email: lookAlike, emailVerified: true });
       const res = await adminStats(await tokenOf(sub));
       expect({ status: res.status, code: res.body.code }).toEqual({ status: 403, code: 'admin_required' });
       expect(await refusal(sub)).toMatchObject({ reason: 'not_allowlisted' });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createUser } from '../factories/user.factory.js';
 import type { User } from '../../src/generated/prisma/client.js';
 import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
 import { paddleSignature } from '../../src/modules/billing/paddle-signature.js';
@@ -194,10 +195,6 @@ export async function deliver(
   return withOutcome(api, 'billing', eventId, res);
 }
 
-export async function createUser(api: ApiApp, sub = `user_${randomUUID().slice(0, 8)}`): Promise<User> {
-  return api.prisma.user.create({ data: { identityUserId: sub, email: `${sub}@example.com` } });
-}
-
 export function checkoutToken(api: ApiApp, user: User, tier = 'PRO', now?: Date): string {
   return api.app.get(CheckoutTokenService).issue(user.id, tier, now).token;
 }
@@ -216,7 +213,7 @@ export async function subscribe(
   tier: 'PRO' | 'TEAM' = 'PRO',
   at = new Date(Date.now() - 60_000),
 ) {
-  const user = await createUser(api);
+  const user = await createUser(api.prisma);
   const subId = newSubId();
   const created = subscriptionEvent({
     type: 'subscription.created',

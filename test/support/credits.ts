@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from '@jest/globals';
-import type { User } from '../../src/generated/prisma/client.js';
 import type { PrismaService } from '../../src/infra/prisma/prisma.service.js';
 import { CreditsService } from '../../src/modules/credits/credits.service.js';
 import type { ApiApp } from './test-env.js';
@@ -21,13 +20,6 @@ export async function expectLedgerConsistent(
       OR (u.credit_balance < 0 AND NOT ${options.allowNegative ?? false})
       OR u.purchased_credits < 0 OR u.purchased_credits > GREATEST(u.credit_balance, 0)`;
   expect(drift).toEqual([]);
-}
-
-export async function createUser(prisma: PrismaService, data: Partial<User> = {}): Promise<User> {
-  const id = randomUUID().slice(0, 8);
-  return prisma.user.create({
-    data: { identityUserId: `user_${id}`, email: `${id}@example.com`, ...data },
-  });
 }
 
 /** Grants through the real ledger (kind grant, a fresh job id). */

@@ -2839,8 +2839,9 @@ export interface operations {
     };
     AdminDirectoryController_users: {
         parameters: {
-            query: {
-                page: number;
+            query?: {
+                /** @description 1-based page number, at most 1,000,000,000 (beyond, the offset would leave the safe integers). */
+                page?: number;
                 /** @description Page size, 1..100 (default 50). */
                 page_size?: number;
                 /** @description E-mail prefix, case-insensitive. */
@@ -2908,8 +2909,9 @@ export interface operations {
     };
     AdminDirectoryController_audit: {
         parameters: {
-            query: {
-                page: number;
+            query?: {
+                /** @description 1-based page number, at most 1,000,000,000 (beyond, the offset would leave the safe integers). */
+                page?: number;
                 /** @description Page size, 1..200 (default 50). */
                 page_size?: number;
                 /** @description Exact action, e.g. user.created. */
@@ -2983,7 +2985,7 @@ export interface operations {
     AdminWebhooksController_list: {
         parameters: {
             query?: {
-                /** @description 1-based page number. */
+                /** @description 1-based page number, at most 1,000,000,000 (beyond, the offset would leave the safe integers). */
                 page?: number;
                 /** @description Page size, 1..100 (default 50). */
                 page_size?: number;
@@ -4717,9 +4719,9 @@ export interface operations {
     CreditsController_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (values below 1 or not a number become 1). */
+                /** @description 1-based page number; values below 1 or not a number become 1. */
                 page?: number;
-                /** @description Rows per page, 1 to 200 (anything else becomes 50). */
+                /** @description Items per page, 1..200; values outside that range or not a number become 50. */
                 page_size?: number;
             };
             header?: never;
@@ -5088,7 +5090,9 @@ export interface operations {
     SuppressionsController_list: {
         parameters: {
             query?: {
+                /** @description 1-based page number, at most 1,000,000,000 (beyond, the offset would leave the safe integers). */
                 page?: number;
+                /** @description Page size, 1..100 (default 50). */
                 page_size?: number;
                 reason?: "bounce" | "complaint" | "manual";
             };
@@ -5211,7 +5215,9 @@ export interface operations {
     BroadcastsController_list: {
         parameters: {
             query?: {
+                /** @description 1-based page number, at most 1,000,000,000 (beyond, the offset would leave the safe integers). */
                 page?: number;
+                /** @description Page size, 1..100 (default 50). */
                 page_size?: number;
             };
             header?: never;

@@ -10,7 +10,7 @@ import {
 } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
 import type { Principal } from '../../common/principal.js';
-import { PageQueryDto } from '../owned/dto/page-query.dto.js';
+import { PageQueryDto } from '../../common/paging/page-query.dto.js';
 import { ApiOwnedNotFound, ApiOwnedPageResponse } from '../owned/owned-api.decorators.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';

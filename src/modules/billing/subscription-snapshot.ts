@@ -64,10 +64,13 @@ export const LIVE_STATUSES: SubscriptionStatus[] = ['ACTIVE', 'TRIALING', 'PAST_
  * Whether a stored subscription grants its tier at `now` (the rule users.current_tier is derived from):
  * live and not expired, or CANCELED with the paid period still running.
  */
-export function grantsAccess(
-  row: { status: SubscriptionStatus; expiredAt: Date | null; currentPeriodEnd: Date | null },
-  now: Date,
-): boolean {
+export interface AccessFields {
+  status: SubscriptionStatus;
+  expiredAt: Date | null;
+  currentPeriodEnd: Date | null;
+}
+
+export function grantsAccess(row: AccessFields, now: Date): boolean {
   if (row.expiredAt) return false;
   if (LIVE_STATUSES.includes(row.status)) return true;
   return (

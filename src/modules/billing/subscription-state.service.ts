@@ -105,7 +105,7 @@ export class SubscriptionStateService {
 
     if (event.eventType === CREATED)
       credits += await this.onCreated(tx, event, row, snapshot, user, outboxIds, now);
-    const tier = await this.tiers.recompute(tx, user, now);
+    const tier = await this.tiers.afterChange(tx, user, row, now);
 
     await this.audit.record(tx, {
       actor: event.actor ?? webhookActor('billing'),

@@ -16,7 +16,8 @@ import { AdminOnly } from '../auth/admin.guard.js';
 import { BroadcastsService } from './broadcasts.service.js';
 import { BroadcastListDto, BroadcastResponseDto } from './dto/broadcast-response.dto.js';
 import { CreateBroadcastDto } from './dto/create-broadcast.dto.js';
-import { ListBroadcastsQueryDto } from './dto/list-broadcasts.dto.js';
+import { StrictPageQueryDto } from '../../common/paging/page-query.dto.js';
+import { pageRequest } from '../../common/paging/paging.js';
 import { ApiUuidParam } from '../../common/openapi/api-fields.js';
 
 @ApiTags('admin')
@@ -45,8 +46,8 @@ export class BroadcastsController {
   @ApiOperation({ summary: 'List broadcasts', description: 'Newest first.' })
   @Get()
   @ApiOkResponse({ type: BroadcastListDto, description: 'Newest first.' })
-  list(@Query() query: ListBroadcastsQueryDto): Promise<BroadcastListDto> {
-    return this.broadcasts.list(query.page, query.page_size);
+  list(@Query() query: StrictPageQueryDto): Promise<BroadcastListDto> {
+    return this.broadcasts.list(pageRequest(query));
   }
 
   @ApiOperation({ summary: 'Get one broadcast' })

@@ -12,6 +12,7 @@ import { BroadcastsRepository } from './broadcasts.repository.js';
 import type { BroadcastListDto, BroadcastResponseDto } from './dto/broadcast-response.dto.js';
 import type { CreateBroadcastDto } from './dto/create-broadcast.dto.js';
 import { isUuid } from '../../common/validation/uuid.js';
+import { type PageRequest, pageOf, pageWindow } from '../../common/paging/paging.js';
 
 export const broadcastJobId = (runId: string) => `broadcast-${runId}`;
 
@@ -104,9 +105,10 @@ export class BroadcastsService {
     return toResponse(run);
   }
 
-  async list(page = 1, pageSize = 50): Promise<BroadcastListDto> {
-    const { items, total } = await this.repository.list(this.prisma, (page - 1) * pageSize, pageSize);
-    return { items: items.map(toResponse), total, page, page_size: pageSize };
+  async list(request: PageRequest): Promise<BroadcastListDto> {
+    const { skip, take } = pageWindow(request);
+    const { items, total } = await this.repository.list(this.prisma, skip, take);
+    return pageOf(items.map(toResponse), total, request);
   }
 
   async get(id: string): Promise<BroadcastResponseDto> {

@@ -4,7 +4,7 @@ import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
 import { CreditsService } from './credits.service.js';
 import { CreditsPageDto } from './dto/credits-response.dto.js';
-import { ListCreditsQueryDto } from './dto/list-credits.dto.js';
+import { PageQueryDto } from '../../common/paging/page-query.dto.js';
 
 @ApiTags('credits')
 @ApiBearerAuth()
@@ -20,9 +20,9 @@ export class CreditsController {
   })
   @Get()
   @ApiOkResponse({ type: CreditsPageDto })
-  async list(@CurrentUser() user: User, @Query() query: ListCreditsQueryDto): Promise<CreditsPageDto> {
+  async list(@CurrentUser() user: User, @Query() query: PageQueryDto): Promise<CreditsPageDto> {
     const { balance, planRemaining, purchasedRemaining, planExpiresAt, items, total } =
-      await this.credits.history(user.id, query.page, query.page_size);
+      await this.credits.history(user.id, { page: query.page, pageSize: query.page_size });
     return {
       balance,
       plan_remaining: planRemaining,

@@ -2,6 +2,7 @@ import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { ConflictError, InsufficientCreditsError, NotFoundError } from '../../common/errors/app-error.js';
+import { type PageRequest, pageOffset } from '../../common/paging/paging.js';
 import { AppConfig } from '../../config/app-config.js';
 import { type Db, PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
@@ -102,11 +103,11 @@ export class CreditsService {
    * same snapshot, so a grant or spend committed in between cannot show a balance that the rows and the
    * total do not explain.
    */
-  history(userId: string, page: number, pageSize: number): Promise<LedgerPage> {
+  history(userId: string, request: PageRequest): Promise<LedgerPage> {
     return this.prisma.$transaction(
       async (tx) => {
         const summary = await this.summaryIn(tx, userId);
-        const { items, total } = await this.ledger.page(tx, userId, (page - 1) * pageSize, pageSize);
+        const { items, total } = await this.ledger.page(tx, userId, pageOffset(request), request.pageSize);
         return { ...summary, items, total };
       },
       { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead },

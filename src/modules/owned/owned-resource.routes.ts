@@ -23,7 +23,7 @@ import {
 import { ApiUuidParam } from '../../common/openapi/api-fields.js';
 import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
 import type { Principal } from '../../common/principal.js';
-import { PageQueryDto } from './dto/page-query.dto.js';
+import { PageQueryDto } from '../../common/paging/page-query.dto.js';
 import { ApiOwnedNotFound, ApiOwnedPageResponse } from './owned-api.decorators.js';
 import type { OwnedResourceService } from './owned-resource.service.js';
 import type { OwnedRow } from './owned.repository.js';

@@ -8,7 +8,7 @@ import type { Principal } from '../../common/principal.js';
 import { isUuid } from '../../common/validation/uuid.js';
 import type { OwnedResourceDefinition } from './owned-resource.js';
 import { OwnedRepository, type OwnedRow } from './owned.repository.js';
-import { type Page, type PageRequest, pageOffset } from './paging.js';
+import { type Page, type PageRequest, pageOf, pageOffset } from '../../common/paging/paging.js';
 
 /**
  * Create, list, get, update and delete of a user-owned resource (spec: Owned-resource pattern). A concrete
@@ -49,12 +49,11 @@ export abstract class OwnedResourceService<
       rows.length < request.pageSize && (rows.length > 0 || skip === 0)
         ? skip + rows.length
         : await this.repository.countAlone(this.prisma, userId);
-    return {
-      items: rows.map((row) => this.resource.toResponse(row)),
+    return pageOf(
+      rows.map((row) => this.resource.toResponse(row)),
       total,
-      page: request.page,
-      page_size: request.pageSize,
-    };
+      request,
+    );
   }
 
   async get(principal: Principal, id: string): Promise<Response> {

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config.js';
 import { ValidationError } from '../../../common/errors/app-error.js';
+import { pageOf, pageRequest, pageWindow } from '../../../common/paging/paging.js';
+import { inclusiveRange } from '../../../common/validation/time-range.js';
 import type { AuditLog, User } from '../../../generated/prisma/client.js';
 import { AdminDirectoryRepository } from './admin-directory.repository.js';
 import type { ListAdminUsersQueryDto, ListAuditQueryDto } from './dto/admin-list.query.dto.js';
@@ -10,10 +12,6 @@ import type {
   AuditItemDto,
   AuditListDto,
 } from './dto/admin-list.response.dto.js';
-
-const DEFAULT_PAGE_SIZE = 50;
-
-const window = (page: number, pageSize: number) => ({ skip: (page - 1) * pageSize, take: pageSize });
 
 /** Read-only admin views of users and the audit log (newest first). */
 @Injectable()
@@ -29,23 +27,17 @@ export class AdminDirectoryService {
         { field: 'tier', message: 'unknown tier' },
       ]);
     }
-    const page = query.page ?? 1;
-    const pageSize = query.page_size ?? DEFAULT_PAGE_SIZE;
+    const request = pageRequest(query);
     const { rows, total } = await this.repository.users(
       { emailPrefix: query.search?.trim() || undefined, tier: query.tier, deleted: query.deleted },
-      window(page, pageSize),
+      pageWindow(request),
     );
-    return { items: rows.map(userItem), total, page, page_size: pageSize };
+    return pageOf(rows.map(userItem), total, request);
   }
 
   async audit(query: ListAuditQueryDto): Promise<AuditListDto> {
-    const from = query.from ? new Date(query.from) : undefined;
-    const to = query.to ? new Date(query.to) : undefined;
-    if (from && to && from > to) {
-      throw new ValidationError('from must not be after to', [{ field: 'from', message: 'after to' }]);
-    }
-    const page = query.page ?? 1;
-    const pageSize = query.page_size ?? DEFAULT_PAGE_SIZE;
+    const { from, to } = inclusiveRange(query.from, query.to);
+    const request = pageRequest(query);
     const { rows, total } = await this.repository.audit(
       {
         action: query.action,
@@ -55,9 +47,9 @@ export class AdminDirectoryService {
         from,
         to,
       },
-      window(page, pageSize),
+      pageWindow(request),
     );
-    return { items: rows.map(auditItem), total, page, page_size: pageSize };
+    return pageOf(rows.map(auditItem), total, request);
   }
 }
 

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { NotFoundError, ValidationError } from '../../../common/errors/app-error.js';
+import { NotFoundError } from '../../../common/errors/app-error.js';
 import { PrismaService } from '../../../infra/prisma/prisma.service.js';
 import type { User, WebhookEvent } from '../../../generated/prisma/client.js';
 import { userActor } from '../../audit/audit.service.js';
 import { isUuid } from '../../../common/validation/uuid.js';
+import { inclusiveRange } from '../../../common/validation/time-range.js';
+import { pageOf, pageRequest, pageWindow } from '../../../common/paging/paging.js';
 import { WebhookInboxRepository } from '../../webhooks/webhook-inbox.repository.js';
 import { WebhookInboxService } from '../../webhooks/webhook-inbox.service.js';
 import type {
@@ -16,8 +18,6 @@ import type {
   WebhookListDto,
 } from './dto/admin-webhooks.dto.js';
 
-const DEFAULT_PAGE_SIZE = 50;
-
 /** Operators see and replay webhook deliveries (issue 17 item 3); the pipeline itself owns the rules. */
 @Injectable()
 export class AdminWebhooksService {
@@ -28,15 +28,14 @@ export class AdminWebhooksService {
   ) {}
 
   async list(query: ListWebhooksQueryDto): Promise<WebhookListDto> {
-    const { from, to } = range(query.from, query.to);
-    const page = query.page ?? 1;
-    const pageSize = query.page_size ?? DEFAULT_PAGE_SIZE;
+    const { from, to } = inclusiveRange(query.from, query.to);
+    const request = pageRequest(query);
     const { rows, total } = await this.archive.list(
       this.prisma,
       { provider: query.provider, status: query.status, eventType: query.event_type, from, to },
-      { skip: (page - 1) * pageSize, take: pageSize },
+      pageWindow(request),
     );
-    return { items: rows.map(item), total, page, page_size: pageSize };
+    return pageOf(rows.map(item), total, request);
   }
 
   async get(id: string): Promise<WebhookDetailDto> {
@@ -52,22 +51,13 @@ export class AdminWebhooksService {
   }
 
   async replayMany(body: BulkReplayDto, admin: User): Promise<BulkReplayResultDto> {
-    const { from, to } = range(body.from, body.to);
+    const { from, to } = inclusiveRange(body.from, body.to);
     const queued = await this.inbox.replayMany(
       { status: body.status, provider: body.provider, from, to },
       userActor(admin.identityUserId),
     );
     return { queued };
   }
-}
-
-function range(fromText?: string, toText?: string): { from?: Date; to?: Date } {
-  const from = fromText ? new Date(fromText) : undefined;
-  const to = toText ? new Date(toText) : undefined;
-  if (from && to && from > to) {
-    throw new ValidationError('from must not be after to', [{ field: 'from', message: 'after to' }]);
-  }
-  return { from, to };
 }
 
 function item(row: Omit<WebhookEvent, 'payload'>): WebhookItemDto {

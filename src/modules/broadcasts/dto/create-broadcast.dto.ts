@@ -1,3 +1,4 @@
+import { OptionalInstant } from '../../../common/validation/time-range.js';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
@@ -6,15 +7,12 @@ import {
   IsArray,
   IsBoolean,
   IsDefined,
-  IsISO8601,
   IsObject,
   IsOptional,
   IsString,
   Matches,
   ValidateNested,
 } from 'class-validator';
-import { HasFourDigitYear } from '../../../common/validation/field-validators.js';
-import { ApiTimestamp } from '../../../common/openapi/api-fields.js';
 import { TEMPLATE_KEYS } from '../../email/email.templates.js';
 
 /** A small, validated filter; every given criterion must match (AND). `{}` means every active user. */
@@ -44,17 +42,11 @@ export class AudienceDto {
   locales?: string[];
 
   @ApiPropertyOptional({ description: 'Signed up at or after this instant (ISO 8601).' })
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   signed_up_after?: string;
 
   @ApiPropertyOptional({ description: 'Signed up before this instant (ISO 8601, exclusive).' })
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   signed_up_before?: string;
 }
 

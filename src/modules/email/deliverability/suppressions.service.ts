@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { NotFoundError, ValidationError } from '../../../common/errors/app-error.js';
+import { pageOf, pageRequest, pageWindow } from '../../../common/paging/paging.js';
 import { MetricsService } from '../../../infra/metrics/metrics.service.js';
 import { PrismaService } from '../../../infra/prisma/prisma.service.js';
 import { AuditService } from '../../audit/audit.service.js';
@@ -19,24 +20,15 @@ export class SuppressionsService {
   ) {}
 
   async list(query: ListSuppressionsQueryDto): Promise<SuppressionListDto> {
-    const page = query.page ?? 1;
-    const pageSize = query.page_size ?? 50;
-    const { items, total } = await this.suppressions.list(
-      this.prisma,
-      { reason: query.reason },
-      (page - 1) * pageSize,
-      pageSize,
-    );
-    return {
-      items: items.map((row) => ({
-        email: row.email,
-        reason: row.reason,
-        created_at: row.createdAt.toISOString(),
-      })),
-      total,
-      page,
-      page_size: pageSize,
-    };
+    const request = pageRequest(query);
+    const { skip, take } = pageWindow(request);
+    const { items, total } = await this.suppressions.list(this.prisma, { reason: query.reason }, skip, take);
+    const rows = items.map((row) => ({
+      email: row.email,
+      reason: row.reason,
+      created_at: row.createdAt.toISOString(),
+    }));
+    return pageOf(rows, total, request);
   }
 
   /** Removes the address from the list; 404 when it is not on it. */

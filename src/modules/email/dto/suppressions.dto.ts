@@ -1,28 +1,11 @@
 import { ApiInt } from '../../../common/openapi/api-fields.js';
+import { StrictPageQueryDto } from '../../../common/paging/page-query.dto.js';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { IsIn, IsOptional } from 'class-validator';
 
-const MAX_PAGE = 1_000_000_000;
 export const SUPPRESSION_REASONS = ['bounce', 'complaint', 'manual'] as const;
 
-export class ListSuppressionsQueryDto {
-  @ApiPropertyOptional({ type: 'integer', default: 1, minimum: 1, maximum: MAX_PAGE, example: 1 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(MAX_PAGE)
-  page?: number;
-
-  @ApiPropertyOptional({ type: 'integer', default: 50, minimum: 1, maximum: 100, example: 50 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  page_size?: number;
-
+export class ListSuppressionsQueryDto extends StrictPageQueryDto {
   @ApiPropertyOptional({ enum: SUPPRESSION_REASONS, example: 'bounce' })
   @IsOptional()
   @IsIn(SUPPRESSION_REASONS)

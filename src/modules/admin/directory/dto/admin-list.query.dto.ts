@@ -1,39 +1,15 @@
+import { OptionalInstant } from '../../../../common/validation/time-range.js';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
-import { IsBoolean, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import { HasFourDigitYear, HasNoNul } from '../../../../common/validation/field-validators.js';
-import { ApiInt, ApiTier, ApiTimestamp } from '../../../../common/openapi/api-fields.js';
-
-export const MAX_ADMIN_PAGE = 1_000_000_000;
+import { IsBoolean, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { HasNoNul } from '../../../../common/validation/field-validators.js';
+import { StrictPageNumberQueryDto, StrictPageQueryDto } from '../../../../common/paging/page-query.dto.js';
+import { ApiInt, ApiTier } from '../../../../common/openapi/api-fields.js';
 
 const toBoolean = ({ value }: { value: unknown }) =>
   value === 'true' ? true : value === 'false' ? false : value;
 
-/**
- * Admin list paging. Unlike owned-resource lists (where bad values reset), out-of-range values are
- * rejected by validation (spec Errors: "out-of-range page_size on admin list endpoints").
- */
-class AdminPageQueryDto {
-  /** 1-based page number, at most 1,000,000,000 (beyond, the offset would leave the safe integers: a 500). */
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(MAX_ADMIN_PAGE)
-  @ApiInt({ minimum: 1, maximum: MAX_ADMIN_PAGE, default: 1 })
-  page?: number;
-}
-
-export class ListAdminUsersQueryDto extends AdminPageQueryDto {
-  /** Page size, 1..100 (default 50). */
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  @ApiInt({ minimum: 1, maximum: 100, default: 50 })
-  page_size?: number;
-
+export class ListAdminUsersQueryDto extends StrictPageQueryDto {
   /** E-mail prefix, case-insensitive. */
   @IsOptional()
   @IsString()
@@ -57,7 +33,7 @@ export class ListAdminUsersQueryDto extends AdminPageQueryDto {
   deleted?: boolean;
 }
 
-export class ListAuditQueryDto extends AdminPageQueryDto {
+export class ListAuditQueryDto extends StrictPageNumberQueryDto {
   /** Page size, 1..200 (default 50). */
   @IsOptional()
   @Type(() => Number)
@@ -97,16 +73,10 @@ export class ListAuditQueryDto extends AdminPageQueryDto {
   resource_type?: string;
 
   /** Entries at or after this ISO 8601 time. */
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   from?: string;
 
   /** Entries at or before this ISO 8601 time. */
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   to?: string;
 }

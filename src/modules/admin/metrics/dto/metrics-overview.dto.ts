@@ -1,10 +1,5 @@
 import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
-import {
-  ApiEnum,
-  ApiInt,
-  ApiTimestamp,
-  ApiUuid,
-} from '../../../../common/openapi/api-fields.js';
+import { ApiEnum, ApiInt, ApiTimestamp, ApiUuid } from '../../../../common/openapi/api-fields.js';
 import { TEMPLATE_KEYS } from '../../../email/email.templates.js';
 
 const mapOf = (model: string | (new () => object), description: string) => ({

@@ -1,32 +1,14 @@
+import { OptionalInstant } from '../../../../common/validation/time-range.js';
 import { ApiProperty } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import { HasFourDigitYear, HasNoNul } from '../../../../common/validation/field-validators.js';
-import { MAX_ADMIN_PAGE } from '../../directory/dto/admin-list.query.dto.js';
+import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { HasNoNul } from '../../../../common/validation/field-validators.js';
+import { StrictPageQueryDto } from '../../../../common/paging/page-query.dto.js';
 import { ApiEnum, ApiInt, ApiTimestamp, ApiUuid } from '../../../../common/openapi/api-fields.js';
 
 const PROVIDERS = ['billing', 'identity', 'email'] as const;
 const STATUSES = ['RECEIVED', 'PROCESSED', 'SKIPPED', 'FAILED'] as const;
 
-export class ListWebhooksQueryDto {
-  /** 1-based page number. */
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(MAX_ADMIN_PAGE)
-  @ApiInt({ minimum: 1, maximum: MAX_ADMIN_PAGE, default: 1 })
-  page?: number;
-
-  /** Page size, 1..100 (default 50). */
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  @ApiInt({ minimum: 1, maximum: 100, default: 50 })
-  page_size?: number;
-
+export class ListWebhooksQueryDto extends StrictPageQueryDto {
   @IsOptional()
   @IsIn(PROVIDERS)
   @ApiEnum(PROVIDERS)
@@ -46,17 +28,11 @@ export class ListWebhooksQueryDto {
   event_type?: string;
 
   /** Received at or after this ISO 8601 time. */
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   from?: string;
 
   /** Received at or before this ISO 8601 time. */
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   to?: string;
 }
 
@@ -71,16 +47,10 @@ export class BulkReplayDto {
   @ApiEnum(PROVIDERS)
   provider?: (typeof PROVIDERS)[number];
 
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   from?: string;
 
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  @ApiTimestamp()
+  @OptionalInstant()
   to?: string;
 }
 

@@ -1,3 +1,8 @@
+/**
+ * Paging, one rule for every list. User-facing lists (owned resources, API keys, the credit history)
+ * normalise bad input (`PageQueryDto`); admin lists refuse it (`StrictPageQueryDto`, spec Errors). Both
+ * cap the page so the SQL offset stays a safe integer.
+ */
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -41,3 +46,26 @@ export function normalisePageSize(raw: unknown): number {
 }
 
 export const pageOffset = ({ page, pageSize }: PageRequest): number => (page - 1) * pageSize;
+
+/** The rows a page covers, as a repository takes them. */
+export const pageWindow = (request: PageRequest): { skip: number; take: number } => ({
+  skip: pageOffset(request),
+  take: request.pageSize,
+});
+
+/**
+ * The page a validated query asks for, with the defaults filled in. Admin lists refuse bad values in
+ * validation (`StrictPageQueryDto`), so what reaches here is already in range.
+ */
+export const pageRequest = (query: { page?: number; page_size?: number }): PageRequest => ({
+  page: query.page ?? DEFAULT_PAGE,
+  pageSize: query.page_size ?? DEFAULT_PAGE_SIZE,
+});
+
+/** The spec's list response for one page of rows. */
+export const pageOf = <T>(items: T[], total: number, request: PageRequest): Page<T> => ({
+  items,
+  total,
+  page: request.page,
+  page_size: request.pageSize,
+});

@@ -9,7 +9,7 @@ import {
   pageOffset,
 } from './paging.js';
 
-describe('owned-list paging normalisation (spec, Limits)', () => {
+describe('user-facing list paging normalisation (spec, Limits)', () => {
   it.each([
     [undefined, 1],
     ['1', 1],
