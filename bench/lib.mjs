@@ -96,10 +96,11 @@ export async function startProcess(file, env, { readyUrl, args = productionNodeA
     readyMs,
     stderr: () => stderr,
     async rssMb() {
-      const { readFile } = await import('node:fs/promises');
-      const status = await readFile(`/proc/${child.pid}/status`, 'utf8').catch(() => '');
-      const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
-      return kb / 1024;
+      return statusMb(child.pid, 'VmRSS');
+    },
+    /** The highest RSS of the process so far (the kernel's high-water mark): the RSS under load. */
+    async peakRssMb() {
+      return statusMb(child.pid, 'VmHWM');
     },
     async stop() {
       if (child.exitCode !== null) return;
@@ -109,6 +110,32 @@ export async function startProcess(file, env, { readyUrl, args = productionNodeA
       clearTimeout(timer);
     },
   };
+}
+
+async function statusMb(pid, field) {
+  const { readFile } = await import('node:fs/promises');
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+/** CPU time (user + system) a process has used so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+export async function cpuMs(pid) {
+  const { readFile } = await import('node:fs/promises');
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * A load run that also reports the CPU one process spent per answered request: on a shared, noisy machine
+ * a steadier figure of what a request costs than the throughput.
+ */
+export async function loadWithCpu(pid, options) {
+  const before = await cpuMs(pid);
+  const result = await load(options);
+  result.cpuMsPerRequest = result.total > 0 ? ((await cpuMs(pid)) - before) / result.total : NaN;
+  return result;
 }
 
 /** One autocannon run from this (separate) process. */

@@ -1,15 +1,21 @@
 // npm run bench: every figure next to its baseline in the same run, one table, appended to bench/RESULTS.md.
-// Usage: npm run bench [-- --only health,json_keys,saved_searches,webhooks,broadcast,credits,metrics,memory] [--duration 5]
+// Usage: npm run bench [-- --only health,json_keys,saved_searches,completion,webhooks,broadcast,credits,metrics,memory]
+//          [--duration 5] [--connections 16,64]
+// `--connections` limits the rows of the authenticated-path figures (saved_searches, completion) to these
+// connection counts; `npm run bench:auth` is the authenticated path alone (issue 15 item 6), in minutes.
 // Needs a build (npm run build), PostgreSQL and Redis on 127.0.0.1, and pgbench (Debian: postgresql-client).
 // The load comes from this process (autocannon); the API, the worker and the baselines are child processes.
 import { appendFile, readFile } from 'node:fs/promises';
 import { cpus, hostname, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { benchBroadcast } from './broadcast.mjs';
+import { benchCompletions } from './completions.mjs';
 import { benchCredits, creditRows } from './credits.mjs';
 import { benchHealth } from './health.mjs';
-import { DEPLOYED_EXTRAS, deployedDatabaseUrl, fakeEmailApi, fakeVectorStore, fmt, freePort, identityProvider, REDIS_URL, ROOT, scratchDatabase, SECRETS, startProcess, withClient } from './lib.mjs';
+import { DEPLOYED_EXTRAS, deployedDatabaseUrl, fakeEmailApi, fakeVectorStore, fmt, freePort, identityProvider, productionNodeArgs, REDIS_URL, ROOT, scratchDatabase, SECRETS, startProcess, withClient } from './lib.mjs';
 import { benchJsonKeys } from './json-keys.mjs';
 import { benchMetricsOverview } from './metrics-overview.mjs';
 import { benchSavedSearches } from './saved-searches.mjs';
@@ -23,6 +29,7 @@ const option = (name, fallback) => {
 };
 const only = option('only', '')?.split(',').filter(Boolean) ?? [];
 const duration = Number(option('duration', '5'));
+const connections = option('connections', '')?.split(',').filter(Boolean).map(Number);
 const wanted = (name) => only.length === 0 || only.includes(name);
 const log = (line) => process.stderr.write(`bench: ${line}\n`);
 const EMAIL_API_KEY = 'bench-email-api-key';
@@ -35,6 +42,7 @@ async function main() {
   const idp = await identityProvider();
   const email = await fakeEmailApi(EMAIL_API_KEY);
   const vectorStore = await fakeVectorStore();
+  const llm = await fakeLlmProcess();
   const apiPort = await freePort();
   const workerPort = await freePort();
   // Deployed configuration (boot refusals active), defaults everywhere else: pool size 10, 8.3 e-mails/s.
@@ -56,6 +64,12 @@ async function main() {
     EMAIL_API_URL: email.url,
     EMAIL_API_KEY,
     EMAIL_FROM: 'Bench <news@example.com>',
+    LLM_BASE_URL: llm.url,
+    LLM_API_KEY: 'bench-llm-api-key',
+    // The per-user write limits (120 a minute, bursts of 30) stay in the path but never refuse: the load
+    // below is a handful of users writing hundreds of times a second.
+    RATE_LIMIT_WRITES_PER_MINUTE: '100000000',
+    RATE_LIMIT_WRITES_BURST: '10000000',
     ...DEPLOYED_EXTRAS,
     ...SECRETS,
   };
@@ -80,9 +94,12 @@ async function main() {
   let api;
   try {
     api = await startProcess(join(ROOT, 'dist', 'main.js'), ctx.env, { readyUrl: `${ctx.apiUrl}/health/ready` });
+    ctx.apiPid = api.child.pid;
     await figure('health', async () => rows.push(...(await benchHealth(ctx))));
     await figure('json_keys', async () => rows.push(...(await benchJsonKeys(ctx))));
-    await figure('saved_searches', async () => rows.push(...(await benchSavedSearches(ctx))));
+    const picked = connections?.length ? { connections } : {};
+    await figure('saved_searches', async () => rows.push(...(await benchSavedSearches(ctx, picked))));
+    await figure('completion', async () => rows.push(...(await benchCompletions(ctx, picked))));
     await figure('webhooks', async () => {
       // The worker applies the accepted events (and sends the welcome e-mails the created ones enqueue).
       const startWorker = () => startProcess(join(ROOT, 'dist', 'worker.js'), ctx.env, { readyUrl: `${ctx.workerUrl}/health` });
@@ -107,6 +124,8 @@ async function main() {
       memory.worker.push(['worker after the broadcasts', result.workerRssMb]);
     });
     memory.api.push(['API after the load above', await api.rssMb()]);
+    memory.api.push(['API peak under the load above', await api.peakRssMb()]);
+    log(`API RSS ${fmt(await api.rssMb())} MB, peak ${fmt(await api.peakRssMb())} MB (node ${productionNodeArgs().join(' ')})`);
   } finally {
     await api?.stop();
   }
@@ -141,7 +160,7 @@ async function main() {
     });
   } finally {
     await db.drop();
-    await Promise.allSettled([idp.close(), email.close(), vectorStore.close(), cleanupRedis(prefix)]);
+    await Promise.allSettled([idp.close(), email.close(), vectorStore.close(), llm.close(), cleanupRedis(prefix)]);
   }
   await report(rows);
 }
@@ -165,6 +184,27 @@ async function coldStart(baseEnv) {
     ratio: NaN,
     goal: '< 3000 ms',
     met: ms < 3000,
+  };
+}
+
+/** The tests' model stub in its own process (bench/fake-llm.mjs): its base URL, and close(). */
+async function fakeLlmProcess() {
+  const child = spawn(process.execPath, [join(ROOT, 'bench', 'fake-llm.mjs')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const [url] = await Promise.race([
+    (async () => {
+      for await (const line of createInterface({ input: child.stdout })) return [line.trim()];
+      throw new Error('bench/fake-llm.mjs ended without printing its URL');
+    })(),
+    exited.then((code) => Promise.reject(new Error(`bench/fake-llm.mjs exited with ${code}`))),
+  ]);
+  return {
+    url,
+    async close() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await exited;
+    },
   };
 }
 

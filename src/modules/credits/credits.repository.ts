@@ -310,3 +310,6 @@ function toOutcome(rows: RawApplyRow[]): ApplyOutcome {
     planJobId: first.plan_job_id,
   };
 }
+
+/** The ledger statement as text: the bench's plain Express + pg baseline sends exactly this SQL. */
+export { APPLY_SQL };

@@ -48,7 +48,7 @@ export abstract class OwnedResourceService<
     const total =
       rows.length < request.pageSize && (rows.length > 0 || skip === 0)
         ? skip + rows.length
-        : await this.repository.count(this.prisma, userId);
+        : await this.repository.countAlone(this.prisma, userId);
     return pageOf(
       rows.map((row) => this.resource.toResponse(row)),
       total,

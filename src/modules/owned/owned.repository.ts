@@ -1,4 +1,4 @@
-import type { Db, Tx } from '../../infra/prisma/prisma.service.js';
+import type { Db, PrismaService, Tx } from '../../infra/prisma/prisma.service.js';
 
 /** Columns every owned table has (user_id cascades on user delete; index on (user_id, created_at)). */
 export interface OwnedRow {
@@ -37,7 +37,7 @@ export class OwnedRepository<Row extends OwnedRow> {
 
   constructor(
     private readonly table: (db: Db) => OwnedDelegate<Row>,
-    sqlTable: string,
+    private readonly sqlTable: string,
   ) {
     if (!/^[a-z_]+$/.test(sqlTable)) throw new Error(`not a table name: ${sqlTable}`);
     this.countSql = `SELECT count(*)::int AS n FROM "${sqlTable}" WHERE "user_id" = $1::uuid`;
@@ -66,6 +66,19 @@ export class OwnedRepository<Row extends OwnedRow> {
   async count(db: Db, userId: string, where: Where = {}): Promise<number> {
     if (Object.keys(where).length > 0) return this.table(db).count({ where: { ...where, userId } });
     const rows = await db.$queryRawUnsafe<{ n: number }[]>(this.countSql, userId);
+    return rows[0].n;
+  }
+
+  /**
+   * The same count outside a transaction, on the driver (the second statement of every full list page):
+   * Prisma's client costs several times the CPU of `pg` for one statement (issue 15 item 6).
+   */
+  async countAlone(prisma: PrismaService, userId: string): Promise<number> {
+    const { rows } = await prisma.pool.query<{ n: number }>({
+      name: `owned_count_${this.sqlTable}`,
+      text: this.countSql,
+      values: [userId],
+    });
     return rows[0].n;
   }
 

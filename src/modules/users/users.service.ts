@@ -17,8 +17,9 @@ export class UsersService {
     private readonly outbox: OutboxService,
   ) {}
 
+  /** The principal's row (every authenticated request): one statement on the driver. */
   findByIdentityId(identityUserId: string): Promise<User | null> {
-    return this.users.findByIdentityId(this.prisma, identityUserId);
+    return this.users.findPrincipal(this.prisma, identityUserId);
   }
 
   /**
