@@ -4,7 +4,8 @@ import { AppError, ConflictError, NotFoundError } from '../../common/errors/app-
 import { recordableError } from '../../common/errors/internal-text.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
-import { DISPATCH_WAIT_MS, OutboxService } from '../../infra/queue/outbox.service.js';
+import { UnitOfWork } from '../../infra/prisma/unit-of-work.js';
+import { DISPATCH_WAIT_MS } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
@@ -31,8 +32,8 @@ export interface Acceptance {
   id?: string;
 }
 
-/** Applies one stored event inside the worker's transaction; jobs it writes to the outbox go in `outbox`. */
-export type StoredEventHandler = (tx: Tx, event: StoredEvent, outbox: string[]) => Promise<HandlerOutcome>;
+/** Applies one stored event inside the worker's unit of work (its outbox jobs are pushed after commit). */
+export type StoredEventHandler = (tx: Tx, event: StoredEvent) => Promise<HandlerOutcome>;
 
 export interface ApplyResult {
   /** processed / skipped, or `duplicate` when the row was no longer RECEIVED (another job applied it). */
@@ -75,7 +76,7 @@ export class WebhookInboxService {
     private readonly prisma: PrismaService,
     private readonly inbox: WebhookInboxRepository,
     private readonly queues: QueueService,
-    private readonly outbox: OutboxService,
+    private readonly uow: UnitOfWork,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
     private readonly refusals: WebhookRefusalsService,
@@ -137,24 +138,22 @@ export class WebhookInboxService {
   async apply(id: string, final: boolean): Promise<ApplyResult> {
     let stored: StoredEvent | null = null;
     try {
-      const result = await this.prisma.$transaction(async (tx) => {
+      const result = await this.uow.run(async (tx) => {
         stored = await this.inbox.lockReceived(tx, id);
         if (!stored) return null;
         const handler = this.handlers.get(stored.provider);
         if (!handler) throw new Error(`no webhook handler registered for provider ${stored.provider}`);
-        const outboxIds: string[] = [];
-        const outcome = await handler(tx, stored, outboxIds);
+        const outcome = await handler(tx, stored);
         await this.inbox.markDone(
           tx,
           id,
           outcome.status === 'processed' ? 'PROCESSED' : 'SKIPPED',
           outcome.status === 'skipped' ? outcome.reason : null,
         );
-        return { outcome, outboxIds, provider: stored.provider };
+        return { outcome, provider: stored.provider };
       });
       if (!result) return { outcome: 'duplicate' };
       this.metrics.webhookEvents.inc({ provider: result.provider, outcome: result.outcome.status });
-      await this.outbox.dispatch(result.outboxIds);
       return { outcome: result.outcome.status };
     } catch (err) {
       const event = stored as StoredEvent | null;
@@ -231,7 +230,7 @@ export class WebhookInboxService {
         ),
       );
     }
-    await this.audit.record(null, {
+    await this.audit.recordStandalone({
       actor,
       action: 'webhook.replayed',
       resourceType: 'webhook_event',
