@@ -4,7 +4,7 @@ import { AppError, ConflictError, NotFoundError } from '../../common/errors/app-
 import { recordableError } from '../../common/errors/internal-text.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
-import { UnitOfWork } from '../../infra/prisma/unit-of-work.js';
+import { Unit, UnitOfWork } from '../../infra/prisma/unit-of-work.js';
 import { DISPATCH_WAIT_MS } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
@@ -143,18 +143,24 @@ export class WebhookInboxService {
         if (!stored) return null;
         const handler = this.handlers.get(stored.provider);
         if (!handler) throw new Error(`no webhook handler registered for provider ${stored.provider}`);
-        const outcome = await handler(tx, stored);
+        const provider = stored.provider;
+        const done: { status?: HandlerOutcome['status'] } = {};
+        // Counted at commit, before the unit pushes the handler's outbox jobs (registered first, runs first).
+        Unit.of(tx).afterCommit(async () => {
+          if (done.status) this.metrics.webhookEvents.inc({ provider, outcome: done.status });
+        });
+        const handled = await handler(tx, stored);
         await this.inbox.markDone(
           tx,
           id,
-          outcome.status === 'processed' ? 'PROCESSED' : 'SKIPPED',
-          outcome.status === 'skipped' ? outcome.reason : null,
+          handled.status === 'processed' ? 'PROCESSED' : 'SKIPPED',
+          handled.status === 'skipped' ? handled.reason : null,
         );
-        return { outcome, provider: stored.provider };
+        done.status = handled.status;
+        return handled;
       });
       if (!result) return { outcome: 'duplicate' };
-      this.metrics.webhookEvents.inc({ provider: result.provider, outcome: result.outcome.status });
-      return { outcome: result.outcome.status };
+      return { outcome: result.status };
     } catch (err) {
       const event = stored as StoredEvent | null;
       const hopeless = err instanceof AppError && err.status < 500;
