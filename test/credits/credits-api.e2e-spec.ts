@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { UnitOfWork } from '../../src/infra/prisma/unit-of-work.js';
 import { CreditsRepository } from '../../src/modules/credits/credits.repository.js';
 import { CREDIT_KINDS, CreditsService } from '../../src/modules/credits/credits.service.js';
 import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
@@ -23,11 +24,13 @@ describe('GET /api/v1/credits', () => {
     const credits = api.app.get(CreditsService);
     // 60 rows for the reader, one second apart so "newest first" is unambiguous; 3 for someone else.
     for (let i = 0; i < 60; i += 1) {
-      await api.prisma.$transaction((tx) =>
-        i % 3 === 2
-          ? credits.deduct(tx, { userId, amount: 1, jobId: `job-${i}` })
-          : credits.grant(tx, { userId, amount: 2, jobId: `job-${i}` }),
-      );
+      await api.app
+        .get(UnitOfWork)
+        .run((tx) =>
+          i % 3 === 2
+            ? credits.deduct(tx, { userId, amount: 1, jobId: `job-${i}` })
+            : credits.grant(tx, { userId, amount: 2, jobId: `job-${i}` }),
+        );
       await api.prisma.creditTransaction.update({
         where: { jobId_kind: { jobId: `job-${i}`, kind: i % 3 === 2 ? 'spend' : 'grant' } },
         data: { createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)) },

@@ -1,6 +1,7 @@
 import { createUser } from '../factories/user.factory.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { ConflictError, InsufficientCreditsError, NotFoundError } from '../../src/common/errors/app-error.js';
+import { UnitOfWork } from '../../src/infra/prisma/unit-of-work.js';
 import { CreditsRepository } from '../../src/modules/credits/credits.repository.js';
 import {
   CREDIT_KINDS,
@@ -28,7 +29,7 @@ describe('credit ledger on real PostgreSQL', () => {
   const grant = (userId: string, amount: number, jobId: string, kind?: string) =>
     api.prisma.$transaction((tx) => credits.grant(tx, { userId, amount, jobId, kind }));
   const deduct = (userId: string, amount: number, jobId: string) =>
-    api.prisma.$transaction((tx) => credits.deduct(tx, { userId, amount, jobId }));
+    api.app.get(UnitOfWork).run((tx) => credits.deduct(tx, { userId, amount, jobId }));
 
   it('lets exactly 10 of 100 concurrent deducts through on a balance of 10, never going negative', async () => {
     const user = await createUser(api.prisma);
@@ -68,7 +69,7 @@ describe('credit ledger on real PostgreSQL', () => {
 
   // The metered call deducts outside any caller transaction: one statement on the pool, with its hold.
   const deductAlone = (userId: string, amount: number, jobId: string) =>
-    credits.deduct(null, { userId, amount, jobId }, { hold: true });
+    credits.deductStandalone({ userId, amount, jobId }, { hold: true });
 
   it('keeps the same guarantees when the deduction is its own one-statement transaction', async () => {
     const user = await createUser(api.prisma);
@@ -127,8 +128,9 @@ describe('credit ledger on real PostgreSQL', () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const order: string[] = [];
-    const holder = api.prisma
-      .$transaction(async (tx) => {
+    const holder = api.app
+      .get(UnitOfWork)
+      .run(async (tx) => {
         await credits.deduct(tx, { userId: user.id, amount: 10, jobId: `held-${user.id}` });
         order.push('holder deducted');
         await gate;

@@ -79,10 +79,16 @@ describe('worker: BullMQ processors, outbox relay, post-signup hooks', () => {
   it('relays outbox entries whose push failed, exactly once per job id', async () => {
     const outbox = worker.get(OutboxService);
     const user = await createUser(api.prisma, { identityUserId: 'user_outbox', email: 'o@example.com' });
-    // Written but never dispatched, as if Redis was down at commit time.
-    await api.prisma.$transaction((tx) =>
-      outbox.add(tx, JOBS.postSignup, { userId: user.id }, `post-signup-${user.id}`),
-    );
+    // Written but never dispatched, as if Redis was down at commit time (OutboxService.add inside a unit
+    // of work would push it at commit, so the row is inserted directly).
+    await api.prisma.outboxEntry.create({
+      data: {
+        queue: JOBS.postSignup.queue,
+        jobName: JOBS.postSignup.name,
+        jobId: `post-signup-${user.id}`,
+        payload: { userId: user.id },
+      },
+    });
     await api.prisma.outboxEntry.updateMany({
       where: { jobId: `post-signup-${user.id}` },
       data: { createdAt: new Date(Date.now() - 60_000) },

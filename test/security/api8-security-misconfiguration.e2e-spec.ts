@@ -285,7 +285,7 @@ describe('API8 security misconfiguration', () => {
     }
     // Whoever writes an audit entry, such text is not stored.
     const err = new Error('update failed: UPDATE users SET email = $1 WHERE id = $2');
-    await api.app.get(AuditService).record(null, {
+    await api.app.get(AuditService).recordStandalone({
       actor: 'system:test',
       action: 'test.internal_text',
       details: { error: err.stack ?? '', reason: 'at /srv/app/dist/modules/x.js:10:5' },

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { PrismaService, type Tx } from '../prisma/prisma.service.js';
+import { Unit } from '../prisma/unit-of-work.js';
 import { QueueService } from './queue.service.js';
 import type { JobDef, QueueName } from './queues.js';
 
@@ -24,29 +25,44 @@ interface OutboxRow {
 @Injectable()
 export class OutboxService {
   private readonly logger = new Logger(OutboxService.name);
+  /** The entries each open unit of work has written, pushed together once it commits. */
+  private readonly written = new WeakMap<Unit, string[]>();
 
   constructor(
     private readonly prisma: PrismaService,
     private readonly queues: QueueService,
   ) {}
 
-  /** Records a job inside the caller's transaction; returns the outbox entry id for dispatch(). */
+  /**
+   * Records a job inside the caller's unit of work (UnitOfWork.run) and pushes it after that unit commits;
+   * a rollback leaves nothing to push. Refused (OutsideUnitOfWorkError) for a transaction opened elsewhere,
+   * whose commit nobody would follow with the push. Returns the outbox entry id.
+   */
   async add(tx: Tx, job: JobDef, data: object, jobId = `ob-${randomUUID()}`): Promise<string> {
+    const unit = Unit.of(tx, 'OutboxService.add');
     const entry = await tx.outboxEntry.upsert({
       where: { jobId },
       create: { queue: job.queue, jobName: job.name, jobId, payload: data },
       update: {},
       select: { id: true },
     });
+    let ids = this.written.get(unit);
+    if (!ids) {
+      const collected: string[] = [];
+      ids = collected;
+      this.written.set(unit, collected);
+      unit.afterCommit(() => this.dispatch(collected));
+    }
+    ids.push(entry.id);
     return entry.id;
   }
 
   /**
-   * After commit: push now. Never throws; what fails stays for the relay. The caller (often a webhook
+   * After commit (the unit of work calls it): push now. Never throws; what fails stays for the relay. The caller (often a webhook
    * the provider times out after a few seconds) waits at most DISPATCH_WAIT_MS: with Redis unreachable a
    * push can take the full command timeout, and the committed work is safe in the outbox either way.
    */
-  async dispatch(ids: string[]): Promise<void> {
+  private async dispatch(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { PrismaService, Db } from '../../infra/prisma/prisma.service.js';
+import type { PrismaService, Db, Tx } from '../../infra/prisma/prisma.service.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { AuditRepository } from './audit.repository.js';
 import { AuditService } from './audit.service.js';
@@ -28,10 +28,10 @@ function fakeRepository(failures: number, error: () => Error = fkViolation) {
 const prisma = { name: 'prisma' } as unknown as PrismaService;
 const entry = { actor: 'user:user_gone', action: 'user.exported', userId: 'user_gone', resourceType: 'user' };
 
-describe('AuditService.record', () => {
+describe('AuditService.recordStandalone and record', () => {
   it('keeps the entry with a null user link when the user was erased just before the write', async () => {
     const { attempts, repository } = fakeRepository(1);
-    await new AuditService(prisma, repository).record(null, entry);
+    await new AuditService(prisma, repository).recordStandalone(entry);
     expect(attempts.map((a) => a.data.userId)).toEqual(['user_gone', null]);
     expect(attempts[1].data).toMatchObject({ actor: 'user:user_gone', action: 'user.exported' });
     expect(attempts.every((a) => a.db === prisma)).toBe(true);
@@ -39,7 +39,7 @@ describe('AuditService.record', () => {
 
   it('retries only once', async () => {
     const { attempts, repository } = fakeRepository(2);
-    await expect(new AuditService(prisma, repository).record(null, entry)).rejects.toMatchObject({
+    await expect(new AuditService(prisma, repository).recordStandalone(entry)).rejects.toMatchObject({
       code: 'P2003',
     });
     expect(attempts).toHaveLength(2);
@@ -47,7 +47,7 @@ describe('AuditService.record', () => {
 
   it('does not retry inside a transaction, whose failed statement has aborted it', async () => {
     const { attempts, repository } = fakeRepository(1);
-    const tx = { name: 'tx' } as unknown as Db;
+    const tx = { name: 'tx' } as unknown as Tx;
     await expect(new AuditService(prisma, repository).record(tx, entry)).rejects.toMatchObject({
       code: 'P2003',
     });
@@ -56,11 +56,13 @@ describe('AuditService.record', () => {
 
   it('does not retry other errors, or entries without a user', async () => {
     const other = fakeRepository(1, () => Object.assign(new Error('unique'), { code: 'P2002' }));
-    await expect(new AuditService(prisma, other.repository).record(null, entry)).rejects.toThrow('unique');
+    await expect(new AuditService(prisma, other.repository).recordStandalone(entry)).rejects.toThrow(
+      'unique',
+    );
     expect(other.attempts).toHaveLength(1);
     const userless = fakeRepository(1);
     await expect(
-      new AuditService(prisma, userless.repository).record(null, { ...entry, userId: null }),
+      new AuditService(prisma, userless.repository).recordStandalone({ ...entry, userId: null }),
     ).rejects.toMatchObject({ code: 'P2003' });
     expect(userless.attempts).toHaveLength(1);
   });

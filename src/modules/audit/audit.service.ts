@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { isForeignKeyViolation } from '../../common/errors/database-errors.js';
 import { requestContext } from '../../common/http/request-context.js';
-import { PrismaService, type Db } from '../../infra/prisma/prisma.service.js';
+import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import { AuditRepository } from './audit.repository.js';
 import { curateDetails, type AuditDetails } from './audit.details.js';
 
@@ -21,8 +21,9 @@ export const systemActor = (job: string) => `system:${job}`;
 export const webhookActor = (provider: string) => `webhook:${provider}`;
 
 /**
- * Writes audit entries. Pass the caller's transaction so the entry commits or rolls back with the
- * change it describes. Details go through the allowlist here, in one place.
+ * Writes audit entries. `record` writes inside the caller's transaction, so the entry commits or rolls back
+ * with the change it describes; `recordStandalone` is an entry about something that wrote nothing else (a
+ * read, a refusal, a provider call). Details go through the allowlist here, in one place.
  */
 @Injectable()
 export class AuditService {
@@ -31,21 +32,14 @@ export class AuditService {
     private readonly repository: AuditRepository,
   ) {}
 
-  async record(tx: Db | null | undefined, entry: AuditEntry): Promise<void> {
-    const data = {
-      actor: entry.actor.slice(0, 300),
-      action: entry.action,
-      userId: entry.userId ?? null,
-      resourceType: entry.resourceType ?? null,
-      resourceId: entry.resourceId ?? null,
-      details: curateDetails(entry.details),
-      requestId: requestContext.current()?.requestId ?? null,
-    };
-    if (tx) {
-      // Inside a transaction a failed insert has aborted it: no retry is possible, the caller rolls back.
-      await this.repository.insert(tx, data);
-      return;
-    }
+  /** Inside a transaction a failed insert has aborted it: no retry is possible, the caller rolls back. */
+  async record(tx: Tx, entry: AuditEntry): Promise<void> {
+    await this.repository.insert(tx, dataOf(entry));
+  }
+
+  /** The entry as its own statement. */
+  async recordStandalone(entry: AuditEntry): Promise<void> {
+    const data = dataOf(entry);
     try {
       await this.repository.insert(this.prisma, data);
     } catch (err) {
@@ -56,4 +50,16 @@ export class AuditService {
       await this.repository.insert(this.prisma, { ...data, userId: null });
     }
   }
+}
+
+function dataOf(entry: AuditEntry) {
+  return {
+    actor: entry.actor.slice(0, 300),
+    action: entry.action,
+    userId: entry.userId ?? null,
+    resourceType: entry.resourceType ?? null,
+    resourceId: entry.resourceId ?? null,
+    details: curateDetails(entry.details),
+    requestId: requestContext.current()?.requestId ?? null,
+  };
 }

@@ -64,7 +64,7 @@ export class AdminGuard implements CanActivate {
     // Rate limited per user (ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR): a probing account cannot flood the
     // audit log; the 403 is the same either way.
     if (await this.limiter.allowAdminAudit(principal.user.id))
-      await this.audit.record(null, {
+      await this.audit.recordStandalone({
         actor: userActor(principal.user.identityUserId),
         action: 'admin.unauthorized',
         userId: principal.user.identityUserId,

@@ -108,7 +108,7 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
     const user =
       existing ??
       (
-        await this.users.ensureUser({
+        await this.users.ensureUserStandalone({
           identityUserId,
           email: email || `${identityUserId}@test.invalid`,
           emailVerified: true,

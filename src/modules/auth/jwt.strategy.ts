@@ -92,7 +92,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
           );
         }
         user = (
-          await this.users.ensureUser({
+          await this.users.ensureUserStandalone({
             identityUserId: claims.sub,
             email: claims.email,
             emailVerified: true,

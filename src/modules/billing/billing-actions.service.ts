@@ -247,7 +247,7 @@ export class BillingActionsService {
     } catch (err) {
       const code = err instanceof AppError ? err.code : 'internal_error';
       await this.audit
-        .record(null, { ...entry, details: { ...base, status: 'failed', error: code } })
+        .recordStandalone({ ...entry, details: { ...base, status: 'failed', error: code } })
         .catch((auditErr: Error) =>
           this.logger.warn({ err: auditErr.message }, 'could not audit a failed request'),
         );
@@ -257,7 +257,7 @@ export class BillingActionsService {
     // retry an operation that already happened). The error log carries the whole entry instead.
     const accepted = { ...entry, details: { ...base, status: 'accepted' } };
     await this.audit
-      .record(null, accepted)
+      .recordStandalone(accepted)
       .catch((auditErr: Error) =>
         this.logger.error(
           { err: auditErr.message, audit: accepted },

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import { OutboxService } from '../../infra/queue/outbox.service.js';
+import { UnitOfWork } from '../../infra/prisma/unit-of-work.js';
 import type { Subscription } from '../../generated/prisma/client.js';
 import { AuditService, systemActor } from '../audit/audit.service.js';
 import { BillingApiClient, BillingRejectedError } from './billing-api.client.js';
@@ -52,7 +52,7 @@ export class BillingDriftService {
     private readonly api: BillingApiClient,
     private readonly subscriptions: SubscriptionsRepository,
     private readonly state: SubscriptionStateService,
-    private readonly outbox: OutboxService,
+    private readonly uow: UnitOfWork,
     private readonly audit: AuditService,
   ) {}
 
@@ -111,10 +111,9 @@ export class BillingDriftService {
       occurredAt: updatedAt,
       data: entity,
     };
-    const outboxIds: string[] = [];
-    const changed = await this.prisma.$transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       const before = await this.subscriptions.findByProviderId(tx, candidate.provider_subscription_id);
-      await this.state.handle(tx, event, outboxIds);
+      await this.state.handle(tx, event);
       const after = await this.subscriptions.findByProviderId(tx, candidate.provider_subscription_id);
       const fields = before && after ? changedFields(before, after) : [];
       if (fields.length === 0 || !after) return false;
@@ -134,8 +133,6 @@ export class BillingDriftService {
       });
       return true;
     });
-    await this.outbox.dispatch(outboxIds);
-    return changed;
   }
 }
 

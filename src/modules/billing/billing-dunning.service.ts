@@ -51,15 +51,15 @@ export class BillingDunningService {
     private readonly email: EmailService,
   ) {}
 
-  /** Queues the dunning e-mail of a status change (inside the webhook's transaction); null when none. */
+  /** Queues the dunning e-mail of a status change, if any, in the webhook's unit of work. */
   async onTransition(
     tx: Tx,
     previous: SubscriptionStatus | null,
     row: Subscription,
     eventData: unknown,
-  ): Promise<string | null> {
+  ): Promise<void> {
     const template = dunningTemplate(previous, row.status);
-    if (!template) return null;
+    if (!template) return;
     const period = row.currentPeriodStart?.getTime() ?? 0;
     const key =
       template === 'subscription_ended'
@@ -73,7 +73,7 @@ export class BillingDunningService {
       tier: row.tier,
       updateUrl: template === 'payment_failed' ? updatePaymentUrlOf(eventData) : null,
     };
-    return this.outbox.add(tx, JOBS.dunningEmail, job, key);
+    await this.outbox.add(tx, JOBS.dunningEmail, job, key);
   }
 
   /** Worker: sends the e-mail; payment_failed fetches the link from the billing API when needed. */

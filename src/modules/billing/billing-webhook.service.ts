@@ -60,7 +60,7 @@ export class BillingWebhookService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.inbox.register('billing', (tx, stored, outboxIds) => this.apply(tx, stored, outboxIds));
+    this.inbox.register('billing', (tx, stored) => this.apply(tx, stored));
   }
 
   async receive(rawBody: Buffer | undefined, signature: string | undefined): Promise<WebhookReceipt> {
@@ -127,7 +127,7 @@ export class BillingWebhookService implements OnModuleInit {
   }
 
   /** Worker side: the stored envelope, applied by the handler of its event type. */
-  private apply(tx: Tx, stored: StoredEvent, outboxIds: string[]): Promise<HandlerOutcome> {
+  private apply(tx: Tx, stored: StoredEvent): Promise<HandlerOutcome> {
     const payload = (stored.payload ?? {}) as { occurred_at?: unknown; data?: unknown };
     const occurredAt = parsePayload(occurredAtSchema, payload.occurred_at, 'occurred_at');
     const event = {
@@ -137,11 +137,11 @@ export class BillingWebhookService implements OnModuleInit {
       data: payload.data,
       actor: stored.source === 'backfill' ? systemActor('backfill') : webhookActor('billing'),
     };
-    return this.dispatch(tx, event, outboxIds);
+    return this.dispatch(tx, event);
   }
 
-  private dispatch(tx: Tx, event: BillingEvent, outboxIds: string[]): Promise<HandlerOutcome> {
-    if (SUBSCRIPTION_EVENT_TYPES.has(event.eventType)) return this.subscriptions.handle(tx, event, outboxIds);
+  private dispatch(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
+    if (SUBSCRIPTION_EVENT_TYPES.has(event.eventType)) return this.subscriptions.handle(tx, event);
     switch (event.eventType) {
       case 'transaction.completed':
         return this.payments.transactionCompleted(tx, event);

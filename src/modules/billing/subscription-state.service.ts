@@ -61,7 +61,7 @@ export class SubscriptionStateService {
     private readonly dunning: BillingDunningService,
   ) {}
 
-  async handle(tx: Tx, event: BillingEvent, outboxIds: string[]): Promise<HandlerOutcome> {
+  async handle(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
     const data = parsePayload(subscriptionSchema, event.data, `${event.eventType} data`);
     await this.subscriptions.lock(tx, data.id);
     const existing = await this.subscriptions.findByProviderId(tx, data.id);
@@ -88,8 +88,7 @@ export class SubscriptionStateService {
     let row = result.row;
     if (applied) {
       // Dunning e-mails on entering and leaving past_due, decided under the subscription's lock.
-      const dunning = await this.dunning.onTransition(tx, existing?.status ?? null, row, event.data);
-      if (dunning) outboxIds.push(dunning);
+      await this.dunning.onTransition(tx, existing?.status ?? null, row, event.data);
     }
     if (snapshot.providerCustomerId && !user.billing_customer_id) {
       await this.users.linkCustomer(tx, user.id, snapshot.providerCustomerId);
@@ -103,8 +102,7 @@ export class SubscriptionStateService {
       await this.auditDuplicate(tx, row, user);
     }
 
-    if (event.eventType === CREATED)
-      credits += await this.onCreated(tx, event, row, snapshot, user, outboxIds, now);
+    if (event.eventType === CREATED) credits += await this.onCreated(tx, event, row, snapshot, user, now);
     const tier = await this.tiers.afterChange(tx, user, row, now);
 
     await this.audit.record(tx, {
@@ -188,7 +186,6 @@ export class SubscriptionStateService {
     row: Subscription,
     snapshot: SubscriptionSnapshot,
     user: LockedUser,
-    outboxIds: string[],
     now: Date,
   ): Promise<number> {
     let granted = 0;
@@ -221,18 +218,16 @@ export class SubscriptionStateService {
       return granted;
     }
     const welcome = `subscription-welcome-${row.id}`;
-    outboxIds.push(
-      await this.outbox.add(
-        tx,
-        JOBS.sendEmail,
-        {
-          userId: user.id,
-          templateKey: 'subscription_welcome',
-          idempotencyKey: welcome,
-          data: { tier: snapshot.tier },
-        } satisfies SendEmailJob,
-        welcome,
-      ),
+    await this.outbox.add(
+      tx,
+      JOBS.sendEmail,
+      {
+        userId: user.id,
+        templateKey: 'subscription_welcome',
+        idempotencyKey: welcome,
+        data: { tier: snapshot.tier },
+      } satisfies SendEmailJob,
+      welcome,
     );
     return granted;
   }

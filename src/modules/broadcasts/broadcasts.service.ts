@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../common/errors/app-error.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
+import { UnitOfWork } from '../../infra/prisma/unit-of-work.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { BroadcastRun, User } from '../../generated/prisma/client.js';
@@ -48,6 +49,7 @@ export class BroadcastsService {
     private readonly templates: EmailTemplates,
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
+    private readonly uow: UnitOfWork,
   ) {}
 
   async create(admin: User, dto: CreateBroadcastDto): Promise<BroadcastResponseDto> {
@@ -69,7 +71,7 @@ export class BroadcastsService {
     const audience = normalizeAudience(dto.audience, Object.keys(this.config.project.tiers));
     const actor = userActor(admin.identityUserId);
 
-    const { run, outboxId } = await this.prisma.$transaction(async (tx) => {
+    const run = await this.uow.run(async (tx) => {
       const created = await this.repository.create(tx, {
         templateKey: dto.template_key,
         kind,
@@ -93,15 +95,9 @@ export class BroadcastsService {
           audience_signed_up_before: audience.signed_up_before,
         },
       });
-      const id = await this.outbox.add(
-        tx,
-        JOBS.dispatchBroadcast,
-        { runId: created.id },
-        broadcastJobId(created.id),
-      );
-      return { run: created, outboxId: id };
+      await this.outbox.add(tx, JOBS.dispatchBroadcast, { runId: created.id }, broadcastJobId(created.id));
+      return created;
     });
-    await this.outbox.dispatch([outboxId]);
     return toResponse(run);
   }
 

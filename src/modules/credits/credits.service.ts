@@ -5,6 +5,7 @@ import { ConflictError, InsufficientCreditsError, NotFoundError } from '../../co
 import { type PageRequest, pageOffset } from '../../common/paging/paging.js';
 import { AppConfig } from '../../config/app-config.js';
 import { type Db, PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
+import { UnitOfWork } from '../../infra/prisma/unit-of-work.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { type CreditTransaction, Prisma } from '../../generated/prisma/client.js';
@@ -92,6 +93,7 @@ export class CreditsService {
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
     private readonly outbox: OutboxService,
+    private readonly uow: UnitOfWork,
   ) {}
 
   balance(userId: string): Promise<number> {
@@ -278,13 +280,19 @@ export class CreditsService {
   /**
    * The spec's four steps: lock the user row until the transaction ends, compute the balance, refuse when
    * it does not cover the spend (402), insert the negative row. A redelivery with the same (job_id, kind)
-   * returns the first result and deducts nothing. `tx` null: the deduction is its own transaction (one
-   * statement); `hold` then also opens the metered call's reservation in that statement.
+   * returns the first result and deducts nothing. Inside the caller's unit of work (a low-balance alert is
+   * written to its outbox).
    */
-  deduct(tx: Tx | null, input: LedgerInput, options: { hold?: boolean } = {}): Promise<LedgerResult> {
-    if (options.hold && tx)
-      throw new Error('a hold is opened only by a deduction that is its own transaction');
-    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.spend, -1, true, options.hold);
+  deduct(tx: Tx, input: LedgerInput): Promise<LedgerResult> {
+    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.spend, -1, true);
+  }
+
+  /**
+   * The deduction as its own transaction, one statement; `hold` also opens the metered call's reservation
+   * in that statement.
+   */
+  deductStandalone(input: LedgerInput, options: { hold?: boolean } = {}): Promise<LedgerResult> {
+    return this.apply(null, input, input.kind ?? CREDIT_KINDS.spend, -1, true, options.hold);
   }
 
   /**
@@ -323,12 +331,14 @@ export class CreditsService {
     };
     try {
       if (tx) {
-        // Committed with the caller's spend; the outbox relay pushes it.
+        // Committed with the caller's spend and pushed when the caller's unit of work commits.
         await this.outbox.add(tx, JOBS.sendEmail, job, jobId);
         return;
       }
-      const id = await this.prisma.$transaction((t) => this.outbox.add(t, JOBS.sendEmail, job, jobId));
-      void this.outbox.dispatch([id]);
+      // The spend is committed already: its own unit, whose push the metered call does not wait for.
+      await this.uow.run((t) => this.outbox.add(t, JOBS.sendEmail, job, jobId), {
+        afterCommit: 'background',
+      });
     } catch (err) {
       // The spend is committed; a missed alert must not turn it into a failed call.
       if (tx) throw err;

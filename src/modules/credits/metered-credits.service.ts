@@ -38,7 +38,10 @@ export class MeteredCreditsService {
 
   /** Deducts the reservation (402 when not covered) and opens its hold: one statement, committed together. */
   async reserve(input: ReserveInput): Promise<Reservation> {
-    const result = await this.credits.deduct(null, { ...input, kind: CREDIT_KINDS.spend }, { hold: true });
+    const result = await this.credits.deductStandalone(
+      { ...input, kind: CREDIT_KINDS.spend },
+      { hold: true },
+    );
     if (result.applied) return { applied: true, spend: result.transaction, balance: result.balance };
     return { applied: false, spend: result.transaction, state: await this.state(input.jobId) };
   }

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { ConflictError, NotFoundError } from '../../common/errors/app-error.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
+import { UnitOfWork } from '../../infra/prisma/unit-of-work.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { User } from '../../generated/prisma/client.js';
@@ -25,7 +26,6 @@ export interface SoftDeleteResult {
   changed: boolean;
   deletedAt: Date;
   hardDeleteAfter: Date;
-  outboxIds: string[];
 }
 
 export interface HardDeleteRun {
@@ -50,6 +50,7 @@ export class AccountDeletionService {
     private readonly webhookArchive: WebhookInboxRepository,
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
+    private readonly uow: UnitOfWork,
   ) {}
 
   get graceMs(): number {
@@ -58,15 +59,14 @@ export class AccountDeletionService {
 
   /** DELETE /account/me. */
   async requestDeletion(user: User): Promise<{ deletedAt: Date; hardDeleteAfter: Date }> {
-    const result = await this.prisma.$transaction((tx) => this.softDelete(tx, user.id, 'api'));
+    const result = await this.uow.run((tx) => this.softDelete(tx, user.id, 'api'));
     if (!result) throw new NotFoundError('The user does not exist.', 'user_not_found');
-    await this.outbox.dispatch(result.outboxIds);
     return { deletedAt: result.deletedAt, hardDeleteAfter: result.hardDeleteAfter };
   }
 
   /**
-   * The soft delete inside the caller's transaction (the identity webhook joins it). Returns null when the
-   * user does not exist; dispatch `outboxIds` after commit.
+   * The soft delete inside the caller's unit of work (the identity webhook's); its job is pushed when that
+   * unit commits. Returns null when the user does not exist.
    */
   async softDelete(tx: Tx, userId: string, via: DeletionVia): Promise<SoftDeleteResult | null> {
     const user = await this.users.lockById(tx, userId);
@@ -80,7 +80,6 @@ export class AccountDeletionService {
         changed: false,
         deletedAt: user.deletedAt,
         hardDeleteAfter: new Date(user.deletedAt.getTime() + this.graceMs),
-        outboxIds: [],
       };
     }
     const deletedAt = new Date();
@@ -99,13 +98,13 @@ export class AccountDeletionService {
       },
     });
     const job: DeletionJob = { userId: user.id, deletedAt: deletedAt.toISOString() };
-    const outboxId = await this.outbox.add(
+    await this.outbox.add(
       tx,
       JOBS.accountDeletionRequested,
       job,
       `deletion-requested-${user.id}-${deletedAt.getTime()}`,
     );
-    return { changed: true, deletedAt, hardDeleteAfter, outboxIds: [outboxId] };
+    return { changed: true, deletedAt, hardDeleteAfter };
   }
 
   /**

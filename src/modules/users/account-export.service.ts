@@ -47,7 +47,7 @@ export class AccountExportService {
     const user = await this.users.findById(this.prisma, actor.id);
     if (!user) throw new NotFoundError('The user does not exist.', 'user_not_found');
     const generatedAt = new Date();
-    await this.audit.record(null, {
+    await this.audit.recordStandalone({
       actor: userActor(user.identityUserId),
       action: 'user.exported',
       userId: user.identityUserId,

@@ -63,7 +63,7 @@ export class IdentityWebhookService implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.inbox.register('identity', (tx, stored, outboxIds) => this.apply(tx, stored, outboxIds));
+    this.inbox.register('identity', (tx, stored) => this.apply(tx, stored));
   }
 
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<WebhookReceipt> {
@@ -89,16 +89,10 @@ export class IdentityWebhookService implements OnModuleInit {
   }
 
   /** Worker side: the archived allowlist holds every field the handlers read. */
-  private apply(tx: Tx, stored: StoredEvent, outboxIds: string[]): Promise<HandlerOutcome> {
+  private apply(tx: Tx, stored: StoredEvent): Promise<HandlerOutcome> {
     const envelope = identityEnvelope.safeParse(stored.payload);
     if (!envelope.success) throw invalidPayload(envelope.error);
-    return this.handle(
-      tx,
-      envelope.data.type,
-      envelope.data.data,
-      stored.occurredAt ?? new Date(0),
-      outboxIds,
-    );
+    return this.handle(tx, envelope.data.type, envelope.data.data, stored.occurredAt ?? new Date(0));
   }
 
   private async handle(
@@ -106,15 +100,14 @@ export class IdentityWebhookService implements OnModuleInit {
     type: string,
     data: Record<string, unknown>,
     occurredAt: Date,
-    outboxIds: string[],
   ): Promise<HandlerOutcome> {
     switch (type) {
       case 'user.created':
-        return this.created(tx, parse(identityUserData, data), occurredAt, outboxIds);
+        return this.created(tx, parse(identityUserData, data), occurredAt);
       case 'user.updated':
-        return this.updated(tx, parse(identityUserData, data), occurredAt, outboxIds);
+        return this.updated(tx, parse(identityUserData, data), occurredAt);
       case 'user.deleted':
-        return this.deleted(tx, parse(identityDeletedData, data), outboxIds);
+        return this.deleted(tx, parse(identityDeletedData, data));
       default:
         return { status: 'skipped', reason: `unhandled event type ${type}` };
     }
@@ -124,21 +117,16 @@ export class IdentityWebhookService implements OnModuleInit {
     tx: Tx,
     data: z.infer<typeof identityUserData>,
     occurredAt: Date,
-    outboxIds: string[],
   ): Promise<HandlerOutcome> {
     const address = primaryAddress(data);
     if (!address) return { status: 'skipped', reason: 'the user has no e-mail address' };
-    const ensured = await this.usersService.ensureUser(
-      {
-        identityUserId: data.id,
-        email: address.email,
-        emailVerified: address.verified,
-        via: 'identity_webhook',
-        identityUpdatedAt: identityVersion(data, occurredAt),
-      },
-      tx,
-    );
-    outboxIds.push(...ensured.outboxIds);
+    const ensured = await this.usersService.ensureUser(tx, {
+      identityUserId: data.id,
+      email: address.email,
+      emailVerified: address.verified,
+      via: 'identity_webhook',
+      identityUpdatedAt: identityVersion(data, occurredAt),
+    });
     // Created just in time by an earlier request (that path already audited and ran the hooks), or by a
     // user.updated that overtook this event: either way the row is at least as new as the creation.
     return ensured.created ? { status: 'processed' } : { status: 'skipped', reason: 'user already existed' };
@@ -153,14 +141,13 @@ export class IdentityWebhookService implements OnModuleInit {
     tx: Tx,
     data: z.infer<typeof identityUserData>,
     occurredAt: Date,
-    outboxIds: string[],
   ): Promise<HandlerOutcome> {
     const address = primaryAddress(data);
     if (!address) return { status: 'skipped', reason: 'the user has no e-mail address' };
     const user = await this.users.lockByIdentityId(tx, data.id);
     if (!user) {
       // Deliveries are unordered: an update that overtakes user.created creates the row with the newer address.
-      return this.created(tx, data, occurredAt, outboxIds);
+      return this.created(tx, data, occurredAt);
     }
     const version = identityVersion(data, occurredAt);
     if (user.identityUpdatedAt && version.getTime() < user.identityUpdatedAt.getTime()) {
@@ -190,20 +177,15 @@ export class IdentityWebhookService implements OnModuleInit {
       },
     });
     // Reactions to the new address (e.g. the disposable-domain flag) run in the worker after commit.
-    if (emailChanged) outboxIds.push(await this.outbox.add(tx, JOBS.emailChanged, { userId: user.id }));
+    if (emailChanged) await this.outbox.add(tx, JOBS.emailChanged, { userId: user.id });
     return { status: 'processed' };
   }
 
-  private async deleted(
-    tx: Tx,
-    data: z.infer<typeof identityDeletedData>,
-    outboxIds: string[],
-  ): Promise<HandlerOutcome> {
+  private async deleted(tx: Tx, data: z.infer<typeof identityDeletedData>): Promise<HandlerOutcome> {
     const user = await this.users.findByIdentityId(tx, data.id);
     if (!user) return { status: 'skipped', reason: 'unknown user' };
     const result = await this.deletion.softDelete(tx, user.id, 'identity_webhook');
     if (!result?.changed) return { status: 'skipped', reason: 'already scheduled for deletion' };
-    outboxIds.push(...result.outboxIds);
     return { status: 'processed' };
   }
 }

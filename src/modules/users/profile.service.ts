@@ -4,6 +4,7 @@ import { NotFoundError, ValidationError } from '../../common/errors/app-error.js
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import { Prisma, type Subscription, type User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
+import { UnitOfWork } from '../../infra/prisma/unit-of-work.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { SendEmailJob } from '../email/email.types.js';
@@ -26,6 +27,7 @@ export class ProfileService {
     private readonly users: UsersRepository,
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
+    private readonly uow: UnitOfWork,
   ) {}
 
   async me(userId: string): Promise<MeResponseDto> {
@@ -52,8 +54,7 @@ export class ProfileService {
         { field: 'marketing_consent_source', message: 'requires marketing_consent_given' },
       ]);
     }
-    const outboxIds: string[] = [];
-    await this.prisma.$transaction(async (tx) => {
+    await this.uow.run(async (tx) => {
       const user = await this.users.lockById(tx, actor.id);
       if (!user) throw new NotFoundError('The user does not exist.', 'user_not_found');
       const data: Prisma.UserUpdateInput = {};
@@ -68,7 +69,7 @@ export class ProfileService {
       // when its signed link is POSTed (email/subscription-confirm.service.ts). Withdrawing is immediate.
       const confirmFirst =
         this.config.email.doubleOptIn && dto.marketing_consent_given === true && !user.marketingConsentGiven;
-      if (confirmFirst) outboxIds.push(await this.requestConfirmation(tx, user, source, now));
+      if (confirmFirst) await this.requestConfirmation(tx, user, source, now);
       const consentChanged =
         !confirmFirst &&
         dto.marketing_consent_given !== undefined &&
@@ -98,7 +99,6 @@ export class ProfileService {
         },
       });
     });
-    await this.outbox.dispatch(outboxIds);
     return this.me(actor.id);
   }
 
@@ -106,7 +106,7 @@ export class ProfileService {
    * The confirmation e-mail of a double opt-in, at most one per user and UTC day (a user who clicks the
    * checkbox repeatedly gets one e-mail), audited `email.confirmation_requested`.
    */
-  private async requestConfirmation(tx: Tx, user: User, source: string, now: Date): Promise<string> {
+  private async requestConfirmation(tx: Tx, user: User, source: string, now: Date): Promise<void> {
     const key = `confirm-subscription-${user.id}-${now.toISOString().slice(0, 10)}`;
     await this.audit.record(tx, {
       actor: userActor(user.identityUserId),
@@ -116,7 +116,7 @@ export class ProfileService {
       resourceId: user.id,
       details: { template: CONFIRM_SUBSCRIPTION_TEMPLATE, source },
     });
-    return this.outbox.add(
+    await this.outbox.add(
       tx,
       JOBS.sendEmail,
       {

@@ -5,7 +5,8 @@ import { recordableError } from '../../common/errors/internal-text.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import { inSavepoint } from '../../infra/prisma/savepoint.js';
-import { DISPATCH_WAIT_MS, OutboxService } from '../../infra/queue/outbox.service.js';
+import { Unit, UnitOfWork } from '../../infra/prisma/unit-of-work.js';
+import { DISPATCH_WAIT_MS } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
@@ -32,12 +33,12 @@ export interface Acceptance {
   id?: string;
 }
 
-/** Applies one stored event inside the worker's transaction; jobs it writes to the outbox go in `outbox`. */
-export type StoredEventHandler = (tx: Tx, event: StoredEvent, outbox: string[]) => Promise<HandlerOutcome>;
+/** Applies one stored event inside the worker's unit of work (its outbox jobs are pushed after commit). */
+export type StoredEventHandler = (tx: Tx, event: StoredEvent) => Promise<HandlerOutcome>;
 
 /** How one event of a batch ended (WebhookInboxService.applyBatch). */
 type Attempt =
-  | { kind: 'applied'; outcome: HandlerOutcome; outboxIds: string[]; provider: string }
+  | { kind: 'applied'; outcome: HandlerOutcome; provider: string }
   | { kind: 'duplicate' }
   | { kind: 'error'; err: unknown; stored: StoredEvent | null };
 
@@ -91,7 +92,7 @@ export class WebhookInboxService {
     private readonly prisma: PrismaService,
     private readonly inbox: WebhookInboxRepository,
     private readonly queues: QueueService,
-    private readonly outbox: OutboxService,
+    private readonly uow: UnitOfWork,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
     private readonly refusals: WebhookRefusalsService,
@@ -163,11 +164,8 @@ export class WebhookInboxService {
       attempt = { kind: 'error', err, stored: null };
     }
     if (attempt.kind === 'duplicate') return { outcome: 'duplicate' };
-    if (attempt.kind === 'applied') {
-      this.metrics.webhookEvents.inc({ provider: attempt.provider, outcome: attempt.outcome.status });
-      await this.outbox.dispatch(attempt.outboxIds);
-      return { outcome: attempt.outcome.status };
-    }
+    // Counted, and the handler's outbox jobs pushed, when the batch's unit of work committed.
+    if (attempt.kind === 'applied') return { outcome: attempt.outcome.status };
     const { err, stored: event } = attempt;
     const hopeless = err instanceof AppError && err.status < 500;
     if (event && hopeless) {
@@ -193,9 +191,19 @@ export class WebhookInboxService {
    * savepoint.
    */
   private async applyBatch(ids: string[]): Promise<Attempt[]> {
-    return this.prisma.$transaction(async (tx) => {
+    return this.uow.run(async (tx) => {
       const stored = await this.inbox.lockReceivedMany(tx, ids);
       const attempts: Attempt[] = [];
+      // Counted at commit, before the unit pushes the handlers' outbox jobs (registered first, runs first).
+      // An event whose savepoint rolled back is not counted; its outbox rows are gone with it, so the push
+      // finds nothing to send for them.
+      Unit.of(tx).afterCommit(async () => {
+        for (const attempt of attempts) {
+          if (attempt.kind === 'applied') {
+            this.metrics.webhookEvents.inc({ provider: attempt.provider, outcome: attempt.outcome.status });
+          }
+        }
+      });
       for (const id of ids) {
         const event = stored.get(id);
         // The same id twice in one batch (a stalled job running again) is applied once.
@@ -205,10 +213,9 @@ export class WebhookInboxService {
           continue;
         }
         const handler = this.handlers.get(event.provider);
-        const outboxIds: string[] = [];
         const run = async () => {
           if (!handler) throw new Error(`no webhook handler registered for provider ${event.provider}`);
-          const outcome = await handler(tx, event, outboxIds);
+          const outcome = await handler(tx, event);
           await this.inbox.markDone(
             tx,
             id,
@@ -219,7 +226,7 @@ export class WebhookInboxService {
         };
         try {
           const outcome = ids.length === 1 ? await run() : await inSavepoint(tx, 'webhook_event', run);
-          attempts.push({ kind: 'applied', outcome, outboxIds, provider: event.provider });
+          attempts.push({ kind: 'applied', outcome, provider: event.provider });
         } catch (err) {
           if (ids.length === 1) throw err;
           attempts.push({ kind: 'error', err, stored: event });
@@ -284,7 +291,7 @@ export class WebhookInboxService {
         ),
       );
     }
-    await this.audit.record(null, {
+    await this.audit.recordStandalone({
       actor,
       action: 'webhook.replayed',
       resourceType: 'webhook_event',

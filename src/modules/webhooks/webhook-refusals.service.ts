@@ -52,7 +52,7 @@ export class WebhookRefusalsService {
       .update(refusal.body ?? Buffer.alloc(0))
       .digest('hex');
     await this.audit
-      .record(null, {
+      .recordStandalone({
         actor: webhookActor(provider),
         action: 'webhook.failed',
         resourceType: 'webhook_event',

@@ -177,7 +177,7 @@ export function mountQueueDashboard(app: NestExpressApplication, config: AppConf
         res.on('finish', () => {
           if (res.statusCode >= 400) return;
           audit
-            .record(null, {
+            .recordStandalone({
               actor: userActor(user.identityUserId),
               action: 'admin.queue_action',
               userId: user.identityUserId,
