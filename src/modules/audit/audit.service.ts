@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { isForeignKeyViolation } from '../../common/errors/database-errors.js';
 import { requestContext } from '../../common/http/request-context.js';
 import { PrismaService, type Db } from '../../infra/prisma/prisma.service.js';
-import { AuditRepository } from './audit.repository.js';
+import type { SqlTx } from '../../infra/prisma/sql-transaction.js';
+import { AuditRepository, type AuditRow } from './audit.repository.js';
 import { curateDetails, type AuditDetails } from './audit.details.js';
 
 export interface AuditEntry {
@@ -32,15 +33,7 @@ export class AuditService {
   ) {}
 
   async record(tx: Db | null | undefined, entry: AuditEntry): Promise<void> {
-    const data = {
-      actor: entry.actor.slice(0, 300),
-      action: entry.action,
-      userId: entry.userId ?? null,
-      resourceType: entry.resourceType ?? null,
-      resourceId: entry.resourceId ?? null,
-      details: curateDetails(entry.details),
-      requestId: requestContext.current()?.requestId ?? null,
-    };
+    const data = toRow(entry);
     if (tx) {
       // Inside a transaction a failed insert has aborted it: no retry is possible, the caller rolls back.
       await this.repository.insert(tx, data);
@@ -56,4 +49,25 @@ export class AuditService {
       await this.repository.insert(this.prisma, { ...data, userId: null });
     }
   }
+
+  /**
+   * Many entries in one statement inside the caller's plain-SQL transaction (a broadcast page records one
+   * per recipient), curated like every other entry. No retry: a failed statement has aborted the transaction.
+   */
+  async recordMany(tx: SqlTx, entries: AuditEntry[]): Promise<void> {
+    await this.repository.insertMany(tx, entries.map(toRow));
+  }
+}
+
+/** The row of an entry: the actor clipped, the details through the allowlist, the request's id. */
+function toRow(entry: AuditEntry): AuditRow {
+  return {
+    actor: entry.actor.slice(0, 300),
+    action: entry.action,
+    userId: entry.userId ?? null,
+    resourceType: entry.resourceType ?? null,
+    resourceId: entry.resourceId ?? null,
+    details: curateDetails(entry.details),
+    requestId: requestContext.current()?.requestId ?? null,
+  };
 }

@@ -1,16 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
-import { curateDetails } from '../audit/audit.details.js';
 import { EmailService, type SkipReason } from '../email/email.service.js';
 import type { EmailKind, OutboundEmail } from '../email/email.types.js';
 import { type DeliveryOutcome, EmailBatchDelivery } from '../email/batch-delivery.js';
 import { newBatchKey, recipientKey } from './broadcast-keys.js';
-import {
-  type AudienceMember,
-  BroadcastsRepository,
-  type PageRow,
-  type PendingGroup,
-} from './broadcasts.repository.js';
+import { BroadcastRecorder, type PageRow } from './broadcast-recorder.js';
+import { type AudienceMember, BroadcastsRepository, type PendingGroup } from './broadcasts.repository.js';
 
 export interface RunContext {
   id: string;
@@ -51,6 +45,7 @@ export class BroadcastSender {
     private readonly email: EmailService,
     private readonly delivery: EmailBatchDelivery,
     private readonly repository: BroadcastsRepository,
+    private readonly recorder: BroadcastRecorder,
   ) {}
 
   /** A new page of the audience. */
@@ -69,10 +64,8 @@ export class BroadcastSender {
       else sendable.push(user);
     }
     const key = sendable.length > 0 ? newBatchKey(run.id) : null;
-    const { reserved } = await this.repository.reservePage(
+    const reserved = await this.recorder.reservePage(
       run.id,
-      run.templateKey,
-      run.kind,
       skipped,
       sendable.map((user) => user.id),
       key,
@@ -95,13 +88,15 @@ export class BroadcastSender {
   async resume(run: RunContext, group: PendingGroup, signal?: AbortSignal): Promise<void> {
     const erased = group.members.filter((member) => member.user === null);
     if (erased.length > 0) {
-      await this.repository.settle(
+      await this.recorder.settle(
         run.id,
-        run.templateKey,
-        run.kind,
         erased.map(({ recipientId }) => ({
-          ...this.emptyRow(run, { status: 'skipped', reason: 'user_not_found' }),
           recipientId,
+          userId: null,
+          status: 'skipped',
+          error: 'user_not_found',
+          providerMessageId: null,
+          email: null,
         })),
       );
     }
@@ -153,42 +148,33 @@ export class BroadcastSender {
       const outcome = outcomes.get(recipientId);
       if (outcome) rows.push({ ...this.row(run, user, outcome, message), recipientId });
     }
-    await this.repository.settle(run.id, run.templateKey, run.kind, rows);
+    await this.recorder.settle(run.id, rows);
   }
 
+  /** A member's outcome: its recipient row and the e-mail record email/ writes for it. */
   private row(run: RunContext, user: AudienceMember, outcome: Outcome, message?: OutboundEmail): PageRow {
-    const body = message ? this.email.storedBody(message) : { html: null, text: null };
-    return {
-      ...this.emptyRow(run, outcome),
-      userId: user.id,
-      identityUserId: user.identityUserId,
-      email: user.email,
-      subject: message?.subject ?? '',
-      ...body,
-    };
-  }
-
-  private emptyRow(run: RunContext, outcome: Outcome): PageRow {
     const error =
       outcome.status === 'skipped' ? outcome.reason : outcome.status === 'failed' ? outcome.error : null;
+    const providerMessageId = outcome.status === 'sent' ? outcome.providerId : null;
     return {
-      userId: null,
-      identityUserId: null,
-      email: null,
+      userId: user.id,
       status: outcome.status,
       error,
-      providerMessageId: outcome.status === 'sent' ? outcome.providerId : null,
-      subject: '',
-      html: null,
-      text: null,
-      messageId: randomUUID(),
-      auditDetails: curateDetails({
-        template: run.templateKey,
+      providerMessageId,
+      email: {
+        userId: user.id,
+        identityUserId: user.identityUserId,
+        toAddress: user.email,
+        templateKey: run.templateKey,
         kind: run.kind,
-        broadcast_id: run.id,
-        ...(outcome.status === 'skipped' ? { reason: outcome.reason } : {}),
-        ...(outcome.status === 'failed' ? { error: outcome.error } : {}),
-      }),
+        subject: message?.subject ?? '',
+        status: outcome.status,
+        reason: error,
+        idempotencyKey: recipientKey(run.id, user.id),
+        providerMessageId,
+        broadcastRunId: run.id,
+        ...(message ? this.email.storedBody(message) : { html: null, text: null }),
+      },
     };
   }
 }

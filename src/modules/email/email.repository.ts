@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Db } from '../../infra/prisma/prisma.service.js';
+import type { SqlTx } from '../../infra/prisma/sql-transaction.js';
 import type { EmailMessage, Prisma } from '../../generated/prisma/client.js';
 
 @Injectable()
@@ -12,6 +13,37 @@ export class EmailRepository {
   record(db: Db, data: Prisma.EmailMessageUncheckedCreateInput): Promise<EmailMessage> {
     const { idempotencyKey, ...rest } = data;
     return db.emailMessage.upsert({ where: { idempotencyKey }, create: data, update: rest });
+  }
+
+  /**
+   * Many outcomes in one statement inside the caller's plain-SQL transaction (a broadcast page: one row per
+   * recipient). A key recorded before keeps its row (the same e-mail is never logged twice).
+   */
+  async recordMany(tx: SqlTx, rows: EmailMessageRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const col = <K extends keyof EmailMessageRow>(key: K) => rows.map((row) => row[key]);
+    await tx.query(
+      `INSERT INTO email_messages (id, user_id, to_address, template_key, kind, subject, status, reason,
+                                   idempotency_key, provider_message_id, broadcast_run_id, html, text)
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                            $8::text[], $9::text[], $10::text[], $11::uuid[], $12::text[], $13::text[])
+       ON CONFLICT (idempotency_key) DO NOTHING`,
+      [
+        col('id'),
+        col('userId'),
+        col('toAddress'),
+        col('templateKey'),
+        col('kind'),
+        col('subject'),
+        col('status'),
+        col('reason'),
+        col('idempotencyKey'),
+        col('providerMessageId'),
+        col('broadcastRunId'),
+        col('html'),
+        col('text'),
+      ],
+    );
   }
 
   /**
@@ -43,6 +75,24 @@ export class EmailRepository {
     });
     return count === 1;
   }
+}
+
+/** One email_messages row written in bulk (recordMany). */
+export interface EmailMessageRow {
+  id: string;
+  userId: string;
+  toAddress: string;
+  templateKey: string;
+  kind: string;
+  subject: string;
+  status: 'sent' | 'failed' | 'skipped';
+  /** Skip reason or failure message. */
+  reason: string | null;
+  idempotencyKey: string;
+  providerMessageId: string | null;
+  broadcastRunId: string | null;
+  html: string | null;
+  text: string | null;
 }
 
 export type DeliveryStatus = 'delivery_delayed' | 'soft_bounced' | 'delivered' | 'bounced' | 'complained';

@@ -1,0 +1,143 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { MetricsService } from '../../infra/metrics/metrics.service.js';
+import { PrismaService } from '../../infra/prisma/prisma.service.js';
+import type { SqlTx } from '../../infra/prisma/sql-transaction.js';
+import type { EmailMessage, User } from '../../generated/prisma/client.js';
+import { type AuditEntry, AuditService, systemActor } from '../audit/audit.service.js';
+import type { StoredBody } from './email.service.js';
+import { EmailRepository, type EmailMessageRow } from './email.repository.js';
+import type { EmailKind, SendEmailJob } from './email.types.js';
+import type { SkipReason } from './send-policy.js';
+
+/** One e-mail's outcome recorded in bulk: its email_messages row and, for the audit entry, its user. */
+export interface EmailRecord extends Omit<EmailMessageRow, 'id'> {
+  identityUserId: string;
+}
+
+/**
+ * The record of every e-mail, sent, failed or skipped: its email_messages row and its email.<status> audit
+ * entry, written together. Single sends (EmailService) record one at a time; a broadcast page records its
+ * recipients in bulk inside the broadcast's own transaction (`recordMany`).
+ */
+@Injectable()
+export class EmailRecorder {
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly repository: EmailRepository,
+    private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /**
+   * Records many outcomes (a broadcast page) inside the caller's plain-SQL transaction: the message rows
+   * in one statement and their email.<status> audit entries in another, the same entries a single send
+   * writes.
+   */
+  async recordMany(tx: SqlTx, actor: string, records: EmailRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    const rows = records.map(({ identityUserId: _, ...row }) => ({ id: randomUUID(), ...row }));
+    await this.repository.recordMany(tx, rows);
+    await this.audit.recordMany(
+      tx,
+      rows.map((row, i) => emailAudit(actor, row.id, { ...row, identityUserId: records[i].identityUserId })),
+    );
+  }
+
+  /** A single send's outcome (sent or failed) and its audit entry, in one transaction. */
+  async record(
+    user: User,
+    job: SendEmailJob,
+    kind: EmailKind,
+    subject: string,
+    status: 'sent' | 'failed',
+    providerMessageId: string | null,
+    error: string | null,
+    body: StoredBody = { html: null, text: null },
+  ): Promise<EmailMessage> {
+    this.metrics.emails.inc({ kind, status });
+    return this.prisma.$transaction(async (tx) => {
+      const row = await this.repository.record(tx, {
+        userId: user.id,
+        toAddress: user.email,
+        templateKey: job.templateKey,
+        kind,
+        subject,
+        status,
+        reason: error,
+        idempotencyKey: job.idempotencyKey,
+        providerMessageId,
+        ...body,
+      });
+      await this.audit.record(
+        tx,
+        emailAudit(systemActor('email'), row.id, {
+          status,
+          templateKey: job.templateKey,
+          kind,
+          reason: error,
+          identityUserId: user.identityUserId,
+        }),
+      );
+      return row;
+    });
+  }
+
+  /** A single send that the policy skipped: its row (when the user exists) and its audit entry. */
+  async recordSkip(job: SendEmailJob, kind: EmailKind, reason: SkipReason, user: User | null): Promise<void> {
+    this.metrics.emails.inc({ kind, status: 'skipped' });
+    await this.prisma.$transaction(async (tx) => {
+      const row = user
+        ? await this.repository.record(tx, {
+            userId: user.id,
+            toAddress: user.email,
+            templateKey: job.templateKey,
+            kind,
+            subject: '',
+            status: 'skipped',
+            reason,
+            idempotencyKey: job.idempotencyKey,
+          })
+        : null;
+      await this.audit.record(
+        tx,
+        emailAudit(systemActor('email'), row?.id ?? null, {
+          status: 'skipped',
+          templateKey: job.templateKey,
+          kind,
+          reason,
+          identityUserId: user?.identityUserId ?? null,
+        }),
+      );
+    });
+  }
+}
+
+/**
+ * The audit entry of an e-mail's outcome, for a single send and a broadcast recipient alike: email.<status>
+ * on the message row, with the skip reason or the failure message.
+ */
+function emailAudit(
+  actor: string,
+  messageId: string | null,
+  outcome: Pick<EmailMessageRow, 'status' | 'templateKey' | 'kind' | 'reason'> & {
+    identityUserId: string | null;
+    broadcastRunId?: string | null;
+  },
+): AuditEntry {
+  const { status, reason } = outcome;
+  return {
+    actor,
+    action: `email.${status}`,
+    userId: outcome.identityUserId,
+    resourceType: 'email',
+    resourceId: messageId,
+    details: {
+      template: outcome.templateKey,
+      kind: outcome.kind,
+      ...(outcome.broadcastRunId ? { broadcast_id: outcome.broadcastRunId } : {}),
+      ...(status === 'skipped' && reason !== null ? { reason } : {}),
+      ...(status === 'failed' && reason !== null ? { error: reason } : {}),
+    },
+  };
+}
