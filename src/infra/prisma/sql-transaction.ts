@@ -2,7 +2,8 @@ import type pg from 'pg';
 
 /**
  * A connection inside a plain-SQL transaction: repositories whose bulk statements run on the pool (not
- * through Prisma) take it the way the others take a Prisma `Tx`.
+ * through Prisma) take it the way the others take a Prisma `Tx`. Those statements are hot and fixed, so
+ * they are named (`query({ name, text, values })`): each connection parses and plans them once.
  */
 export type SqlTx = Pick<pg.PoolClient, 'query'>;
 

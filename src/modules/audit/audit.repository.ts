@@ -25,12 +25,13 @@ export class AuditRepository {
   async insertMany(tx: SqlTx, rows: AuditRow[]): Promise<void> {
     if (rows.length === 0) return;
     const col = <K extends keyof AuditRow>(key: K) => rows.map((row) => row[key]);
-    await tx.query(
-      `INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details, request_id)
+    await tx.query({
+      name: 'audit-logs-insert-many',
+      text: `INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details, request_id)
        SELECT gen_random_uuid(), actor, action, user_id, resource_type, resource_id, details, request_id
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[])
          AS e(actor, action, user_id, resource_type, resource_id, details, request_id)`,
-      [
+      values: [
         col('actor'),
         col('action'),
         col('userId'),
@@ -39,6 +40,6 @@ export class AuditRepository {
         rows.map((row) => JSON.stringify(row.details)),
         col('requestId'),
       ],
-    );
+    });
   }
 }

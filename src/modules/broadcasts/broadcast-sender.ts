@@ -26,18 +26,17 @@ interface Target {
 }
 
 /**
- * Sends one page (<= 100) of a run's audience. First one statement records the skipped recipients and
- * reserves the others as `pending` rows under a new batch key; only then is the provider called (one
- * batch request), and a second statement settles the pending rows (sent/failed, e-mail log, audit,
- * counters). A run interrupted between the two finds the pending rows and resends that same batch,
- * same members, same key, so the provider answers from its idempotency record instead of delivering
- * again.
+ * Sends one page (<= 100) of a run's audience. The gate is email/'s send policy (`EmailService.gate`);
+ * then one transaction records the skipped recipients and reserves the others as `pending` rows under a
+ * new batch key (BroadcastRecorder); only then is the provider called (email/'s EmailBatchDelivery: one
+ * batch request), and a second transaction settles the pending rows (recipient rows and counters here,
+ * the e-mail log rows and audit entries by email/). A run interrupted between the two finds the pending
+ * rows and resends that same batch, same members, same key, so the provider answers from its idempotency
+ * record instead of delivering again.
  *
- * Resend's batch endpoint is all or nothing. Only a batch the provider refused outright (400/422:
- * nothing of it was delivered) is split into single sends, each under its recipient's own key, so one
- * bad address fails alone. Every ambiguous outcome (5xx or 429 past the retries, a timeout, a 409 while
- * the key is still being processed, a cancelled request) and a credential error leave the batch pending
- * for the next attempt: a new key could deliver it twice.
+ * What counts as delivered, refused or interrupted (the outage rule) is EmailBatchDelivery's; this class
+ * only keeps the run state it implies: a batch refused outright loses its key and goes out one by one
+ * (`splitBatch`), and an interruption leaves what has no outcome pending for the next attempt.
  */
 @Injectable()
 export class BroadcastSender {

@@ -198,8 +198,9 @@ export class BroadcastsRepository {
       skipped: string;
       reserved: { recipientId: string; userId: string }[];
       changed: number[];
-    }>(
-      `WITH page AS (
+    }>({
+      name: 'broadcast-write-outcomes',
+      text: `WITH page AS (
          SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::uuid[]) WITH ORDINALITY
            AS p(user_id, status, error, provider_message_id, recipient_id, ord)
        ), added AS (
@@ -241,7 +242,7 @@ export class BroadcastsRepository {
                FROM reserved) AS reserved,
               (SELECT coalesce(json_agg(ord - 1), '[]'::json) FROM changed) AS changed
        FROM counts c`,
-      [
+      values: [
         runId,
         col('userId'),
         col('status'),
@@ -251,7 +252,7 @@ export class BroadcastsRepository {
         reserve.userIds,
         reserve.batchKey,
       ],
-    );
+    });
     const out = result[0];
     return {
       sent: Number(out.sent),

@@ -22,13 +22,14 @@ export class EmailRepository {
   async recordMany(tx: SqlTx, rows: EmailMessageRow[]): Promise<void> {
     if (rows.length === 0) return;
     const col = <K extends keyof EmailMessageRow>(key: K) => rows.map((row) => row[key]);
-    await tx.query(
-      `INSERT INTO email_messages (id, user_id, to_address, template_key, kind, subject, status, reason,
+    await tx.query({
+      name: 'email-messages-record-many',
+      text: `INSERT INTO email_messages (id, user_id, to_address, template_key, kind, subject, status, reason,
                                    idempotency_key, provider_message_id, broadcast_run_id, html, text)
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
                             $8::text[], $9::text[], $10::text[], $11::uuid[], $12::text[], $13::text[])
        ON CONFLICT (idempotency_key) DO NOTHING`,
-      [
+      values: [
         col('id'),
         col('userId'),
         col('toAddress'),
@@ -43,7 +44,7 @@ export class EmailRepository {
         col('html'),
         col('text'),
       ],
-    );
+    });
   }
 
   /**
