@@ -9,6 +9,7 @@ import { BroadcastRecorder } from '../../src/modules/broadcasts/broadcast-record
 import type { BroadcastRun } from '../../src/generated/prisma/client.js';
 import { createAudience, createMember } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
+import { earlyArrivals } from '../support/ceiling.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -454,6 +455,7 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
         }),
       );
     }
+    const start = Date.now();
     const outcomes = await Promise.all(
       workers.map((w, i) => {
         const dispatcher = w.get(BroadcastDispatcher);
@@ -470,12 +472,15 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
       expect(r.path).toBe('/emails/batch');
       expect(r.body).toHaveLength(5);
     }
-    const times = fake.requests.map((r) => r.at).sort((x, y) => x - y);
-    const rate = ((times.length - 1) * 1000) / (times[times.length - 1] - times[0]);
-    expect(rate).toBeLessThanOrEqual(20 * 1.1);
-    // Spacing, with room for scheduling jitter (a late request shortens the gap to the next one): any 9
-    // consecutive requests span 8 slots of 50 ms, less 80 ms.
-    for (let i = 0; i + 8 < times.length; i += 1) expect(times[i + 8] - times[i]).toBeGreaterThanOrEqual(320);
+    // One ceiling for both workers: the k-th request reaches the provider k slots of 50 ms after the start
+    // at the earliest (its Redis-reserved slot), however late a loaded machine delivers any of them.
+    expect(
+      earlyArrivals(
+        fake.requests.map((r) => r.at),
+        start,
+        20,
+      ),
+    ).toEqual([]);
   });
 
   it('reaches users without consent with a transactional notice only when bypass_consent is set', async () => {
