@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { sqlTransaction } from '../../src/infra/prisma/sql-transaction.js';
+import { SqlParams } from '../../src/infra/prisma/sql-params.js';
 import type { AuditDetails } from '../../src/modules/audit/audit.details.js';
 import { AuditService, systemActor } from '../../src/modules/audit/audit.service.js';
 import { createMember } from '../factories/audience.factory.js';
@@ -8,7 +8,7 @@ import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 /**
  * The allowlist of audit details is enforced where rows are written, not trusted to callers: the bulk
- * insert a broadcast page uses (AuditService.recordMany) curates too, whatever details it is handed.
+ * insert a broadcast page uses (AuditService.recordManyPart) curates too, whatever details it is handed.
  */
 describe('audit details curation on every write path', () => {
   let env: TestEnv;
@@ -26,8 +26,11 @@ describe('audit details curation on every write path', () => {
       data: { templateKey: 'newsletter', kind: 'marketing', createdBy: 'user:admin', status: 'running' },
     });
     const messageId = randomUUID();
-    await sqlTransaction(api.prisma.pool, (tx) =>
-      api.app.get(AuditService).recordMany(tx, [
+    // The part a broadcast page adds to its statement, run here on its own.
+    const params = new SqlParams();
+    const part = api.app.get(AuditService).recordManyPart(
+      params,
+      [
         {
           actor: systemActor('broadcast'),
           action: 'email.sent',
@@ -42,8 +45,14 @@ describe('audit details curation on every write path', () => {
             headers: { 'list-unsubscribe': '<https://example.test/u?t=secret>' },
             error: 'e'.repeat(900),
           } as AuditDetails,
+          ord: 1,
         },
-      ]),
+      ],
+      'keep',
+    );
+    await api.prisma.pool.query(
+      `WITH keep AS (SELECT 1 AS ord), entries AS (${part}) SELECT 1`,
+      params.values,
     );
 
     const entries = await api.prisma.auditLog.findMany({ where: { resourceId: messageId } });

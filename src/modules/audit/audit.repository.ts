@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Db } from '../../infra/prisma/prisma.service.js';
-import type { SqlTx } from '../../infra/prisma/sql-transaction.js';
+import type { SqlParams } from '../../infra/prisma/sql-params.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { AuditDetailValue } from './audit.details.js';
 
@@ -21,25 +21,19 @@ export class AuditRepository {
     return db.auditLog.create({ data, select: { id: true } });
   }
 
-  /** Many entries in one statement (a broadcast page: one per recipient), inside the caller's transaction. */
-  async insertMany(tx: SqlTx, rows: AuditRow[]): Promise<void> {
-    if (rows.length === 0) return;
-    const col = <K extends keyof AuditRow>(key: K) => rows.map((row) => row[key]);
-    await tx.query({
-      name: 'audit-logs-insert-many',
-      text: `INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details, request_id)
+  /**
+   * The audit_logs part of a bulk statement a caller composes (a broadcast page): a data-modifying CTE body
+   * that inserts the `rows` whose position (`ord`) the caller's CTE `keep` lists (column `ord`).
+   */
+  insertManyPart(params: SqlParams, rows: (AuditRow & { ord: number })[], keep: string): string {
+    const col = <K extends keyof AuditRow | 'ord'>(key: K) => params.add(rows.map((row) => row[key]));
+    const details = params.add(rows.map((row) => JSON.stringify(row.details)));
+    return `INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details, request_id)
        SELECT gen_random_uuid(), actor, action, user_id, resource_type, resource_id, details, request_id
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[])
-         AS e(actor, action, user_id, resource_type, resource_id, details, request_id)`,
-      values: [
-        col('actor'),
-        col('action'),
-        col('userId'),
-        col('resourceType'),
-        col('resourceId'),
-        rows.map((row) => JSON.stringify(row.details)),
-        col('requestId'),
-      ],
-    });
+       FROM unnest(${col('actor')}::text[], ${col('action')}::text[], ${col('userId')}::text[],
+                   ${col('resourceType')}::text[], ${col('resourceId')}::text[], ${details}::jsonb[],
+                   ${col('requestId')}::text[], ${col('ord')}::int[])
+         AS e(actor, action, user_id, resource_type, resource_id, details, request_id, ord)
+       WHERE e.ord IN (SELECT ord FROM ${keep})`;
   }
 }

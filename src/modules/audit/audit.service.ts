@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { isForeignKeyViolation } from '../../common/errors/database-errors.js';
 import { requestContext } from '../../common/http/request-context.js';
 import { PrismaService, type Db } from '../../infra/prisma/prisma.service.js';
-import type { SqlTx } from '../../infra/prisma/sql-transaction.js';
+import type { SqlParams } from '../../infra/prisma/sql-params.js';
 import { AuditRepository, type AuditRow } from './audit.repository.js';
 import { curateDetails, type AuditDetails } from './audit.details.js';
 
@@ -51,11 +51,17 @@ export class AuditService {
   }
 
   /**
-   * Many entries in one statement inside the caller's plain-SQL transaction (a broadcast page records one
-   * per recipient), curated like every other entry. No retry: a failed statement has aborted the transaction.
+   * Many entries as a part of a bulk statement the caller composes and runs (a broadcast page records one
+   * per recipient in the statement that settles the recipients): curated like every other entry. `keep`
+   * names the caller's CTE listing the positions (`ord`) of the entries to write. No retry: the statement
+   * fails as a whole.
    */
-  async recordMany(tx: SqlTx, entries: AuditEntry[]): Promise<void> {
-    await this.repository.insertMany(tx, entries.map(toRow));
+  recordManyPart(params: SqlParams, entries: (AuditEntry & { ord: number })[], keep: string): string {
+    return this.repository.insertManyPart(
+      params,
+      entries.map((entry) => ({ ...toRow(entry), ord: entry.ord })),
+      keep,
+    );
   }
 }
 

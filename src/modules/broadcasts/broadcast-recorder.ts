@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import { sqlTransaction } from '../../infra/prisma/sql-transaction.js';
 import { systemActor } from '../audit/audit.service.js';
 import { type EmailRecord, EmailRecorder } from '../email/email-recorder.js';
 import {
@@ -8,6 +6,7 @@ import {
   type OutcomesWritten,
   type RecipientCounts,
   type RecipientOutcome,
+  type StatementParts,
 } from './broadcasts.repository.js';
 
 /** A recipient's outcome and the e-mail record it makes (null for an erased user: no log row, no audit). */
@@ -16,15 +15,14 @@ export interface PageRow extends RecipientOutcome {
 }
 
 /**
- * Records a page's outcomes in one transaction: the recipient rows and the run's counters
- * (BroadcastsRepository), then, only for the recipients that statement changed, their e-mail log rows and
- * email.<status> audit entries (email/, EmailRecorder). One statement each, so a page costs three
- * statements whatever its size, and a concurrent delivery of the same run never records a recipient twice.
+ * Records a page's outcomes in one statement, each table by its owner: the recipient rows and the run's
+ * counters (BroadcastsRepository), and, only for the recipients that statement changed, their e-mail log
+ * rows and email.<status> audit entries (parts written by email/ and audit/, EmailRecorder). One round trip
+ * per page, atomic, and a concurrent delivery of the same run never records a recipient twice.
  */
 @Injectable()
 export class BroadcastRecorder {
   constructor(
-    private readonly prisma: PrismaService,
     private readonly repository: BroadcastsRepository,
     private readonly email: EmailRecorder,
   ) {}
@@ -52,20 +50,17 @@ export class BroadcastRecorder {
     return { sent, failed, skipped };
   }
 
-  private async write(
+  private write(
     runId: string,
     rows: PageRow[],
     reserve?: { userIds: string[]; batchKey: string | null },
   ): Promise<OutcomesWritten> {
     const outcomes = rows.map(({ email: _, ...outcome }) => outcome);
-    // Nothing to log (a page whose members are all sendable): the one statement is atomic on its own.
-    if (rows.every((row) => row.email === null))
-      return this.repository.writeOutcomes(this.prisma.pool, runId, outcomes, reserve);
-    return sqlTransaction(this.prisma.pool, async (tx) => {
-      const written = await this.repository.writeOutcomes(tx, runId, outcomes, reserve);
-      const emails = written.changed.flatMap((i) => rows[i].email ?? []);
-      await this.email.recordMany(tx, systemActor('broadcast'), emails);
-      return written;
-    });
+    const records = rows.flatMap((row, i) => (row.email ? [{ ...row.email, ord: i + 1 }] : []));
+    const parts: StatementParts | undefined =
+      records.length === 0
+        ? undefined
+        : (params, changed) => this.email.recordManyParts(params, systemActor('broadcast'), records, changed);
+    return this.repository.writeOutcomes(runId, outcomes, reserve, parts);
   }
 }

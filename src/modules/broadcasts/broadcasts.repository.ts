@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService, type Db } from '../../infra/prisma/prisma.service.js';
-import type { SqlTx } from '../../infra/prisma/sql-transaction.js';
 import type { BroadcastRun, Prisma } from '../../generated/prisma/client.js';
 import { type Audience, audienceConditions, SqlParams } from './audience.js';
 
@@ -38,15 +37,17 @@ export interface RecipientOutcome {
   providerMessageId: string | null;
 }
 
-/** What one write of outcomes changed: counters added, pending rows reserved, and which outcomes took. */
+/** What one write of outcomes changed: counters added and pending rows reserved. */
 export interface OutcomesWritten extends RecipientCounts {
   reserved: { recipientId: string; userId: string }[];
-  /**
-   * Positions (in the given order) of the outcomes this statement recorded: a recipient already
-   * recorded, or settled by a concurrent delivery, is not among them (its e-mail is not logged twice).
-   */
-  changed: number[];
 }
+
+/**
+ * Parts other repositories add to the statement (data-modifying CTE bodies: the e-mail log rows and audit
+ * entries of the outcomes), given the statement's parameters and the name of the CTE listing the 1-based
+ * positions (`ord`) of the outcomes this statement recorded.
+ */
+export type StatementParts = (params: SqlParams, changed: string) => string[];
 
 /** A pending recipient row and its user (null when the user has been erased since). */
 export interface PendingRecipient {
@@ -68,7 +69,8 @@ const MEMBER_COLUMNS = `u.id, u.identity_user_id AS "identityUserId", u.email, u
  * Broadcast runs, their audience and recipient rows. The per-page read and write of a running broadcast
  * are plain SQL on the pool: measured on this stack, Prisma's relation filter and interactive transaction
  * cost 5-7 times the time of the same work in SQL, and a run writes three rows per recipient (the other
- * two, the e-mail log row and its audit entry, by email/ in the same transaction: BroadcastRecorder).
+ * two, the e-mail log row and its audit entry, are parts of the same statement written by their owners:
+ * BroadcastRecorder).
  */
 @Injectable()
 export class BroadcastsRepository {
@@ -178,34 +180,38 @@ export class BroadcastsRepository {
   }
 
   /**
-   * The recipient half of a page's record, in the caller's transaction (BroadcastRecorder): `rows` with a
-   * recipientId settle that pending row, only if it is still pending (a concurrent delivery settling the
-   * same batch cannot count it twice); rows without one insert a new row (ON CONFLICT DO NOTHING). The
-   * run's counters grow by what changed; `reserve` also inserts pending rows under a batch key. The row
-   * locks last until the transaction ends, so the e-mail log rows written after it for `changed` are
-   * written once. Plain SQL: see the class comment.
+   * A page's record in one statement: `rows` with a recipientId settle that pending row, only if it is
+   * still pending (a concurrent delivery settling the same batch cannot count it twice); rows without one
+   * insert a new row (ON CONFLICT DO NOTHING). Then, only for the rows this statement changed (CTE
+   * `changed`), the `parts` of other owners (the e-mail log rows and audit entries), and the run's
+   * counters; `reserve` also inserts pending rows under a batch key. One statement, one round trip, atomic
+   * as a whole. Plain SQL: see the class comment.
    */
   async writeOutcomes(
-    tx: SqlTx,
     runId: string,
     rows: RecipientOutcome[],
     reserve: { userIds: string[]; batchKey: string | null } = { userIds: [], batchKey: null },
+    parts?: StatementParts,
   ): Promise<OutcomesWritten> {
-    const col = <K extends keyof RecipientOutcome>(key: K) => rows.map((row) => row[key] ?? null);
-    const { rows: result } = await tx.query<{
+    const params = new SqlParams();
+    const run = params.add(runId);
+    const col = <K extends keyof RecipientOutcome>(key: K) => params.add(rows.map((row) => row[key] ?? null));
+    const page = `unnest(${col('userId')}::uuid[], ${col('status')}::text[], ${col('error')}::text[],
+                        ${col('providerMessageId')}::text[], ${col('recipientId')}::uuid[])`;
+    const members = params.add(reserve.userIds);
+    const batchKey = params.add(reserve.batchKey);
+    const more = (parts?.(params, 'changed') ?? []).map((sql, i) => `, part_${i} AS (${sql})`).join('');
+    const { rows: result } = await this.prisma.pool.query<{
       sent: string;
       failed: string;
       skipped: string;
       reserved: { recipientId: string; userId: string }[];
-      changed: number[];
-    }>({
-      name: 'broadcast-write-outcomes',
-      text: `WITH page AS (
-         SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::uuid[]) WITH ORDINALITY
-           AS p(user_id, status, error, provider_message_id, recipient_id, ord)
+    }>(
+      `WITH page AS (
+         SELECT * FROM ${page} WITH ORDINALITY AS p(user_id, status, error, provider_message_id, recipient_id, ord)
        ), added AS (
          INSERT INTO broadcast_recipients (id, run_id, user_id, status, error, provider_message_id)
-         SELECT gen_random_uuid(), $1::uuid, user_id, status::"BroadcastRecipientStatus", error, provider_message_id
+         SELECT gen_random_uuid(), ${run}::uuid, user_id, status::"BroadcastRecipientStatus", error, provider_message_id
          FROM page WHERE recipient_id IS NULL
          ON CONFLICT (run_id, user_id) DO NOTHING
          RETURNING user_id
@@ -214,16 +220,16 @@ export class BroadcastsRepository {
          SET status = page.status::"BroadcastRecipientStatus", error = page.error,
              provider_message_id = page.provider_message_id
          FROM page
-         WHERE page.recipient_id IS NOT NULL AND r.id = page.recipient_id AND r.run_id = $1::uuid
+         WHERE page.recipient_id IS NOT NULL AND r.id = page.recipient_id AND r.run_id = ${run}::uuid
            AND r.status = 'pending'
          RETURNING r.id
        ), changed AS (
          SELECT page.* FROM page JOIN added ON page.recipient_id IS NULL AND page.user_id = added.user_id
          UNION ALL
          SELECT page.* FROM page JOIN settled ON page.recipient_id = settled.id
-       ), reserved AS (
+       )${more}, reserved AS (
          INSERT INTO broadcast_recipients (id, run_id, user_id, status, batch_key)
-         SELECT gen_random_uuid(), $1::uuid, member, 'pending', $8 FROM unnest($7::uuid[]) AS member
+         SELECT gen_random_uuid(), ${run}::uuid, member, 'pending', ${batchKey} FROM unnest(${members}::uuid[]) AS member
          ON CONFLICT (run_id, user_id) DO NOTHING
          RETURNING id, user_id
        ), counts AS (
@@ -235,31 +241,20 @@ export class BroadcastsRepository {
          UPDATE broadcast_runs b
          SET sent_count = b.sent_count + c.sent, failed_count = b.failed_count + c.failed,
              skipped_count = b.skipped_count + c.skipped, updated_at = now()
-         FROM counts c WHERE b.id = $1::uuid
+         FROM counts c WHERE b.id = ${run}::uuid
        )
        SELECT c.sent, c.failed, c.skipped,
               (SELECT coalesce(json_agg(json_build_object('recipientId', id, 'userId', user_id)), '[]'::json)
-               FROM reserved) AS reserved,
-              (SELECT coalesce(json_agg(ord - 1), '[]'::json) FROM changed) AS changed
+               FROM reserved) AS reserved
        FROM counts c`,
-      values: [
-        runId,
-        col('userId'),
-        col('status'),
-        col('error'),
-        col('providerMessageId'),
-        col('recipientId'),
-        reserve.userIds,
-        reserve.batchKey,
-      ],
-    });
+      params.values,
+    );
     const out = result[0];
     return {
       sent: Number(out.sent),
       failed: Number(out.failed),
       skipped: Number(out.skipped),
       reserved: out.reserved,
-      changed: out.changed,
     };
   }
 

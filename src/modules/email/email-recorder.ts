@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import type { SqlTx } from '../../infra/prisma/sql-transaction.js';
+import type { SqlParams } from '../../infra/prisma/sql-params.js';
 import type { EmailMessage, User } from '../../generated/prisma/client.js';
 import { type AuditEntry, AuditService, systemActor } from '../audit/audit.service.js';
 import type { StoredBody } from './email.service.js';
@@ -30,18 +30,28 @@ export class EmailRecorder {
   ) {}
 
   /**
-   * Records many outcomes (a broadcast page) inside the caller's plain-SQL transaction: the message rows
-   * in one statement and their email.<status> audit entries in another, the same entries a single send
-   * writes.
+   * Many outcomes (a broadcast page) as parts of the bulk statement the caller composes: the message rows
+   * and their email.<status> audit entries (the entries a single send writes), for the records whose page
+   * position (`ord`) the caller's CTE `keep` lists. Returns the two data-modifying CTE bodies.
    */
-  async recordMany(tx: SqlTx, actor: string, records: EmailRecord[]): Promise<void> {
-    if (records.length === 0) return;
+  recordManyParts(
+    params: SqlParams,
+    actor: string,
+    records: (EmailRecord & { ord: number })[],
+    keep: string,
+  ): string[] {
     const rows = records.map(({ identityUserId: _, ...row }) => ({ id: randomUUID(), ...row }));
-    await this.repository.recordMany(tx, rows);
-    await this.audit.recordMany(
-      tx,
-      rows.map((row, i) => emailAudit(actor, row.id, { ...row, identityUserId: records[i].identityUserId })),
-    );
+    return [
+      this.repository.recordManyPart(params, rows, keep),
+      this.audit.recordManyPart(
+        params,
+        rows.map((row, i) => ({
+          ...emailAudit(actor, row.id, { ...row, identityUserId: records[i].identityUserId }),
+          ord: row.ord,
+        })),
+        keep,
+      ),
+    ];
   }
 
   /** A single send's outcome (sent or failed) and its audit entry, in one transaction. */

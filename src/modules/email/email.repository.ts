@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Db } from '../../infra/prisma/prisma.service.js';
-import type { SqlTx } from '../../infra/prisma/sql-transaction.js';
+import type { SqlParams } from '../../infra/prisma/sql-params.js';
 import type { EmailMessage, Prisma } from '../../generated/prisma/client.js';
 
 @Injectable()
@@ -16,35 +16,26 @@ export class EmailRepository {
   }
 
   /**
-   * Many outcomes in one statement inside the caller's plain-SQL transaction (a broadcast page: one row per
-   * recipient). A key recorded before keeps its row (the same e-mail is never logged twice).
+   * The email_messages part of a bulk statement a caller composes (a broadcast page records its recipient
+   * rows, messages and audit entries in one statement, one round trip): a data-modifying CTE body that
+   * inserts the `rows` whose page position (`ord`) the caller's CTE `keep` lists (column `ord`): the
+   * outcomes its own part recorded. A key recorded before keeps its row (never logged twice).
    */
-  async recordMany(tx: SqlTx, rows: EmailMessageRow[]): Promise<void> {
-    if (rows.length === 0) return;
-    const col = <K extends keyof EmailMessageRow>(key: K) => rows.map((row) => row[key]);
-    await tx.query({
-      name: 'email-messages-record-many',
-      text: `INSERT INTO email_messages (id, user_id, to_address, template_key, kind, subject, status, reason,
-                                   idempotency_key, provider_message_id, broadcast_run_id, html, text)
-       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                            $8::text[], $9::text[], $10::text[], $11::uuid[], $12::text[], $13::text[])
-       ON CONFLICT (idempotency_key) DO NOTHING`,
-      values: [
-        col('id'),
-        col('userId'),
-        col('toAddress'),
-        col('templateKey'),
-        col('kind'),
-        col('subject'),
-        col('status'),
-        col('reason'),
-        col('idempotencyKey'),
-        col('providerMessageId'),
-        col('broadcastRunId'),
-        col('html'),
-        col('text'),
-      ],
-    });
+  recordManyPart(params: SqlParams, rows: (EmailMessageRow & { ord: number })[], keep: string): string {
+    const col = <K extends keyof EmailMessageRow | 'ord'>(key: K) => params.add(rows.map((row) => row[key]));
+    return `INSERT INTO email_messages (id, user_id, to_address, template_key, kind, subject, status, reason,
+                                 idempotency_key, provider_message_id, broadcast_run_id, html, text)
+       SELECT id, user_id, to_address, template_key, kind, subject, status, reason, idempotency_key,
+              provider_message_id, broadcast_run_id, html, text
+       FROM unnest(${col('id')}::uuid[], ${col('userId')}::uuid[], ${col('toAddress')}::text[],
+                   ${col('templateKey')}::text[], ${col('kind')}::text[], ${col('subject')}::text[],
+                   ${col('status')}::text[], ${col('reason')}::text[], ${col('idempotencyKey')}::text[],
+                   ${col('providerMessageId')}::text[], ${col('broadcastRunId')}::uuid[], ${col('html')}::text[],
+                   ${col('text')}::text[], ${col('ord')}::int[])
+         AS m(id, user_id, to_address, template_key, kind, subject, status, reason, idempotency_key,
+              provider_message_id, broadcast_run_id, html, text, ord)
+       WHERE m.ord IN (SELECT ord FROM ${keep})
+       ON CONFLICT (idempotency_key) DO NOTHING`;
   }
 
   /**
@@ -78,7 +69,7 @@ export class EmailRepository {
   }
 }
 
-/** One email_messages row written in bulk (recordMany). */
+/** One email_messages row written in bulk (recordManyPart). */
 export interface EmailMessageRow {
   id: string;
   userId: string;
