@@ -86,7 +86,7 @@ const clip = (value: unknown): string | number | boolean | null | undefined => {
 
 /**
  * Keeps allowlisted keys with primitive (or list-of-primitive) values; drops everything else. Every
- * write of audit_logs goes through it: AuditService.record, and AuditService.recordMany (the bulk insert
+ * write of audit_logs goes through it: AuditService.record, and AuditService.recordManyPart (the bulk insert
  * of a broadcast page).
  */
 export function curateDetails(details: object | undefined): Record<string, AuditDetailValue> {

@@ -27,9 +27,9 @@ interface Target {
 
 /**
  * Sends one page (<= 100) of a run's audience. The gate is email/'s send policy (`EmailService.gate`);
- * then one transaction records the skipped recipients and reserves the others as `pending` rows under a
+ * then one statement records the skipped recipients and reserves the others as `pending` rows under a
  * new batch key (BroadcastRecorder); only then is the provider called (email/'s EmailBatchDelivery: one
- * batch request), and a second transaction settles the pending rows (recipient rows and counters here,
+ * batch request), and a second statement settles the pending rows (recipient rows and counters here,
  * the e-mail log rows and audit entries by email/). A run interrupted between the two finds the pending
  * rows and resends that same batch, same members, same key, so the provider answers from its idempotency
  * record instead of delivering again.

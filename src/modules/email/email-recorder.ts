@@ -18,7 +18,7 @@ export interface EmailRecord extends Omit<EmailMessageRow, 'id'> {
 /**
  * The record of every e-mail, sent, failed or skipped: its email_messages row and its email.<status> audit
  * entry, written together. Single sends (EmailService) record one at a time; a broadcast page records its
- * recipients in bulk inside the broadcast's own transaction (`recordMany`).
+ * recipients in bulk, as parts of the statement that settles them (`recordManyParts`).
  */
 @Injectable()
 export class EmailRecorder {
