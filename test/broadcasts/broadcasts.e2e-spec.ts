@@ -4,9 +4,12 @@ import { HttpClient } from '../../src/infra/http/http-client.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
 import { BroadcastDispatcher } from '../../src/modules/broadcasts/broadcast-dispatcher.js';
+import { recipientKey } from '../../src/modules/broadcasts/broadcast-keys.js';
+import { BroadcastRecorder } from '../../src/modules/broadcasts/broadcast-recorder.js';
 import type { BroadcastRun } from '../../src/generated/prisma/client.js';
 import { createAudience, createMember } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
+import { earlyArrivals } from '../support/ceiling.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -212,6 +215,34 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
     });
     expect(fin.details).toMatchObject({ status: 'done', sent: 7, skipped: 4, failed: 0 });
 
+    // The e-mail log (email/) has one row per recorded recipient, each with its one audit entry.
+    const messages = await api.prisma.emailMessage.findMany({ where: { broadcastRunId: run.id } });
+    expect(messages.map((m) => [m.toAddress, m.status, m.reason]).sort()).toEqual(
+      [
+        ...yes.map((u) => [u.email, 'sent', null]),
+        ...no.map((u) => [u.email, 'skipped', 'no_consent']),
+        [disposable.email, 'skipped', 'disposable_address'],
+      ].sort(),
+    );
+    for (const m of messages) {
+      expect(m).toMatchObject({
+        templateKey: 'newsletter',
+        kind: 'marketing',
+        idempotencyKey: recipientKey(run.id, m.userId!),
+      });
+      if (m.status === 'sent')
+        expect([m.providerMessageId, m.subject]).toEqual([
+          expect.any(String),
+          expect.stringMatching(/ news$/),
+        ]);
+    }
+    const entries = await api.prisma.auditLog.findMany({
+      where: { resourceType: 'email', resourceId: { in: messages.map((m) => m.id) } },
+    });
+    expect(entries.map((e) => [e.resourceId, e.action, e.actor]).sort()).toEqual(
+      messages.map((m) => [m.id, `email.${m.status}`, 'system:broadcast']).sort(),
+    );
+
     const shown = await api.http.get(`/api/v1/admin/broadcasts/${run.id}`).set('Authorization', admin);
     expect(shown.body).toMatchObject({
       status: 'done',
@@ -226,6 +257,66 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
       (await worker.get(QueueService).queue('broadcasts').getJob(`again-${run.id}`))?.isCompleted(),
     );
     expect(fake.deliveries).toHaveLength(7);
+  });
+
+  it("records a page's recipient rows, e-mail log rows and audit entries together or not at all", async () => {
+    const user = await createMember(api.prisma, 'atomic', { consent: false });
+    const run = await api.prisma.broadcastRun.create({
+      data: { templateKey: 'newsletter', kind: 'marketing', createdBy: 'user:user_admin', status: 'running' },
+    });
+    const skipped = {
+      userId: user.id,
+      status: 'skipped' as const,
+      error: 'no_consent',
+      providerMessageId: null,
+      email: {
+        userId: user.id,
+        identityUserId: user.identityUserId,
+        toAddress: user.email,
+        templateKey: 'newsletter',
+        kind: 'marketing',
+        subject: '',
+        status: 'skipped' as const,
+        reason: 'no_consent',
+        idempotencyKey: recipientKey(run.id, user.id),
+        providerMessageId: null,
+        broadcastRunId: run.id,
+        html: null,
+        text: null,
+      },
+    };
+    const recorded = async () => ({
+      recipients: await api.prisma.broadcastRecipient.count({ where: { runId: run.id } }),
+      messages: await api.prisma.emailMessage.count({ where: { broadcastRunId: run.id } }),
+      audits: await api.prisma.auditLog.count({
+        where: { action: 'email.skipped', details: { path: ['broadcast_id'], equals: run.id } },
+      }),
+      skippedCount: (await api.prisma.broadcastRun.findUniqueOrThrow({ where: { id: run.id } })).skippedCount,
+    });
+    const recorder = api.app.get(BroadcastRecorder);
+
+    // The last of the three writes (the audit entries) fails: the two before it are rolled back with it.
+    await api.prisma.$executeRawUnsafe(
+      `CREATE FUNCTION test_refuse_audit() RETURNS trigger LANGUAGE plpgsql
+       AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$`,
+    );
+    await api.prisma.$executeRawUnsafe(
+      `CREATE TRIGGER test_refuse_audit BEFORE INSERT ON audit_logs FOR EACH ROW
+       WHEN (NEW.details ->> 'broadcast_id' = '${run.id}') EXECUTE FUNCTION test_refuse_audit()`,
+    );
+    try {
+      await expect(recorder.reservePage(run.id, [skipped], [], null)).rejects.toThrow('audit refused');
+    } finally {
+      await api.prisma.$executeRawUnsafe('DROP TRIGGER test_refuse_audit ON audit_logs');
+      await api.prisma.$executeRawUnsafe('DROP FUNCTION test_refuse_audit()');
+    }
+    expect(await recorded()).toEqual({ recipients: 0, messages: 0, audits: 0, skippedCount: 0 });
+
+    await recorder.reservePage(run.id, [skipped], [], null);
+    expect(await recorded()).toEqual({ recipients: 1, messages: 1, audits: 1, skippedCount: 1 });
+    // Recorded once: the same outcome again (a concurrent delivery of the page) writes nothing.
+    await recorder.reservePage(run.id, [skipped], [], null);
+    expect(await recorded()).toEqual({ recipients: 1, messages: 1, audits: 1, skippedCount: 1 });
   });
 
   it('filters by locale (language matches regional variants) and signup date range', async () => {
@@ -364,6 +455,7 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
         }),
       );
     }
+    const start = Date.now();
     const outcomes = await Promise.all(
       workers.map((w, i) => {
         const dispatcher = w.get(BroadcastDispatcher);
@@ -380,12 +472,15 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
       expect(r.path).toBe('/emails/batch');
       expect(r.body).toHaveLength(5);
     }
-    const times = fake.requests.map((r) => r.at).sort((x, y) => x - y);
-    const rate = ((times.length - 1) * 1000) / (times[times.length - 1] - times[0]);
-    expect(rate).toBeLessThanOrEqual(20 * 1.1);
-    // Spacing, with room for scheduling jitter (a late request shortens the gap to the next one): any 9
-    // consecutive requests span 8 slots of 50 ms, less 80 ms.
-    for (let i = 0; i + 8 < times.length; i += 1) expect(times[i + 8] - times[i]).toBeGreaterThanOrEqual(320);
+    // One ceiling for both workers: the k-th request reaches the provider k slots of 50 ms after the start
+    // at the earliest (its Redis-reserved slot), however late a loaded machine delivers any of them.
+    expect(
+      earlyArrivals(
+        fake.requests.map((r) => r.at),
+        start,
+        20,
+      ),
+    ).toEqual([]);
   });
 
   it('reaches users without consent with a transactional notice only when bypass_consent is set', async () => {

@@ -6,6 +6,7 @@ import { EmailService } from '../../src/modules/email/email.service.js';
 import { EmailProvider } from '../../src/modules/email/providers/email-provider.js';
 import { createMember } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
+import { earlyArrivals } from '../support/ceiling.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -228,6 +229,7 @@ describe('e-mail: Resend-shaped provider, consent gate, headers and footer, retr
     const users = await Promise.all(
       Array.from({ length: 12 }, (_, i) => createMember(api.prisma, `ceiling-${i}`)),
     );
+    const start = Date.now();
     await Promise.all(
       users.map((user, i) =>
         (i % 2 ? a : b).app
@@ -237,12 +239,12 @@ describe('e-mail: Resend-shaped provider, consent gate, headers and footer, retr
     );
     const times = fake.requests.map((r) => r.at).sort((x, y) => x - y);
     expect(times).toHaveLength(12);
-    const spanMs = times[times.length - 1] - times[0];
-    const rate = ((times.length - 1) * 1000) / spanMs;
-    expect(rate).toBeLessThanOrEqual(5 * 1.1);
+    // No burst and one ceiling for both: the k-th request reaches the provider k slots of 200 ms after the
+    // start at the earliest (its Redis-reserved slot), however late a loaded machine delivers any of them.
+    expect(earlyArrivals(times, start, 5)).toEqual([]);
+    // And not slower than the ceiling (room for scheduling delays).
+    const rate = ((times.length - 1) * 1000) / (times[times.length - 1] - times[0]);
     expect(rate).toBeGreaterThan(5 * 0.7);
-    // No burst: any 6 consecutive requests span at least about one second.
-    for (let i = 0; i + 5 < times.length; i += 1) expect(times[i + 5] - times[i]).toBeGreaterThanOrEqual(900);
   });
 
   it("honours the provider's Retry-After for every sender, not only the one that got the 429", async () => {

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { BroadcastsRepository } from '../../src/modules/broadcasts/broadcasts.repository.js';
+import { SqlParams } from '../../src/infra/prisma/sql-params.js';
+import type { AuditDetails } from '../../src/modules/audit/audit.details.js';
+import { AuditService, systemActor } from '../../src/modules/audit/audit.service.js';
 import { createMember } from '../factories/audience.factory.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 /**
- * The allowlist of audit details is enforced where rows are written, not trusted to callers: the
- * broadcast page's bulk SQL insert curates too, whatever details it is handed.
+ * The allowlist of audit details is enforced where rows are written, not trusted to callers: the bulk
+ * insert a broadcast page uses (AuditService.recordManyPart) curates too, whatever details it is handed.
  */
 describe('audit details curation on every write path', () => {
   let env: TestEnv;
@@ -18,34 +20,40 @@ describe('audit details curation on every write path', () => {
   });
   afterAll(() => env.close());
 
-  it('curates the details of broadcast audit entries written in bulk', async () => {
+  it('curates the details of audit entries written in bulk (a broadcast page)', async () => {
     const user = await createMember(api.prisma, 'curation');
     const run = await api.prisma.broadcastRun.create({
       data: { templateKey: 'newsletter', kind: 'marketing', createdBy: 'user:admin', status: 'running' },
     });
     const messageId = randomUUID();
-    await api.app.get(BroadcastsRepository).settle(run.id, 'newsletter', 'marketing', [
-      {
-        userId: user.id,
-        identityUserId: user.identityUserId,
-        email: user.email,
-        status: 'sent',
-        error: null,
-        providerMessageId: 'msg_1',
-        subject: 'News',
-        html: '<p>News</p>',
-        text: 'News',
-        messageId,
-        // Uncurated on purpose: an address, a nested object and an over-long value.
-        auditDetails: {
-          template: 'newsletter',
-          broadcast_id: run.id,
-          email: user.email,
-          headers: { 'list-unsubscribe': '<https://example.test/u?t=secret>' },
-          error: 'e'.repeat(900),
+    // The part a broadcast page adds to its statement, run here on its own.
+    const params = new SqlParams();
+    const part = api.app.get(AuditService).recordManyPart(
+      params,
+      [
+        {
+          actor: systemActor('broadcast'),
+          action: 'email.sent',
+          userId: user.identityUserId,
+          resourceType: 'email',
+          resourceId: messageId,
+          // Uncurated on purpose: an address, a nested object and an over-long value.
+          details: {
+            template: 'newsletter',
+            broadcast_id: run.id,
+            email: user.email,
+            headers: { 'list-unsubscribe': '<https://example.test/u?t=secret>' },
+            error: 'e'.repeat(900),
+          } as AuditDetails,
+          ord: 1,
         },
-      },
-    ]);
+      ],
+      'keep',
+    );
+    await api.prisma.pool.query(
+      `WITH keep AS (SELECT 1 AS ord), entries AS (${part}) SELECT 1`,
+      params.values,
+    );
 
     const entries = await api.prisma.auditLog.findMany({ where: { resourceId: messageId } });
     expect(entries).toHaveLength(1);

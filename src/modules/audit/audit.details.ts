@@ -86,7 +86,8 @@ const clip = (value: unknown): string | number | boolean | null | undefined => {
 
 /**
  * Keeps allowlisted keys with primitive (or list-of-primitive) values; drops everything else. Every
- * writer of audit_logs goes through it: AuditService.record, and the broadcast page's bulk SQL insert.
+ * write of audit_logs goes through it: AuditService.record, and AuditService.recordManyPart (the bulk insert
+ * of a broadcast page).
  */
 export function curateDetails(details: object | undefined): Record<string, AuditDetailValue> {
   const out: Record<string, AuditDetailValue> = {};

@@ -1,10 +1,39 @@
 import { Injectable } from '@nestjs/common';
 import type { Db } from '../../infra/prisma/prisma.service.js';
+import type { SqlParams } from '../../infra/prisma/sql-params.js';
 import type { Prisma } from '../../generated/prisma/client.js';
+import type { AuditDetailValue } from './audit.details.js';
+
+/** An audit row as AuditService prepared it (details already curated). */
+export interface AuditRow {
+  actor: string;
+  action: string;
+  userId: string | null;
+  resourceType: string | null;
+  resourceId: string | null;
+  details: Record<string, AuditDetailValue>;
+  requestId: string | null;
+}
 
 @Injectable()
 export class AuditRepository {
   insert(db: Db, data: Prisma.AuditLogUncheckedCreateInput) {
     return db.auditLog.create({ data, select: { id: true } });
+  }
+
+  /**
+   * The audit_logs part of a bulk statement a caller composes (a broadcast page): a data-modifying CTE body
+   * that inserts the `rows` whose position (`ord`) the caller's CTE `keep` lists (column `ord`).
+   */
+  insertManyPart(params: SqlParams, rows: (AuditRow & { ord: number })[], keep: string): string {
+    const col = <K extends keyof AuditRow | 'ord'>(key: K) => params.add(rows.map((row) => row[key]));
+    const details = params.add(rows.map((row) => JSON.stringify(row.details)));
+    return `INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details, request_id)
+       SELECT gen_random_uuid(), actor, action, user_id, resource_type, resource_id, details, request_id
+       FROM unnest(${col('actor')}::text[], ${col('action')}::text[], ${col('userId')}::text[],
+                   ${col('resourceType')}::text[], ${col('resourceId')}::text[], ${details}::jsonb[],
+                   ${col('requestId')}::text[], ${col('ord')}::int[])
+         AS e(actor, action, user_id, resource_type, resource_id, details, request_id, ord)
+       WHERE e.ord IN (SELECT ord FROM ${keep})`;
   }
 }

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { isForeignKeyViolation } from '../../common/errors/database-errors.js';
 import { requestContext } from '../../common/http/request-context.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
-import { AuditRepository } from './audit.repository.js';
+import type { SqlParams } from '../../infra/prisma/sql-params.js';
+import { AuditRepository, type AuditRow } from './audit.repository.js';
 import { curateDetails, type AuditDetails } from './audit.details.js';
 
 export interface AuditEntry {
@@ -34,12 +35,12 @@ export class AuditService {
 
   /** Inside a transaction a failed insert has aborted it: no retry is possible, the caller rolls back. */
   async record(tx: Tx, entry: AuditEntry): Promise<void> {
-    await this.repository.insert(tx, dataOf(entry));
+    await this.repository.insert(tx, toRow(entry));
   }
 
   /** The entry as its own statement. */
   async recordStandalone(entry: AuditEntry): Promise<void> {
-    const data = dataOf(entry);
+    const data = toRow(entry);
     try {
       await this.repository.insert(this.prisma, data);
     } catch (err) {
@@ -50,9 +51,24 @@ export class AuditService {
       await this.repository.insert(this.prisma, { ...data, userId: null });
     }
   }
+
+  /**
+   * Many entries as a part of a bulk statement the caller composes and runs (a broadcast page records one
+   * per recipient in the statement that settles the recipients): curated like every other entry. `keep`
+   * names the caller's CTE listing the positions (`ord`) of the entries to write. No retry: the statement
+   * fails as a whole.
+   */
+  recordManyPart(params: SqlParams, entries: (AuditEntry & { ord: number })[], keep: string): string {
+    return this.repository.insertManyPart(
+      params,
+      entries.map((entry) => ({ ...toRow(entry), ord: entry.ord })),
+      keep,
+    );
+  }
 }
 
-function dataOf(entry: AuditEntry) {
+/** The row of an entry: the actor clipped, the details through the allowlist, the request's id. */
+function toRow(entry: AuditEntry): AuditRow {
   return {
     actor: entry.actor.slice(0, 300),
     action: entry.action,

@@ -1,4 +1,5 @@
 import { ValidationError } from '../../common/errors/app-error.js';
+import { SqlParams } from '../../infra/prisma/sql-params.js';
 
 /** The stored audience of a run (snake_case, as on the wire). Never SQL: it becomes a Prisma filter. */
 export interface Audience {
@@ -52,14 +53,7 @@ export function storedAudience(value: unknown): Audience {
   return audience;
 }
 
-/** Collects query parameters and answers their placeholders ($1, $2, ...). */
-export class SqlParams {
-  readonly values: unknown[] = [];
-  add(value: unknown): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
-}
+export { SqlParams };
 
 /**
  * SQL conditions on `users u` for an audience: active (not soft-deleted) users matching every given

@@ -1,16 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
-import { curateDetails } from '../audit/audit.details.js';
 import { EmailService, type SkipReason } from '../email/email.service.js';
 import type { EmailKind, OutboundEmail } from '../email/email.types.js';
 import { type DeliveryOutcome, EmailBatchDelivery } from '../email/batch-delivery.js';
 import { newBatchKey, recipientKey } from './broadcast-keys.js';
-import {
-  type AudienceMember,
-  BroadcastsRepository,
-  type PageRow,
-  type PendingGroup,
-} from './broadcasts.repository.js';
+import { BroadcastRecorder, type PageRow } from './broadcast-recorder.js';
+import { type AudienceMember, BroadcastsRepository, type PendingGroup } from './broadcasts.repository.js';
 
 export interface RunContext {
   id: string;
@@ -32,18 +26,17 @@ interface Target {
 }
 
 /**
- * Sends one page (<= 100) of a run's audience. First one statement records the skipped recipients and
- * reserves the others as `pending` rows under a new batch key; only then is the provider called (one
- * batch request), and a second statement settles the pending rows (sent/failed, e-mail log, audit,
- * counters). A run interrupted between the two finds the pending rows and resends that same batch,
- * same members, same key, so the provider answers from its idempotency record instead of delivering
- * again.
+ * Sends one page (<= 100) of a run's audience. The gate is email/'s send policy (`EmailService.gate`);
+ * then one statement records the skipped recipients and reserves the others as `pending` rows under a
+ * new batch key (BroadcastRecorder); only then is the provider called (email/'s EmailBatchDelivery: one
+ * batch request), and a second statement settles the pending rows (recipient rows and counters here,
+ * the e-mail log rows and audit entries by email/). A run interrupted between the two finds the pending
+ * rows and resends that same batch, same members, same key, so the provider answers from its idempotency
+ * record instead of delivering again.
  *
- * Resend's batch endpoint is all or nothing. Only a batch the provider refused outright (400/422:
- * nothing of it was delivered) is split into single sends, each under its recipient's own key, so one
- * bad address fails alone. Every ambiguous outcome (5xx or 429 past the retries, a timeout, a 409 while
- * the key is still being processed, a cancelled request) and a credential error leave the batch pending
- * for the next attempt: a new key could deliver it twice.
+ * What counts as delivered, refused or interrupted (the outage rule) is EmailBatchDelivery's; this class
+ * only keeps the run state it implies: a batch refused outright loses its key and goes out one by one
+ * (`splitBatch`), and an interruption leaves what has no outcome pending for the next attempt.
  */
 @Injectable()
 export class BroadcastSender {
@@ -51,6 +44,7 @@ export class BroadcastSender {
     private readonly email: EmailService,
     private readonly delivery: EmailBatchDelivery,
     private readonly repository: BroadcastsRepository,
+    private readonly recorder: BroadcastRecorder,
   ) {}
 
   /** A new page of the audience. */
@@ -69,10 +63,8 @@ export class BroadcastSender {
       else sendable.push(user);
     }
     const key = sendable.length > 0 ? newBatchKey(run.id) : null;
-    const { reserved } = await this.repository.reservePage(
+    const reserved = await this.recorder.reservePage(
       run.id,
-      run.templateKey,
-      run.kind,
       skipped,
       sendable.map((user) => user.id),
       key,
@@ -95,13 +87,15 @@ export class BroadcastSender {
   async resume(run: RunContext, group: PendingGroup, signal?: AbortSignal): Promise<void> {
     const erased = group.members.filter((member) => member.user === null);
     if (erased.length > 0) {
-      await this.repository.settle(
+      await this.recorder.settle(
         run.id,
-        run.templateKey,
-        run.kind,
         erased.map(({ recipientId }) => ({
-          ...this.emptyRow(run, { status: 'skipped', reason: 'user_not_found' }),
           recipientId,
+          userId: null,
+          status: 'skipped',
+          error: 'user_not_found',
+          providerMessageId: null,
+          email: null,
         })),
       );
     }
@@ -153,42 +147,33 @@ export class BroadcastSender {
       const outcome = outcomes.get(recipientId);
       if (outcome) rows.push({ ...this.row(run, user, outcome, message), recipientId });
     }
-    await this.repository.settle(run.id, run.templateKey, run.kind, rows);
+    await this.recorder.settle(run.id, rows);
   }
 
+  /** A member's outcome: its recipient row and the e-mail record email/ writes for it. */
   private row(run: RunContext, user: AudienceMember, outcome: Outcome, message?: OutboundEmail): PageRow {
-    const body = message ? this.email.storedBody(message) : { html: null, text: null };
-    return {
-      ...this.emptyRow(run, outcome),
-      userId: user.id,
-      identityUserId: user.identityUserId,
-      email: user.email,
-      subject: message?.subject ?? '',
-      ...body,
-    };
-  }
-
-  private emptyRow(run: RunContext, outcome: Outcome): PageRow {
     const error =
       outcome.status === 'skipped' ? outcome.reason : outcome.status === 'failed' ? outcome.error : null;
+    const providerMessageId = outcome.status === 'sent' ? outcome.providerId : null;
     return {
-      userId: null,
-      identityUserId: null,
-      email: null,
+      userId: user.id,
       status: outcome.status,
       error,
-      providerMessageId: outcome.status === 'sent' ? outcome.providerId : null,
-      subject: '',
-      html: null,
-      text: null,
-      messageId: randomUUID(),
-      auditDetails: curateDetails({
-        template: run.templateKey,
+      providerMessageId,
+      email: {
+        userId: user.id,
+        identityUserId: user.identityUserId,
+        toAddress: user.email,
+        templateKey: run.templateKey,
         kind: run.kind,
-        broadcast_id: run.id,
-        ...(outcome.status === 'skipped' ? { reason: outcome.reason } : {}),
-        ...(outcome.status === 'failed' ? { error: outcome.error } : {}),
-      }),
+        subject: message?.subject ?? '',
+        status: outcome.status,
+        reason: error,
+        idempotencyKey: recipientKey(run.id, user.id),
+        providerMessageId,
+        broadcastRunId: run.id,
+        ...(message ? this.email.storedBody(message) : { html: null, text: null }),
+      },
     };
   }
 }

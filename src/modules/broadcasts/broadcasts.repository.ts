@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService, type Db } from '../../infra/prisma/prisma.service.js';
 import type { BroadcastRun, Prisma } from '../../generated/prisma/client.js';
-import { curateDetails } from '../audit/audit.details.js';
 import { type Audience, audienceConditions, SqlParams } from './audience.js';
-import { recipientKey } from './broadcast-keys.js';
 
 /** A recipient's final status; `pending` rows (reserved, outcome not recorded yet) are counted apart. */
 export type RecipientStatus = 'sent' | 'failed' | 'skipped';
@@ -26,26 +24,30 @@ export interface AudienceMember {
 }
 
 /**
- * One recipient's final outcome, with its e-mail log row and its audit entry. `recipientId` names the
- * pending row it settles; without it a new row is inserted (skipped recipients).
+ * One recipient's final outcome. `recipientId` names the pending row it settles; without it a new row is
+ * inserted (skipped recipients).
  */
-export interface PageRow {
+export interface RecipientOutcome {
   recipientId?: string;
-  /** null only for a pending row whose user has since been erased (no log row, no audit entry). */
+  /** null only for a pending row whose user has since been erased. */
   userId: string | null;
-  identityUserId: string | null;
-  email: string | null;
   status: RecipientStatus;
   /** Skip reason or failure message. */
   error: string | null;
   providerMessageId: string | null;
-  subject: string;
-  html: string | null;
-  text: string | null;
-  /** Id of the e-mail log row (the audit entry points at it). */
-  messageId: string;
-  auditDetails: object;
 }
+
+/** What one write of outcomes changed: counters added and pending rows reserved. */
+export interface OutcomesWritten extends RecipientCounts {
+  reserved: { recipientId: string; userId: string }[];
+}
+
+/**
+ * Parts other repositories add to the statement (data-modifying CTE bodies: the e-mail log rows and audit
+ * entries of the outcomes), given the statement's parameters and the name of the CTE listing the 1-based
+ * positions (`ord`) of the outcomes this statement recorded.
+ */
+export type StatementParts = (params: SqlParams, changed: string) => string[];
 
 /** A pending recipient row and its user (null when the user has been erased since). */
 export interface PendingRecipient {
@@ -64,9 +66,11 @@ const MEMBER_COLUMNS = `u.id, u.identity_user_id AS "identityUserId", u.email, u
               u.deleted_at AS "deletedAt"`;
 
 /**
- * Broadcast runs. The per-page read and write of a running broadcast are plain SQL on the pool: measured
- * on this stack, Prisma's relation filter and interactive transaction cost 5-7 times the time of the
- * same work in SQL, and a run writes three rows per recipient.
+ * Broadcast runs, their audience and recipient rows. The per-page read and write of a running broadcast
+ * are plain SQL on the pool: measured on this stack, Prisma's relation filter and interactive transaction
+ * cost 5-7 times the time of the same work in SQL, and a run writes three rows per recipient (the other
+ * two, the e-mail log row and its audit entry, are parts of the same statement written by their owners:
+ * BroadcastRecorder).
  */
 @Injectable()
 export class BroadcastsRepository {
@@ -133,36 +137,6 @@ export class BroadcastsRepository {
   }
 
   /**
-   * Settles the consent gate of a page and reserves the rest, in one atomic statement: the skipped
-   * recipients are recorded for good (rows, e-mail log, audit, counters), and the ones to send get
-   * `pending` rows carrying the batch key, before the provider is called. Returns the members this
-   * statement reserved (a concurrent delivery of the same run reserves each member once).
-   */
-  async reservePage(
-    runId: string,
-    templateKey: string,
-    kind: string,
-    skipped: PageRow[],
-    toSend: string[],
-    batchKey: string | null,
-  ): Promise<{ skipped: number; reserved: { recipientId: string; userId: string }[] }> {
-    if (skipped.length === 0 && toSend.length === 0) return { skipped: 0, reserved: [] };
-    const counts = await this.writeOutcomes(runId, templateKey, kind, skipped, { userIds: toSend, batchKey });
-    return { skipped: counts.skipped, reserved: counts.reserved };
-  }
-
-  /**
-   * Records the outcome of pending recipients in one atomic statement: only rows still pending change
-   * (a concurrent delivery settling the same batch cannot count it twice), and only for those the e-mail
-   * log rows, the audit entries and the run's counters are written. Returns what was added.
-   */
-  async settle(runId: string, templateKey: string, kind: string, rows: PageRow[]): Promise<RecipientCounts> {
-    if (rows.length === 0) return { sent: 0, failed: 0, skipped: 0 };
-    const { sent, failed, skipped } = await this.writeOutcomes(runId, templateKey, kind, rows);
-    return { sent, failed, skipped };
-  }
-
-  /**
    * The provider refused a batch outright (nothing of it was delivered): its recipients lose the batch
    * key and go out one by one, each under its own key, now and on any resume.
    */
@@ -206,19 +180,27 @@ export class BroadcastsRepository {
   }
 
   /**
-   * The one statement behind reservePage and settle. `rows` with a recipientId settle that pending row;
-   * rows without one insert a new row (ON CONFLICT DO NOTHING). Then, only for the rows this statement
-   * changed, the e-mail log rows, the audit entries and the run's counters; `reserve` also inserts
-   * pending rows under a batch key. Plain SQL: see the class comment.
+   * A page's record in one statement: `rows` with a recipientId settle that pending row, only if it is
+   * still pending (a concurrent delivery settling the same batch cannot count it twice); rows without one
+   * insert a new row (ON CONFLICT DO NOTHING). Then, only for the rows this statement changed (CTE
+   * `changed`), the `parts` of other owners (the e-mail log rows and audit entries), and the run's
+   * counters; `reserve` also inserts pending rows under a batch key. One statement, one round trip, atomic
+   * as a whole. Plain SQL: see the class comment.
    */
-  private async writeOutcomes(
+  async writeOutcomes(
     runId: string,
-    templateKey: string,
-    kind: string,
-    rows: PageRow[],
+    rows: RecipientOutcome[],
     reserve: { userIds: string[]; batchKey: string | null } = { userIds: [], batchKey: null },
-  ): Promise<RecipientCounts & { reserved: { recipientId: string; userId: string }[] }> {
-    const col = <K extends keyof PageRow>(key: K) => rows.map((row) => row[key] ?? null);
+    parts?: StatementParts,
+  ): Promise<OutcomesWritten> {
+    const params = new SqlParams();
+    const run = params.add(runId);
+    const col = <K extends keyof RecipientOutcome>(key: K) => params.add(rows.map((row) => row[key] ?? null));
+    const page = `unnest(${col('userId')}::uuid[], ${col('status')}::text[], ${col('error')}::text[],
+                        ${col('providerMessageId')}::text[], ${col('recipientId')}::uuid[])`;
+    const members = params.add(reserve.userIds);
+    const batchKey = params.add(reserve.batchKey);
+    const more = (parts?.(params, 'changed') ?? []).map((sql, i) => `, part_${i} AS (${sql})`).join('');
     const { rows: result } = await this.prisma.pool.query<{
       sent: string;
       failed: string;
@@ -226,13 +208,10 @@ export class BroadcastsRepository {
       reserved: { recipientId: string; userId: string }[];
     }>(
       `WITH page AS (
-         SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                              $9::text[], $10::text[], $11::text[], $12::uuid[], $13::jsonb[], $16::uuid[])
-           AS p(user_id, identity_user_id, email, status, error, provider_message_id, subject, html, text_body,
-                message_key, message_id, audit_details, recipient_id)
+         SELECT * FROM ${page} WITH ORDINALITY AS p(user_id, status, error, provider_message_id, recipient_id, ord)
        ), added AS (
          INSERT INTO broadcast_recipients (id, run_id, user_id, status, error, provider_message_id)
-         SELECT gen_random_uuid(), $1::uuid, user_id, status::"BroadcastRecipientStatus", error, provider_message_id
+         SELECT gen_random_uuid(), ${run}::uuid, user_id, status::"BroadcastRecipientStatus", error, provider_message_id
          FROM page WHERE recipient_id IS NULL
          ON CONFLICT (run_id, user_id) DO NOTHING
          RETURNING user_id
@@ -241,28 +220,16 @@ export class BroadcastsRepository {
          SET status = page.status::"BroadcastRecipientStatus", error = page.error,
              provider_message_id = page.provider_message_id
          FROM page
-         WHERE page.recipient_id IS NOT NULL AND r.id = page.recipient_id AND r.run_id = $1::uuid
+         WHERE page.recipient_id IS NOT NULL AND r.id = page.recipient_id AND r.run_id = ${run}::uuid
            AND r.status = 'pending'
          RETURNING r.id
        ), changed AS (
          SELECT page.* FROM page JOIN added ON page.recipient_id IS NULL AND page.user_id = added.user_id
          UNION ALL
          SELECT page.* FROM page JOIN settled ON page.recipient_id = settled.id
-       ), messages AS (
-         INSERT INTO email_messages (id, user_id, to_address, template_key, kind, subject, status, reason,
-                                     idempotency_key, provider_message_id, broadcast_run_id, html, text)
-         SELECT message_id, user_id, email, $14, $15, subject, status, error, message_key, provider_message_id, $1::uuid,
-                html, text_body
-         FROM changed WHERE user_id IS NOT NULL
-         ON CONFLICT (idempotency_key) DO NOTHING
-       ), audits AS (
-         INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details)
-         SELECT gen_random_uuid(), 'system:broadcast', 'email.' || status, identity_user_id, 'email', message_id::text,
-                audit_details
-         FROM changed WHERE user_id IS NOT NULL
-       ), reserved AS (
+       )${more}, reserved AS (
          INSERT INTO broadcast_recipients (id, run_id, user_id, status, batch_key)
-         SELECT gen_random_uuid(), $1::uuid, member, 'pending', $18 FROM unnest($17::uuid[]) AS member
+         SELECT gen_random_uuid(), ${run}::uuid, member, 'pending', ${batchKey} FROM unnest(${members}::uuid[]) AS member
          ON CONFLICT (run_id, user_id) DO NOTHING
          RETURNING id, user_id
        ), counts AS (
@@ -274,32 +241,13 @@ export class BroadcastsRepository {
          UPDATE broadcast_runs b
          SET sent_count = b.sent_count + c.sent, failed_count = b.failed_count + c.failed,
              skipped_count = b.skipped_count + c.skipped, updated_at = now()
-         FROM counts c WHERE b.id = $1::uuid
+         FROM counts c WHERE b.id = ${run}::uuid
        )
        SELECT c.sent, c.failed, c.skipped,
               (SELECT coalesce(json_agg(json_build_object('recipientId', id, 'userId', user_id)), '[]'::json)
                FROM reserved) AS reserved
        FROM counts c`,
-      [
-        runId,
-        col('userId'),
-        col('identityUserId'),
-        col('email'),
-        col('status'),
-        col('error'),
-        col('providerMessageId'),
-        col('subject'),
-        col('html'),
-        col('text'),
-        rows.map((row) => (row.userId ? recipientKey(runId, row.userId) : null)),
-        col('messageId'),
-        rows.map((row) => JSON.stringify(curateDetails(row.auditDetails))),
-        templateKey,
-        kind,
-        col('recipientId'),
-        reserve.userIds,
-        reserve.batchKey,
-      ],
+      params.values,
     );
     const out = result[0];
     return {

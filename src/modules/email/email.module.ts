@@ -6,6 +6,7 @@ import { DisposableDomainsService } from './disposable/disposable-domains.servic
 import { EmailRepository } from './email.repository.js';
 import { EmailService } from './email.service.js';
 import { EmailBatchDelivery } from './batch-delivery.js';
+import { EmailRecorder } from './email-recorder.js';
 import { EmailTemplates } from './email.templates.js';
 import { EmailSendBudget } from './send-budget.js';
 import { ConsoleEmailProvider } from './providers/console.provider.js';
@@ -28,6 +29,7 @@ import { SubscriptionConfirmService } from './subscription-confirm.service.js';
   providers: [
     EmailService,
     EmailBatchDelivery,
+    EmailRecorder,
     EmailWebhookService,
     EmailSuppressionsRepository,
     SuppressionsService,
@@ -52,6 +54,7 @@ import { SubscriptionConfirmService } from './subscription-confirm.service.js';
   exports: [
     EmailService,
     EmailBatchDelivery,
+    EmailRecorder,
     EmailRepository,
     EmailTemplates,
     EmailProvider,

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Db } from '../../infra/prisma/prisma.service.js';
+import type { SqlParams } from '../../infra/prisma/sql-params.js';
 import type { EmailMessage, Prisma } from '../../generated/prisma/client.js';
 
 @Injectable()
@@ -12,6 +13,29 @@ export class EmailRepository {
   record(db: Db, data: Prisma.EmailMessageUncheckedCreateInput): Promise<EmailMessage> {
     const { idempotencyKey, ...rest } = data;
     return db.emailMessage.upsert({ where: { idempotencyKey }, create: data, update: rest });
+  }
+
+  /**
+   * The email_messages part of a bulk statement a caller composes (a broadcast page records its recipient
+   * rows, messages and audit entries in one statement, one round trip): a data-modifying CTE body that
+   * inserts the `rows` whose page position (`ord`) the caller's CTE `keep` lists (column `ord`): the
+   * outcomes its own part recorded. A key recorded before keeps its row (never logged twice).
+   */
+  recordManyPart(params: SqlParams, rows: (EmailMessageRow & { ord: number })[], keep: string): string {
+    const col = <K extends keyof EmailMessageRow | 'ord'>(key: K) => params.add(rows.map((row) => row[key]));
+    return `INSERT INTO email_messages (id, user_id, to_address, template_key, kind, subject, status, reason,
+                                 idempotency_key, provider_message_id, broadcast_run_id, html, text)
+       SELECT id, user_id, to_address, template_key, kind, subject, status, reason, idempotency_key,
+              provider_message_id, broadcast_run_id, html, text
+       FROM unnest(${col('id')}::uuid[], ${col('userId')}::uuid[], ${col('toAddress')}::text[],
+                   ${col('templateKey')}::text[], ${col('kind')}::text[], ${col('subject')}::text[],
+                   ${col('status')}::text[], ${col('reason')}::text[], ${col('idempotencyKey')}::text[],
+                   ${col('providerMessageId')}::text[], ${col('broadcastRunId')}::uuid[], ${col('html')}::text[],
+                   ${col('text')}::text[], ${col('ord')}::int[])
+         AS m(id, user_id, to_address, template_key, kind, subject, status, reason, idempotency_key,
+              provider_message_id, broadcast_run_id, html, text, ord)
+       WHERE m.ord IN (SELECT ord FROM ${keep})
+       ON CONFLICT (idempotency_key) DO NOTHING`;
   }
 
   /**
@@ -43,6 +67,24 @@ export class EmailRepository {
     });
     return count === 1;
   }
+}
+
+/** One email_messages row written in bulk (recordManyPart). */
+export interface EmailMessageRow {
+  id: string;
+  userId: string;
+  toAddress: string;
+  templateKey: string;
+  kind: string;
+  subject: string;
+  status: 'sent' | 'failed' | 'skipped';
+  /** Skip reason or failure message. */
+  reason: string | null;
+  idempotencyKey: string;
+  providerMessageId: string | null;
+  broadcastRunId: string | null;
+  html: string | null;
+  text: string | null;
 }
 
 export type DeliveryStatus = 'delivery_delayed' | 'soft_bounced' | 'delivered' | 'bounced' | 'complained';

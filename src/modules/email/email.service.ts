@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { EmailMessage, User } from '../../generated/prisma/client.js';
-import { AuditService, systemActor } from '../audit/audit.service.js';
+import { EmailRecorder } from './email-recorder.js';
 import { EmailRepository } from './email.repository.js';
 import { EmailSendBudget } from './send-budget.js';
 import { EmailTemplates } from './email.templates.js';
@@ -62,7 +62,7 @@ export class EmailService {
     private readonly templates: EmailTemplates,
     private readonly provider: EmailProvider,
     private readonly unsubscribe: UnsubscribeTokens,
-    private readonly audit: AuditService,
+    private readonly recorder: EmailRecorder,
     private readonly metrics: MetricsService,
     private readonly budget: EmailSendBudget,
     private readonly suppressions: EmailSuppressionsRepository,
@@ -103,7 +103,8 @@ export class EmailService {
       ? (await this.gate([user], { kind: template.kind })).get(user.id)!
       : skipReason(null, { kind: template.kind }, false);
     if (reason || !user) {
-      await this.recordSkip(job, template.kind, reason ?? 'user_not_found', user);
+      await this.recorder.recordSkip(job, template.kind, reason ?? 'user_not_found', user);
+      this.logger.debug({ template: job.templateKey, reason }, 'e-mail skipped');
       return { status: 'skipped', reason: reason ?? 'user_not_found' };
     }
 
@@ -112,7 +113,15 @@ export class EmailService {
     const used = await this.budget.used(job.idempotencyKey);
     if (used >= this.budget.limit) {
       const error = `gave up after ${used} provider requests (1 + EMAIL_SEND_RETRIES)`;
-      const row = await this.recordOutcome(user, job, template.kind, message.subject, 'failed', null, error);
+      const row = await this.recorder.record(
+        user,
+        job,
+        template.kind,
+        message.subject,
+        'failed',
+        null,
+        error,
+      );
       this.logger.warn({ template: job.templateKey, err: error }, 'e-mail failed');
       return { status: 'failed', reason: error, message: row };
     }
@@ -129,7 +138,7 @@ export class EmailService {
       if (err.kind === 'duplicate') providerMessageId = null;
       else if (err.kind !== 'rejected' && !options.finalAttempt && !(await this.budgetSpent(job))) throw err;
       else {
-        const row = await this.recordOutcome(
+        const row = await this.recorder.record(
           user,
           job,
           template.kind,
@@ -142,7 +151,7 @@ export class EmailService {
         return { status: 'failed', reason: err.message, message: row };
       }
     }
-    const row = await this.recordOutcome(
+    const row = await this.recorder.record(
       user,
       job,
       template.kind,
@@ -205,73 +214,5 @@ export class EmailService {
     return this.provider.name === 'console'
       ? { html: message.html, text: message.text }
       : { html: null, text: null };
-  }
-
-  private async recordOutcome(
-    user: User,
-    job: SendEmailJob,
-    kind: EmailKind,
-    subject: string,
-    status: 'sent' | 'failed',
-    providerMessageId: string | null,
-    error: string | null,
-    body: StoredBody = { html: null, text: null },
-  ): Promise<EmailMessage> {
-    this.metrics.emails.inc({ kind, status });
-    return this.prisma.$transaction(async (tx) => {
-      const row = await this.repository.record(tx, {
-        userId: user.id,
-        toAddress: user.email,
-        templateKey: job.templateKey,
-        kind,
-        subject,
-        status,
-        reason: error,
-        idempotencyKey: job.idempotencyKey,
-        providerMessageId,
-        ...body,
-      });
-      await this.audit.record(tx, {
-        actor: systemActor('email'),
-        action: status === 'sent' ? 'email.sent' : 'email.failed',
-        userId: user.identityUserId,
-        resourceType: 'email',
-        resourceId: row.id,
-        details: { template: job.templateKey, kind, ...(error ? { error } : {}) },
-      });
-      return row;
-    });
-  }
-
-  private async recordSkip(
-    job: SendEmailJob,
-    kind: EmailKind,
-    reason: SkipReason,
-    user: User | null,
-  ): Promise<void> {
-    this.metrics.emails.inc({ kind, status: 'skipped' });
-    await this.prisma.$transaction(async (tx) => {
-      const row = user
-        ? await this.repository.record(tx, {
-            userId: user.id,
-            toAddress: user.email,
-            templateKey: job.templateKey,
-            kind,
-            subject: '',
-            status: 'skipped',
-            reason,
-            idempotencyKey: job.idempotencyKey,
-          })
-        : null;
-      await this.audit.record(tx, {
-        actor: systemActor('email'),
-        action: 'email.skipped',
-        userId: user?.identityUserId ?? null,
-        resourceType: 'email',
-        resourceId: row?.id ?? null,
-        details: { template: job.templateKey, kind, reason },
-      });
-    });
-    this.logger.debug({ template: job.templateKey, reason }, 'e-mail skipped');
   }
 }
