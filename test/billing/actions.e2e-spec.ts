@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import type { INestApplication } from '@nestjs/common';
 import type { User } from '../../src/generated/prisma/client.js';
 import { HttpClient } from '../../src/infra/http/http-client.js';
-import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
+import { CheckoutTokenService } from '../../src/modules/billing/actions/checkout-token.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import { FakeBillingApi } from '../fakes/billing-api.js';
 import { checkoutToken, deliver, newSubId, PRICE, subscriptionEvent } from '../support/billing.js';

@@ -1,7 +1,7 @@
 import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
-import { BillingBackfillService } from '../../src/modules/billing/billing-backfill.service.js';
+import { BillingBackfillService } from '../../src/modules/billing/jobs/billing-backfill.service.js';
 import type { FakeBillingApi } from '../fakes/billing-api.js';
 import {
   billingApiWorld,

@@ -12,13 +12,13 @@ import { mentions, nameOf, sourceFiles } from '../support/static-writers.js';
 // "Table ownership"); this spec checks who may reach the writer and that no request can set it.
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const ALLOWED_WRITER = 'src/modules/billing/billing-users.repository.ts';
-const TIER_SERVICE = 'src/modules/billing/billing-tier.service.ts';
+const ALLOWED_WRITER = 'src/modules/billing/subscriptions/billing-users.repository.ts';
+const TIER_SERVICE = 'src/modules/billing/subscriptions/billing-tier.service.ts';
 const TIER_CALLERS = [
   // transaction.completed of a renewal applies a tier change that its period end made due.
-  'src/modules/billing/payments.service.ts',
-  'src/modules/billing/subscription-expiry.service.ts',
-  'src/modules/billing/subscription-state.service.ts',
+  'src/modules/billing/payments/payments.service.ts',
+  'src/modules/billing/jobs/subscription-expiry.service.ts',
+  'src/modules/billing/subscriptions/subscription-state.service.ts',
 ];
 const srcFiles = () =>
   sourceFiles(join(ROOT, 'src')).map((path) => ({

@@ -1,7 +1,7 @@
 import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
-import { BillingDriftService } from '../../src/modules/billing/billing-drift.service.js';
+import { BillingDriftService } from '../../src/modules/billing/jobs/billing-drift.service.js';
 import type { FakeBillingApi } from '../fakes/billing-api.js';
 import {
   billingApiWorld,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS, tickJobId } from '../../src/infra/queue/queues.js';
-import { SubscriptionExpiryService } from '../../src/modules/billing/subscription-expiry.service.js';
+import { SubscriptionExpiryService } from '../../src/modules/billing/jobs/subscription-expiry.service.js';
 import { WebhookRetentionService } from '../../src/modules/webhooks/webhook-retention.service.js';
 import { checkoutToken, DAY, deliver, newSubId, PRICE, subscriptionEvent } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';

@@ -2,7 +2,7 @@ import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { User } from '../../src/generated/prisma/client.js';
 import { HttpClient } from '../../src/infra/http/http-client.js';
-import { SubscriptionExpiryService } from '../../src/modules/billing/subscription-expiry.service.js';
+import { SubscriptionExpiryService } from '../../src/modules/billing/jobs/subscription-expiry.service.js';
 import { FakeBillingApi } from '../fakes/billing-api.js';
 import {
   checkoutToken,

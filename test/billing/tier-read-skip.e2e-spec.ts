@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import type { SubscriptionStatus } from '../../src/generated/prisma/client.js';
-import { grantsAccess } from '../../src/modules/billing/subscription-snapshot.js';
-import { SubscriptionsRepository } from '../../src/modules/billing/subscriptions.repository.js';
+import { grantsAccess } from '../../src/modules/billing/subscriptions/subscription-snapshot.js';
+import { SubscriptionsRepository } from '../../src/modules/billing/subscriptions/subscriptions.repository.js';
 import { createUser } from '../factories/user.factory.js';
 import { DAY, deliver, lookups, newSubId, PRICE, subscribe, subscriptionEvent } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';

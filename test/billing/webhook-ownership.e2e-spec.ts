@@ -1,6 +1,6 @@
 import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
+import { CheckoutTokenService } from '../../src/modules/billing/actions/checkout-token.service.js';
 import {
   checkoutToken,
   deliver,

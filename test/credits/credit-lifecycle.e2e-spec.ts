@@ -7,9 +7,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InsufficientCreditsError } from '../../src/common/errors/app-error.js';
 import type { User } from '../../src/generated/prisma/client.js';
-import { addMonths } from '../../src/modules/billing/allowance-months.js';
-import { AllowanceService } from '../../src/modules/billing/allowance.service.js';
-import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
+import { addMonths } from '../../src/modules/billing/jobs/allowance-months.js';
+import { AllowanceService } from '../../src/modules/billing/jobs/allowance.service.js';
+import { CheckoutTokenService } from '../../src/modules/billing/actions/checkout-token.service.js';
 import { MeteredCreditsService } from '../../src/modules/credits/metered-credits.service.js';
 import {
   adjustmentEvent,

@@ -4,7 +4,7 @@ import { DEV_BILLING_WEBHOOK_SECRET } from '../../scripts/lib/dev-secrets.mjs';
 // @ts-expect-error plain ESM script without type declarations
 import { paddleSignature as scriptSignature } from '../../scripts/lib/paddle.mjs';
 import { DEV_BILLING_WEBHOOK_SECRET as SERVICE_DEFAULT } from '../../src/config/env.js';
-import { paddleSignature, verifyPaddleSignature } from '../../src/modules/billing/paddle-signature.js';
+import { paddleSignature, verifyPaddleSignature } from '../../src/modules/billing/intake/paddle-signature.js';
 
 /** The scripts run without a build, so they restate two things of src/: kept equal here. */
 describe('what the development scripts share with the service', () => {

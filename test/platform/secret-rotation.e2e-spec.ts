@@ -1,6 +1,6 @@
 import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
+import { CheckoutTokenService } from '../../src/modules/billing/actions/checkout-token.service.js';
 import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import { deliver, newSubId, signatureFor, subscriptionEvent } from '../support/billing.js';
 import { identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';

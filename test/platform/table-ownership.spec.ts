@@ -24,7 +24,7 @@ const srcFiles = () =>
   }));
 
 const USERS_OWNER = 'src/modules/users/users.repository.ts';
-const TIER_OWNER = 'src/modules/billing/billing-users.repository.ts';
+const TIER_OWNER = 'src/modules/billing/subscriptions/billing-users.repository.ts';
 const LEDGER_OWNER = 'src/modules/credits/credits.repository.ts';
 const SAMPLE = 'src/modules/sample/sample.ts';
 /** The real map, checked against one sample file (and the owners, which write nothing in the sample). */

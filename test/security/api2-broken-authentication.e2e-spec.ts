@@ -29,7 +29,7 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Response } from 'supertest';
 import { generateApiKey } from '../../src/modules/auth/api-key.util.js';
-import { paddleSignature } from '../../src/modules/billing/paddle-signature.js';
+import { paddleSignature } from '../../src/modules/billing/intake/paddle-signature.js';
 import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import { newSubId, subscriptionEvent } from '../support/billing.js';
 import {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createUser } from '../factories/user.factory.js';
 import type { User } from '../../src/generated/prisma/client.js';
-import { CheckoutTokenService } from '../../src/modules/billing/checkout-token.service.js';
-import { paddleSignature } from '../../src/modules/billing/paddle-signature.js';
+import { CheckoutTokenService } from '../../src/modules/billing/actions/checkout-token.service.js';
+import { paddleSignature } from '../../src/modules/billing/intake/paddle-signature.js';
 import type { INestApplication } from '@nestjs/common';
 import { HttpClient } from '../../src/infra/http/http-client.js';
 import { FakeBillingApi } from '../fakes/billing-api.js';

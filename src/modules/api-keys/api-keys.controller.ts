@@ -11,7 +11,7 @@ import {
 import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
 import type { Principal } from '../../common/principal.js';
 import { PageQueryDto } from '../../common/paging/page-query.dto.js';
-import { ApiOwnedNotFound, ApiOwnedPageResponse } from '../owned/owned-api.decorators.js';
+import { ApiOwnedNotFound, ApiOwnedPageResponse } from '../../kit/owned/owned-api.decorators.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';
 import { ApiUuidParam } from '../../common/openapi/api-fields.js';

@@ -3,8 +3,8 @@ import { ForbiddenError, ValidationError } from '../../common/errors/app-error.j
 import type { ApiKey, Prisma } from '../../generated/prisma/client.js';
 import { generateApiKey } from '../auth/api-key.util.js';
 import type { Principal } from '../../common/principal.js';
-import { defineOwnedResource } from '../owned/owned-resource.js';
-import { OwnedResourceService } from '../owned/owned-resource.service.js';
+import { defineOwnedResource } from '../../kit/owned/owned-resource.js';
+import { OwnedResourceService } from '../../kit/owned/owned-resource.service.js';
 import { apiKeyRows } from './api-keys.repository.js';
 import type { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';
 

@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { UserHooks } from '../users/user-hooks.js';
-import { BillingActionsService } from './billing-actions.service.js';
+import { BillingActionsService } from './actions/billing-actions.service.js';
 
 /** Billing's reaction to user lifecycle events (runs in the worker, after the change committed). */
 @Injectable()

@@ -5,7 +5,7 @@ import { UsersModule } from '../users/users.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { BillingHooks } from './billing.hooks.js';
 import { BillingModule } from './billing.module.js';
-import { BillingProcessor } from './billing.processor.js';
+import { BillingProcessor } from './jobs/billing.processor.js';
 
 @Module({
   imports: [

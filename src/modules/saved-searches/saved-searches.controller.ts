@@ -1,4 +1,4 @@
-import { OwnedResourceController } from '../owned/owned-resource.routes.js';
+import { OwnedResourceController } from '../../kit/owned/owned-resource.routes.js';
 import { CreateSavedSearchDto, SavedSearchDto, UpdateSavedSearchDto } from './dto/saved-search.dto.js';
 import { SavedSearchesService } from './saved-searches.service.js';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Prisma, SavedSearch } from '../../generated/prisma/client.js';
-import { defineOwnedResource } from '../owned/owned-resource.js';
-import { OwnedResourceService } from '../owned/owned-resource.service.js';
+import { defineOwnedResource } from '../../kit/owned/owned-resource.js';
+import { OwnedResourceService } from '../../kit/owned/owned-resource.service.js';
 import { savedSearchRows } from './saved-searches.repository.js';
 import type { CreateSavedSearchDto, SavedSearchDto, UpdateSavedSearchDto } from './dto/saved-search.dto.js';
 

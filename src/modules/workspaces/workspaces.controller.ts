@@ -1,4 +1,4 @@
-import { OwnedResourceController } from '../owned/owned-resource.routes.js';
+import { OwnedResourceController } from '../../kit/owned/owned-resource.routes.js';
 import { CreateWorkspaceDto, UpdateWorkspaceDto, WorkspaceDto } from './dto/workspace.dto.js';
 import { WorkspacesService } from './workspaces.service.js';
 

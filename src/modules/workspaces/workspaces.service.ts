@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Prisma, Workspace } from '../../generated/prisma/client.js';
-import { defineOwnedResource } from '../owned/owned-resource.js';
-import { OwnedResourceService } from '../owned/owned-resource.service.js';
+import { defineOwnedResource } from '../../kit/owned/owned-resource.js';
+import { OwnedResourceService } from '../../kit/owned/owned-resource.service.js';
 import { workspaceRows } from './workspaces.repository.js';
 import type { CreateWorkspaceDto, UpdateWorkspaceDto, WorkspaceDto } from './dto/workspace.dto.js';
 

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsISO8601, IsOptional, IsString, Matches, MinLength } from 'class-validator';
 import { MaxCodePoints } from '../../../common/validation/field-validators.js';
-import { HasNoNulCharacters } from '../../owned/owned-validators.js';
+import { HasNoNulCharacters } from '../../../kit/owned/owned-validators.js';
 import { ApiTimestamp, ApiUuid } from '../../../common/openapi/api-fields.js';
 
 export const API_KEY_NAME_MAX = 200;

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { MaxCodePoints } from '../../../common/validation/field-validators.js';
-import { HasNoNulCharacters, IsJsonObject, IsOptionalNotNull } from '../../owned/owned-validators.js';
+import { HasNoNulCharacters, IsJsonObject, IsOptionalNotNull } from '../../../kit/owned/owned-validators.js';
 import { ApiTimestamp, ApiUuid } from '../../../common/openapi/api-fields.js';
 
 export const SAVED_SEARCH_NAME_MAX = 200;

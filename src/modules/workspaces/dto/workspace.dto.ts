@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { MaxCodePoints } from '../../../common/validation/field-validators.js';
-import { HasNoNulCharacters, IsOptionalNotNull } from '../../owned/owned-validators.js';
+import { HasNoNulCharacters, IsOptionalNotNull } from '../../../kit/owned/owned-validators.js';
 import { ApiTimestamp, ApiUuid } from '../../../common/openapi/api-fields.js';
 
 export const WORKSPACE_NAME_MAX = 200;

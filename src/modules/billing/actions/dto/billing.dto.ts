@@ -1,0 +1,32 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { ApiEnum, ApiTier, PAID_TIERS } from '../../../../common/openapi/api-fields.js';
+
+export class CheckoutRequestDto {
+  /** Paid tier to buy (FREE is not sold; the allowed values come from the project configuration). */
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(50)
+  @ApiEnum(PAID_TIERS)
+  tier!: string;
+}
+
+export class CancelSubscriptionDto {
+  /** true: end the subscription now and downgrade when the provider confirms; false: at period end. */
+  @IsOptional()
+  @IsBoolean()
+  @ApiProperty({ example: false })
+  cancel_immediately?: boolean = false;
+}
+
+export class ChangeSubscriptionDto {
+  /** Any configured tier; FREE cancels at the end of the period. */
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(50)
+  @ApiTier({ example: 'TEAM' })
+  target_tier!: string;
+}
+
+/** The spec shows no body for resume; an empty object is accepted and anything else refused. */
+export class ResumeSubscriptionDto {}

@@ -1,0 +1,113 @@
+import { Injectable } from '@nestjs/common';
+import type { Db, Tx } from '../../../infra/prisma/prisma.service.js';
+
+export interface PaymentRecord {
+  userId: string | null;
+  providerTransactionId: string;
+  providerSubscriptionId: string | null;
+  status: string;
+  origin: string | null;
+  tier: string | null;
+  amountTotal: number;
+  currency: string;
+  occurredAt: Date;
+}
+
+export interface AdjustmentRecord {
+  userId: string | null;
+  providerAdjustmentId: string;
+  providerTransactionId: string | null;
+  action: string;
+  status: string;
+  amountTotal: number;
+  currency: string;
+  occurredAt: Date;
+  /** The provider's updated_at: an older adjustment event never overwrites a newer one. */
+  updatedAt: Date;
+}
+
+/** Payments and adjustments: the accounting records revenue metrics read (kept after user erasure). */
+@Injectable()
+export class PaymentsRepository {
+  /**
+   * The first record of a transaction is kept: a repeat (a replay under a new event id, or a forged one
+   * signed with a leaked secret) never rewrites the amount, currency or date revenue is computed from. It
+   * only fills what was unknown: the owner, and the tier of a price configured since.
+   */
+  async upsertPayment(tx: Tx, record: PaymentRecord) {
+    const { providerTransactionId } = record;
+    await tx.payment.createMany({ data: [record], skipDuplicates: true });
+    const row = await tx.payment.findUniqueOrThrow({ where: { providerTransactionId } });
+    if ((row.userId === null && record.userId) || (row.tier === null && record.tier)) {
+      return tx.payment.update({
+        where: { providerTransactionId },
+        data: { userId: row.userId ?? record.userId, tier: row.tier ?? record.tier },
+      });
+    }
+    return row;
+  }
+
+  /** Completed renewals of one subscription, oldest first. */
+  renewalsOf(db: Db, providerSubscriptionId: string, origin: string) {
+    return db.payment.findMany({
+      where: { providerSubscriptionId, origin, status: 'completed' },
+      orderBy: [{ occurredAt: 'asc' }, { providerTransactionId: 'asc' }],
+    });
+  }
+
+  /** Payments that arrived before their subscription was known get their owner when it is. */
+  async linkPaymentsToUser(tx: Tx, providerSubscriptionId: string, userId: string): Promise<number> {
+    const result = await tx.payment.updateMany({
+      where: { providerSubscriptionId, userId: null },
+      data: { userId },
+    });
+    return result.count;
+  }
+
+  /** Insert, or update when this event is at least as new as the stored one; returns the row id. */
+  async upsertAdjustment(tx: Tx, record: AdjustmentRecord): Promise<{ id: string; applied: boolean }> {
+    const rows = await tx.$queryRaw<{ id: string }[]>`
+      INSERT INTO billing_adjustments (id, user_id, provider_adjustment_id, provider_transaction_id, action,
+        status, amount_total, currency, occurred_at, updated_at)
+      VALUES (gen_random_uuid(), ${record.userId}::uuid, ${record.providerAdjustmentId},
+        ${record.providerTransactionId}, ${record.action}, ${record.status}, ${record.amountTotal},
+        ${record.currency}, ${record.occurredAt}, ${record.updatedAt})
+      ON CONFLICT (provider_adjustment_id) DO UPDATE SET
+        status = EXCLUDED.status, action = EXCLUDED.action, amount_total = EXCLUDED.amount_total,
+        currency = EXCLUDED.currency, updated_at = EXCLUDED.updated_at,
+        user_id = COALESCE(billing_adjustments.user_id, EXCLUDED.user_id),
+        provider_transaction_id = COALESCE(EXCLUDED.provider_transaction_id, billing_adjustments.provider_transaction_id)
+      WHERE billing_adjustments.updated_at <= EXCLUDED.updated_at
+      RETURNING id`;
+    if (rows.length > 0) return { id: rows[0].id, applied: true };
+    const existing = await tx.billingAdjustment.findUniqueOrThrow({
+      where: { providerAdjustmentId: record.providerAdjustmentId },
+      select: { id: true },
+    });
+    return { id: existing.id, applied: false };
+  }
+
+  findPayment(db: Db, providerTransactionId: string) {
+    return db.payment.findUnique({ where: { providerTransactionId } });
+  }
+
+  /** The subscription's first payment (the one subscription.created granted the first period for). */
+  firstPaymentOf(db: Db, providerSubscriptionId: string) {
+    return db.payment.findFirst({
+      where: { providerSubscriptionId },
+      orderBy: [{ occurredAt: 'asc' }, { providerTransactionId: 'asc' }],
+    });
+  }
+
+  /** Approved adjustments of one transaction with these actions (a refund that arrived before its grants). */
+  approvedAdjustmentsOf(db: Db, providerTransactionId: string, actions: string[]) {
+    return db.billingAdjustment.findMany({
+      where: { providerTransactionId, status: 'approved', action: { in: actions } },
+      orderBy: [{ occurredAt: 'asc' }, { providerAdjustmentId: 'asc' }],
+    });
+  }
+
+  findPaymentOwner(db: Db, providerTransactionId: string) {
+    return db.payment.findUnique({ where: { providerTransactionId }, select: { userId: true } });
+  }
+}

@@ -1,0 +1,427 @@
+import { Injectable } from '@nestjs/common';
+import type { Tx } from '../../../infra/prisma/prisma.service.js';
+import { AuditService, webhookActor } from '../../audit/audit.service.js';
+import { CREDIT_KINDS, CreditsService } from '../../credits/credits.service.js';
+import type { Subscription } from '../../../generated/prisma/client.js';
+import type { HandlerOutcome } from '../../webhooks/webhook-inbox.service.js';
+import { BillingCatalog, FREE_TIER } from '../billing.catalog.js';
+import { parsePayload } from '../billing.errors.js';
+import {
+  adjustmentSchema,
+  type BillingEvent,
+  type TransactionData,
+  transactionSchema,
+} from '../intake/billing-events.schema.js';
+import { firstPeriodGrantId, monthEnd } from '../jobs/allowance-months.js';
+import { BillingOwnersService } from '../subscriptions/billing-owners.service.js';
+import { BillingTierService } from '../subscriptions/billing-tier.service.js';
+import { BillingUsersRepository, type LockedUser } from '../subscriptions/billing-users.repository.js';
+import { PaymentsRepository } from './payments.repository.js';
+import { SubscriptionsRepository } from '../subscriptions/subscriptions.repository.js';
+import { PARKED_REASON, WebhookInboxRepository } from '../../webhooks/webhook-inbox.repository.js';
+
+/** Paddle's origin of a transaction that renews a subscription (as opposed to the first payment or a proration). */
+const RENEWAL_ORIGIN = 'subscription_recurring';
+
+/** Adjustment actions that take a payment back, and so the credits it granted (issue 18 item 4). */
+const CLAWBACK_ACTIONS = new Set(['refund', 'chargeback']);
+
+/** An approved refund or chargeback of one transaction, from its webhook or from the stored adjustment. */
+interface ApprovedRefund {
+  adjustmentId: string;
+  transactionId: string | null | undefined;
+  action: string;
+  /** Minor units refunded. */
+  total: number;
+  /** The provider says the whole transaction was refunded. */
+  full: boolean;
+}
+
+/**
+ * Money events: transaction.completed records the payment for revenue and, for a renewal, grants the
+ * tier's monthly credits keyed on the transaction id; adjustment.created/updated record refunds and
+ * credits. The records keep their rows when the user is erased (user link set to null).
+ *
+ * A transaction of a subscription takes the subscription's advisory lock first, like every subscription
+ * event, so a renewal and the events that create its subscription are serialized: either the renewal finds
+ * the subscription's owner, or it is recorded without one, parked, and granted by the transaction that
+ * creates the subscription row (grantParkedRenewals). Its credits are keyed on the transaction id either way.
+ */
+@Injectable()
+export class PaymentsService {
+  constructor(
+    private readonly catalog: BillingCatalog,
+    private readonly payments: PaymentsRepository,
+    private readonly subscriptions: SubscriptionsRepository,
+    private readonly owners: BillingOwnersService,
+    private readonly users: BillingUsersRepository,
+    private readonly tiers: BillingTierService,
+    private readonly archive: WebhookInboxRepository,
+    private readonly credits: CreditsService,
+    private readonly audit: AuditService,
+  ) {}
+
+  async transactionCompleted(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
+    const data = parsePayload(transactionSchema, event.data, 'transaction.completed data');
+    const packPrices = data.subscription_id
+      ? []
+      : data.items
+          .map((item) => item.price?.id)
+          .filter((id): id is string => !!id && this.catalog.packCredits(id) !== null);
+    if (packPrices.length > 0) return this.packPurchase(tx, event, data, packPrices);
+    if (data.subscription_id) await this.subscriptions.lock(tx, data.subscription_id);
+    const subscription = data.subscription_id
+      ? await this.subscriptions.findByProviderId(tx, data.subscription_id)
+      : null;
+    const userId =
+      subscription?.userId ?? (await this.ownerOf(tx, data.custom_data, data.customer_id, event.occurredAt));
+    const priceId = data.items.find((item) => item.price)?.price?.id ?? null;
+    const tier = (priceId ? this.catalog.tierForPrice(priceId) : null) ?? subscription?.tier ?? null;
+
+    const payment = await this.payments.upsertPayment(tx, {
+      userId,
+      providerTransactionId: data.id,
+      providerSubscriptionId: data.subscription_id,
+      status: data.status,
+      origin: data.origin ?? null,
+      tier,
+      amountTotal: data.details.totals.total,
+      currency: data.details.totals.currency_code ?? data.currency_code ?? 'USD',
+      occurredAt: data.billed_at ?? event.occurredAt,
+    });
+
+    let credits = 0;
+    let reason: string | undefined;
+    if (data.origin === RENEWAL_ORIGIN) {
+      // The renewal opens the next period: a tier change scheduled for its start takes effect now.
+      if (subscription && userId) await this.applyDueTierChange(tx, subscription, userId);
+      if (!userId) reason = data.subscription_id ? PARKED_REASON : 'unknown_owner';
+      else if (!tier || tier === FREE_TIER) reason = 'unknown_tier';
+      else {
+        const startsAt = data.billing_period?.starts_at ?? data.billed_at ?? event.occurredAt;
+        credits = await this.grantRenewal(
+          tx,
+          userId,
+          tier,
+          data.id,
+          startsAt,
+          data.billing_period?.ends_at ?? null,
+        );
+      }
+    }
+
+    // A refund or chargeback delivered before this transaction takes back what it granted now.
+    await this.clawBackEarlyAdjustments(tx, event, data.id);
+
+    await this.audit.record(tx, {
+      actor: event.actor ?? webhookActor('billing'),
+      action: 'transaction.completed',
+      userId: userId ? await this.identityOf(tx, userId) : null,
+      resourceType: 'payment',
+      resourceId: payment.id,
+      details: {
+        event_id: event.eventId,
+        transaction_id: data.id,
+        subscription_id: data.subscription_id,
+        origin: data.origin ?? null,
+        amount: payment.amountTotal,
+        currency: payment.currency,
+        tier,
+        credits,
+        ...(reason ? { reason } : {}),
+      },
+    });
+    if (reason === PARKED_REASON) return { status: 'skipped', reason };
+    return reason ? { status: 'skipped', reason: `renewal_credits_${reason}` } : { status: 'processed' };
+  }
+
+  /**
+   * Called in the transaction that creates a subscription row (under its lock): renewals of that
+   * subscription that were paid before anything tied it to a user now grant their credits (keyed on the
+   * transaction id, so a renewal already granted grants nothing), and their parked archive rows are marked
+   * processed. Returns the credits granted.
+   */
+  async grantParkedRenewals(tx: Tx, row: Subscription, user: LockedUser, now: Date): Promise<number> {
+    let credits = 0;
+    const renewals = await this.payments.renewalsOf(tx, row.providerSubscriptionId, RENEWAL_ORIGIN);
+    for (const payment of renewals) {
+      const tier = payment.tier ?? row.tier;
+      if (tier === FREE_TIER) continue;
+      const granted = await this.grantRenewal(
+        tx,
+        user.id,
+        tier,
+        payment.providerTransactionId,
+        payment.occurredAt,
+        null,
+      );
+      if (granted === 0) continue;
+      credits += granted;
+      await this.audit.record(tx, {
+        actor: webhookActor('billing'),
+        action: 'transaction.completed',
+        userId: user.identity_user_id,
+        resourceType: 'payment',
+        resourceId: payment.id,
+        details: {
+          transaction_id: payment.providerTransactionId,
+          subscription_id: row.providerSubscriptionId,
+          origin: RENEWAL_ORIGIN,
+          tier,
+          credits: granted,
+          reason: 'replayed_after_park',
+        },
+      });
+    }
+    for (const parked of await this.archive.parkedFor(tx, row.providerSubscriptionId, now, 'transaction.')) {
+      await this.archive.markReplayed(tx, parked.id, now);
+    }
+    return credits;
+  }
+
+  /** Month 0 of the period a renewal opens (an annual period's later months come from the allowance job). */
+  private async grantRenewal(
+    tx: Tx,
+    userId: string,
+    tier: string,
+    transactionId: string,
+    startsAt: Date,
+    periodEnd: Date | null,
+  ): Promise<number> {
+    const amount = this.catalog.monthlyCredits(tier);
+    if (amount <= 0) return 0;
+    const grant = await this.credits.grantAllowance(tx, {
+      userId,
+      amount,
+      tier,
+      jobId: transactionId,
+      startsAt,
+      endsAt: monthEnd(startsAt, 0, periodEnd),
+      details: { source: 'renewal', transaction_id: transactionId },
+    });
+    return grant.applied ? amount : 0;
+  }
+
+  /**
+   * A top-up pack (no subscription): granted once, keyed on the transaction id, kind `purchase`, to the
+   * user its checkout token names, when that token names this pack (see resolvePackBuyer). The payment is
+   * recorded either way (revenue); without a verified buyer it is recorded without an owner and nothing
+   * is granted.
+   */
+  private async packPurchase(
+    tx: Tx,
+    event: BillingEvent,
+    data: TransactionData,
+    packPrices: string[],
+  ): Promise<HandlerOutcome> {
+    const buyer = await this.owners.resolvePackBuyer(tx, {
+      customData: data.custom_data,
+      customerId: data.customer_id,
+      packPrices,
+    });
+    const userId = buyer.ok ? buyer.userId : null;
+    const payment = await this.payments.upsertPayment(tx, {
+      userId,
+      providerTransactionId: data.id,
+      providerSubscriptionId: null,
+      status: data.status,
+      origin: data.origin ?? null,
+      tier: null,
+      amountTotal: data.details.totals.total,
+      currency: data.details.totals.currency_code ?? data.currency_code ?? 'USD',
+      occurredAt: data.billed_at ?? event.occurredAt,
+    });
+    let credits = 0;
+    if (buyer.ok) {
+      const quantity = data.items
+        .filter((item) => item.price?.id === buyer.priceId)
+        .reduce((sum, item) => sum + (item.quantity ?? 1), 0);
+      const amount = (this.catalog.packCredits(buyer.priceId) ?? 0) * Math.max(quantity, 1);
+      const grant = await this.credits.grant(tx, {
+        userId: buyer.userId,
+        amount,
+        jobId: data.id,
+        kind: CREDIT_KINDS.purchase,
+        details: { price_id: buyer.priceId, transaction_id: data.id, quantity: Math.max(quantity, 1) },
+      });
+      credits = grant.applied ? amount : 0;
+      await this.clawBackEarlyAdjustments(tx, event, data.id);
+    }
+    await this.audit.record(tx, {
+      actor: event.actor ?? webhookActor('billing'),
+      action: 'transaction.completed',
+      userId: userId ? await this.identityOf(tx, userId) : null,
+      resourceType: 'payment',
+      resourceId: payment.id,
+      details: {
+        event_id: event.eventId,
+        transaction_id: data.id,
+        origin: data.origin ?? null,
+        amount: payment.amountTotal,
+        currency: payment.currency,
+        price_id: buyer.ok ? buyer.priceId : packPrices[0],
+        kind: CREDIT_KINDS.purchase,
+        credits,
+        ...(buyer.ok ? {} : { reason: buyer.reason }),
+      },
+    });
+    return buyer.ok ? { status: 'processed' } : { status: 'skipped', reason: buyer.reason };
+  }
+
+  /**
+   * Approved refunds and chargebacks of `transactionId` recorded before the credits they take back were
+   * granted (webhooks arrive in any order: the adjustment before its transaction.completed, or a first
+   * payment's refund before subscription.created) are applied once the grants exist. Each is keyed on its
+   * adjustment id like the direct path, so one already applied takes nothing more.
+   */
+  async clawBackEarlyFirstPayment(
+    tx: Tx,
+    event: BillingEvent,
+    providerSubscriptionId: string,
+  ): Promise<void> {
+    const first = await this.payments.firstPaymentOf(tx, providerSubscriptionId);
+    if (first) await this.clawBackEarlyAdjustments(tx, event, first.providerTransactionId);
+  }
+
+  async clawBackEarlyAdjustments(tx: Tx, event: BillingEvent, transactionId: string): Promise<void> {
+    const early = await this.payments.approvedAdjustmentsOf(tx, transactionId, [...CLAWBACK_ACTIONS]);
+    for (const adjustment of early) {
+      // The stored amount against the payment's: a full refund is the whole amount.
+      const refund = {
+        adjustmentId: adjustment.providerAdjustmentId,
+        transactionId,
+        action: adjustment.action,
+        total: adjustment.amountTotal,
+        full: false,
+      };
+      await this.clawBack(tx, event, refund, adjustment.id);
+    }
+  }
+
+  /**
+   * An approved refund or chargeback takes back the credits its transaction granted: the pack purchase
+   * or the renewal grant keyed on the transaction id, or, for a subscription's first payment, the
+   * first-period grant, and for a multi-month period (annual) the monthly allowances of the period it paid
+   * granted so far; net of what a rollover rule already expired. A partial refund takes the refunded share
+   * (rounded up). Keyed on the adjustment id.
+   */
+  private async clawBack(tx: Tx, event: BillingEvent, refund: ApprovedRefund, recordId: string) {
+    const transactionId = refund.transactionId;
+    if (!transactionId) return null;
+    const payment = await this.payments.findPayment(tx, transactionId);
+    if (!payment) return null;
+    const grantJobIds = [transactionId];
+    if (payment.providerSubscriptionId && payment.origin !== RENEWAL_ORIGIN) {
+      const first = await this.payments.firstPaymentOf(tx, payment.providerSubscriptionId);
+      if (first?.providerTransactionId === transactionId) {
+        grantJobIds.push(firstPeriodGrantId(payment.providerSubscriptionId));
+      }
+    }
+    const fraction = refund.full || payment.amountTotal <= 0 ? 1 : refund.total / payment.amountTotal;
+    const clawed = await this.credits.clawBackGrants(tx, {
+      jobId: refund.adjustmentId,
+      transactionId,
+      grantJobIds,
+      allowancesOf: payment.providerSubscriptionId
+        ? { providerSubscriptionId: payment.providerSubscriptionId, paidAt: payment.occurredAt }
+        : undefined,
+      fraction,
+      details: { adjustment_id: refund.adjustmentId, action: refund.action },
+    });
+    if (!clawed || !clawed.applied) return clawed;
+    await this.audit.record(tx, {
+      actor: event.actor ?? webhookActor('billing'),
+      action: 'credits.clawed_back',
+      userId: await this.identityOf(tx, clawed.userId),
+      resourceType: 'billing_adjustment',
+      resourceId: recordId,
+      details: {
+        event_id: event.eventId,
+        adjustment_id: refund.adjustmentId,
+        transaction_id: transactionId,
+        action: refund.action,
+        amount: refund.total,
+        credits: clawed.credits,
+      },
+    });
+    return clawed;
+  }
+
+  /** A tier change whose period has ended takes effect with the renewal that opens the next period. */
+  private async applyDueTierChange(tx: Tx, subscription: Subscription, userId: string): Promise<void> {
+    if (!subscription.pendingTier) return;
+    const now = new Date();
+    if (!(await this.subscriptions.applyPendingTier(tx, subscription.id, now))) return;
+    const user = await this.users.lock(tx, userId);
+    if (user) await this.tiers.recompute(tx, user, now);
+  }
+
+  async adjustment(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
+    const data = parsePayload(adjustmentSchema, event.data, `${event.eventType} data`);
+    const subscription = data.subscription_id
+      ? await this.subscriptions.findByProviderId(tx, data.subscription_id)
+      : null;
+    const payment = data.transaction_id
+      ? await this.payments.findPaymentOwner(tx, data.transaction_id)
+      : null;
+    const userId =
+      subscription?.userId ??
+      payment?.userId ??
+      (data.customer_id ? ((await this.users.findByCustomerId(tx, data.customer_id))?.id ?? null) : null);
+
+    const record = await this.payments.upsertAdjustment(tx, {
+      userId,
+      providerAdjustmentId: data.id,
+      providerTransactionId: data.transaction_id,
+      action: data.action,
+      status: data.status,
+      amountTotal: data.totals.total,
+      currency: data.totals.currency_code ?? data.currency_code ?? 'USD',
+      occurredAt: data.created_at ?? event.occurredAt,
+      updatedAt: data.updated_at ?? data.created_at ?? event.occurredAt,
+    });
+
+    await this.audit.record(tx, {
+      actor: event.actor ?? webhookActor('billing'),
+      action: event.eventType,
+      userId: userId ? await this.identityOf(tx, userId) : null,
+      resourceType: 'billing_adjustment',
+      resourceId: record.id,
+      details: {
+        event_id: event.eventId,
+        adjustment_id: data.id,
+        transaction_id: data.transaction_id,
+        action: data.action,
+        status: data.status,
+        amount: data.totals.total,
+        currency: data.totals.currency_code ?? data.currency_code ?? null,
+        ...(record.applied ? {} : { reason: 'stale_event' }),
+      },
+    });
+    if (record.applied && data.status === 'approved' && CLAWBACK_ACTIONS.has(data.action)) {
+      const refund = {
+        adjustmentId: data.id,
+        transactionId: data.transaction_id,
+        action: data.action,
+        total: data.totals.total,
+        full: data.type === 'full',
+      };
+      await this.clawBack(tx, event, refund, record.id);
+    }
+    return record.applied ? { status: 'processed' } : { status: 'skipped', reason: 'stale_event' };
+  }
+
+  private async ownerOf(
+    tx: Tx,
+    customData: Record<string, unknown> | null | undefined,
+    customerId: string | null,
+    at: Date,
+  ): Promise<string | null> {
+    const owner = await this.owners.resolve(tx, { customData, customerId, at });
+    return owner.ok ? owner.userId : null;
+  }
+
+  private async identityOf(tx: Tx, userId: string): Promise<string | null> {
+    return (await this.users.findIdentity(tx, userId))?.identityUserId ?? null;
+  }
+}

@@ -1,0 +1,349 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { Tx } from '../../../infra/prisma/prisma.service.js';
+import { OutboxService } from '../../../infra/queue/outbox.service.js';
+import { JOBS } from '../../../infra/queue/queues.js';
+import type { Subscription, WebhookEvent } from '../../../generated/prisma/client.js';
+import { AuditService, webhookActor } from '../../audit/audit.service.js';
+import { MetricsService } from '../../../infra/metrics/metrics.service.js';
+import { CreditsService } from '../../credits/credits.service.js';
+import type { SendEmailJob } from '../../email/email.types.js';
+import type { HandlerOutcome } from '../../webhooks/webhook-inbox.service.js';
+import { firstPeriodGrantId, monthEnd } from '../jobs/allowance-months.js';
+import { BillingCatalog } from '../billing.catalog.js';
+import { BillingDunningService } from '../jobs/billing-dunning.service.js';
+import { parsePayload, UnknownPriceError } from '../billing.errors.js';
+import { type BillingEvent, occurredAtSchema, subscriptionSchema } from '../intake/billing-events.schema.js';
+import { BillingOwnersService } from './billing-owners.service.js';
+import { BillingTierService } from './billing-tier.service.js';
+import { BillingUsersRepository, type LockedUser } from './billing-users.repository.js';
+import { PaymentsRepository } from '../payments/payments.repository.js';
+import { PaymentsService } from '../payments/payments.service.js';
+import {
+  auditActionOf,
+  deferTierChange,
+  expiryAfter,
+  grantsAccess,
+  isNewer,
+  LIVE_STATUSES,
+  type SubscriptionSnapshot,
+  toSnapshot,
+} from './subscription-snapshot.js';
+import { SubscriptionsRepository } from './subscriptions.repository.js';
+import { WebhookInboxRepository } from '../../webhooks/webhook-inbox.repository.js';
+
+const CREATED = 'subscription.created';
+
+export { firstPeriodGrantId } from '../jobs/allowance-months.js';
+
+/**
+ * The subscription state machine driven by billing webhooks (spec "States and transitions"). Every
+ * event carries the whole subscription; it is applied when it is newer than what is stored (see
+ * isNewer), all work on one subscription is serialized by an advisory lock, and only
+ * subscription.created grants credits (once, keyed on its event id).
+ */
+@Injectable()
+export class SubscriptionStateService {
+  private readonly logger = new Logger(SubscriptionStateService.name);
+
+  constructor(
+    private readonly catalog: BillingCatalog,
+    private readonly subscriptions: SubscriptionsRepository,
+    private readonly users: BillingUsersRepository,
+    private readonly owners: BillingOwnersService,
+    private readonly tiers: BillingTierService,
+    private readonly payments: PaymentsRepository,
+    private readonly paymentEvents: PaymentsService,
+    private readonly archive: WebhookInboxRepository,
+    private readonly credits: CreditsService,
+    private readonly outbox: OutboxService,
+    private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
+    private readonly dunning: BillingDunningService,
+  ) {}
+
+  async handle(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
+    const data = parsePayload(subscriptionSchema, event.data, `${event.eventType} data`);
+    await this.subscriptions.lock(tx, data.id);
+    const existing = await this.subscriptions.findByProviderId(tx, data.id);
+    const snapshot = this.snapshotOf(data, event, existing);
+
+    let userId = existing?.userId;
+    let lateToken: { expiresAt: Date } | undefined;
+    if (!userId) {
+      const owner = await this.owners.resolve(tx, {
+        customData: data.custom_data,
+        customerId: data.customer_id,
+        at: event.occurredAt,
+      });
+      if (!owner.ok) return this.skip(tx, event, owner.reason, data.id);
+      userId = owner.userId;
+      lateToken = owner.lateToken;
+    }
+    const user = await this.users.lock(tx, userId);
+    if (!user) return this.skip(tx, event, 'unknown_user', data.id);
+
+    const now = new Date();
+    const result = await this.apply(tx, existing, user.id, snapshot, event, now);
+    const applied = result.applied;
+    let row = result.row;
+    if (applied) {
+      // Dunning e-mails on entering and leaving past_due, decided under the subscription's lock.
+      await this.dunning.onTransition(tx, existing?.status ?? null, row, event.data);
+    }
+    if (snapshot.providerCustomerId && !user.billing_customer_id) {
+      await this.users.linkCustomer(tx, user.id, snapshot.providerCustomerId);
+    }
+    let credits = 0;
+    if (!existing) {
+      await this.payments.linkPaymentsToUser(tx, row.providerSubscriptionId, user.id);
+      row = await this.replayParked(tx, row, user, now);
+      // Renewals paid before anything tied the subscription to its user get their credits now, once.
+      credits += await this.paymentEvents.grantParkedRenewals(tx, row, user, now);
+      await this.auditDuplicate(tx, row, user);
+    }
+
+    if (event.eventType === CREATED) credits += await this.onCreated(tx, event, row, snapshot, user, now);
+    const tier = await this.tiers.afterChange(tx, user, row, now);
+
+    await this.audit.record(tx, {
+      actor: event.actor ?? webhookActor('billing'),
+      action: auditActionOf(event.eventType),
+      userId: user.identity_user_id,
+      resourceType: 'subscription',
+      resourceId: row.id,
+      details: {
+        event_id: event.eventId,
+        event_type: event.eventType,
+        subscription_id: row.providerSubscriptionId,
+        status: row.status,
+        tier: tier.current,
+        previous_tier: tier.previous,
+        credits,
+        ...(applied ? {} : { reason: 'stale_event' }),
+        ...(lateToken ? { checkout_token_expired_at: lateToken.expiresAt.toISOString() } : {}),
+      },
+    });
+    if (applied || event.eventType === CREATED) return { status: 'processed' };
+    return { status: 'skipped', reason: 'stale_event' };
+  }
+
+  /**
+   * A price missing from the configuration keeps the tier already stored for it (a retired price with
+   * grandfathered subscribers); an unknown price on a new subscription fails the event (see
+   * UnknownPriceError).
+   */
+  private snapshotOf(
+    data: ReturnType<typeof subscriptionSchema.parse>,
+    event: BillingEvent,
+    existing: Subscription | null,
+  ): SubscriptionSnapshot {
+    const priceId = data.items[0].price.id;
+    const tier = this.catalog.tierForPrice(priceId) ?? (existing?.priceId === priceId ? existing.tier : null);
+    if (!tier) throw new UnknownPriceError(priceId);
+    return toSnapshot(data, event.eventType, tier, {
+      occurredAt: event.occurredAt,
+      storedCanceledAt: existing?.canceledAt,
+    });
+  }
+
+  /** Inserts the row, or overwrites it when the event is newer than the stored state. */
+  private async apply(
+    tx: Tx,
+    existing: Subscription | null,
+    userId: string,
+    snapshot: SubscriptionSnapshot,
+    event: BillingEvent,
+    now: Date,
+  ): Promise<{ row: Subscription; applied: boolean }> {
+    if (!existing) {
+      const expiredAt = expiryAfter(snapshot, null, now);
+      const row = await this.subscriptions.insert(tx, userId, snapshot, { ...event, expiredAt });
+      return { row, applied: true };
+    }
+    const incoming = { occurredAt: event.occurredAt, status: snapshot.status, eventId: event.eventId };
+    const stored = {
+      occurredAt: existing.lastEventAt,
+      status: existing.status,
+      eventId: existing.lastEventId ?? '',
+    };
+    if (!isNewer(incoming, stored)) return { row: existing, applied: false };
+    const next = deferTierChange(snapshot, existing, now);
+    const expiredAt = expiryAfter(next, existing.expiredAt, now);
+    const row = await this.subscriptions.apply(tx, existing.id, next, { ...event, expiredAt });
+    return { row, applied: true };
+  }
+
+  /**
+   * Credits for the first period and the welcome e-mail after commit. The grant is keyed on the
+   * subscription, not the event id: a second subscription.created of the same subscription (a new event id)
+   * is the same first period and grants nothing more. A created that arrives after the subscription's
+   * access has already ended keeps its grant (the first period was paid; a refund comes as an adjustment)
+   * but sends no "your plan is active" e-mail.
+   */
+  private async onCreated(
+    tx: Tx,
+    event: BillingEvent,
+    row: Subscription,
+    snapshot: SubscriptionSnapshot,
+    user: LockedUser,
+    now: Date,
+  ): Promise<number> {
+    let granted = 0;
+    const amount = this.catalog.monthlyCredits(snapshot.tier);
+    if (amount > 0) {
+      // Month 0 of the first period; an annual period's later months come from the allowance job.
+      const startsAt = row.currentPeriodStart ?? event.occurredAt;
+      const grant = await this.credits.grantAllowance(tx, {
+        userId: user.id,
+        tier: snapshot.tier,
+        amount,
+        jobId: firstPeriodGrantId(row.providerSubscriptionId),
+        startsAt,
+        endsAt: monthEnd(startsAt, 0, row.currentPeriodEnd),
+        details: {
+          source: CREATED,
+          subscription_id: row.providerSubscriptionId,
+          event_id: event.eventId,
+        },
+      });
+      granted = grant.applied ? amount : 0;
+      // The first payment's refund may have come before this event: it takes the first period back now.
+      await this.paymentEvents.clawBackEarlyFirstPayment(tx, event, row.providerSubscriptionId);
+    }
+    if (!grantsAccess(row, now)) {
+      this.logger.log(
+        { event_id: event.eventId, subscription_id: row.providerSubscriptionId, status: row.status },
+        'subscription.created arrived after its access ended; no welcome e-mail',
+      );
+      return granted;
+    }
+    const welcome = `subscription-welcome-${row.id}`;
+    await this.outbox.add(
+      tx,
+      JOBS.sendEmail,
+      {
+        userId: user.id,
+        templateKey: 'subscription_welcome',
+        idempotencyKey: welcome,
+        data: { tier: snapshot.tier },
+      } satisfies SendEmailJob,
+      welcome,
+    );
+    return granted;
+  }
+
+  /**
+   * A second live subscription for one user (two checkout tabs): it is processed (the customer paid) and
+   * the user keeps the richest tier, but an operator must refund one, so it is audited and counted.
+   */
+  private async auditDuplicate(tx: Tx, row: Subscription, user: LockedUser): Promise<void> {
+    if (!LIVE_STATUSES.includes(row.status) || row.expiredAt) return;
+    const others = (await this.subscriptions.findAllLiveForUser(tx, user.id)).filter((s) => s.id !== row.id);
+    if (others.length === 0) return;
+    this.metrics.duplicateSubscriptions.inc();
+    this.logger.warn(
+      {
+        subscription_id: row.providerSubscriptionId,
+        other_subscription_ids: others.map((s) => s.providerSubscriptionId),
+      },
+      'a second live subscription for one user: refund one',
+    );
+    await this.audit.record(tx, {
+      actor: webhookActor('billing'),
+      action: 'billing.duplicate_subscription',
+      userId: user.identity_user_id,
+      resourceType: 'subscription',
+      resourceId: row.id,
+      details: {
+        subscription_id: row.providerSubscriptionId,
+        other_subscription_id: others.map((s) => s.providerSubscriptionId),
+        tier: row.tier,
+        status: row.status,
+      },
+    });
+  }
+
+  /**
+   * Events that arrived before anything tied the subscription to a user were parked (archived SKIPPED
+   * as unknown_subscription). Now that the row exists, their state is applied in event order, so the
+   * final row does not depend on delivery order. Their side effects are not replayed: only created
+   * grants credits, and a parked created would need its own verified token.
+   */
+  private async replayParked(tx: Tx, row: Subscription, user: LockedUser, now: Date): Promise<Subscription> {
+    const parked = await this.archive.parkedFor(tx, row.providerSubscriptionId, now);
+    let current = row;
+    for (const stored of parked) {
+      const event = this.parkedEvent(stored, current);
+      if (!event) continue;
+      const { row: next, applied } = await this.apply(tx, current, user.id, event.snapshot, event, now);
+      current = next;
+      await this.archive.markReplayed(tx, stored.id, now);
+      await this.audit.record(tx, {
+        actor: webhookActor('billing'),
+        action: auditActionOf(event.eventType),
+        userId: user.identity_user_id,
+        resourceType: 'subscription',
+        resourceId: current.id,
+        details: {
+          event_id: event.eventId,
+          event_type: event.eventType,
+          subscription_id: current.providerSubscriptionId,
+          status: current.status,
+          reason: applied ? 'replayed_after_park' : 'stale_event',
+        },
+      });
+    }
+    return current;
+  }
+
+  private parkedEvent(
+    stored: WebhookEvent,
+    current: Subscription,
+  ): (BillingEvent & { snapshot: SubscriptionSnapshot }) | null {
+    const body = stored.payload as { data?: unknown; occurred_at?: unknown };
+    const data = subscriptionSchema.safeParse(body?.data);
+    const occurredAt = occurredAtSchema.safeParse(body?.occurred_at);
+    if (!data.success || !occurredAt.success) return null;
+    const tier = this.catalog.tierForPrice(data.data.items[0].price.id);
+    if (!tier) {
+      this.logger.warn({ event_id: stored.eventId }, 'parked event names an unknown price; left parked');
+      return null;
+    }
+    return {
+      eventId: stored.eventId,
+      eventType: stored.eventType,
+      occurredAt: occurredAt.data,
+      data: data.data,
+      snapshot: toSnapshot(data.data, stored.eventType, tier, {
+        occurredAt: occurredAt.data,
+        storedCanceledAt: current.canceledAt,
+      }),
+    };
+  }
+
+  private async skip(
+    tx: Tx,
+    event: BillingEvent,
+    reason: string,
+    subscriptionId: string,
+  ): Promise<HandlerOutcome> {
+    this.logger.warn(
+      { event_id: event.eventId, event_type: event.eventType, reason },
+      'billing event skipped',
+    );
+    await this.audit.record(tx, {
+      actor: event.actor ?? webhookActor('billing'),
+      action: 'webhook.skipped',
+      resourceType: 'webhook_event',
+      resourceId: event.eventId,
+      details: {
+        provider: 'billing',
+        event_id: event.eventId,
+        event_type: event.eventType,
+        subscription_id: subscriptionId,
+        reason,
+      },
+    });
+    return { status: 'skipped', reason };
+  }
+}
