@@ -7,7 +7,7 @@ import { type ApiApp, TestEnv } from '../support/test-env.js';
 /**
  * Issue 15 item 3: concurrent webhook jobs are applied in one transaction per batch, each event in its own
  * savepoint. Driven through the real intake (no worker runs here, so the accepted rows wait as RECEIVED) and
- * the real WebhookInboxService.apply, called the way the worker's 16 concurrent jobs call it.
+ * the real WebhookInboxService.apply, called by more concurrent jobs than may run alone.
  */
 describe('billing webhooks: batched apply', () => {
   let env: TestEnv;
@@ -40,7 +40,7 @@ describe('billing webhooks: batched apply', () => {
 
   it('applies concurrent events in shared transactions, each exactly once, and a failing one alone', async () => {
     const good = [];
-    for (let i = 0; i < 15; i++) good.push(await accepted());
+    for (let i = 0; i < 24; i++) good.push(await accepted());
     const bad = await accepted();
     // A fault injected in the database: the last statement of the bad event's handler (its audit entry,
     // written after the subscription, the grant and the tier) fails, so its earlier writes must be undone
@@ -62,7 +62,8 @@ describe('billing webhooks: batched apply', () => {
     await api.prisma.$executeRawUnsafe(`
       CREATE TRIGGER record_xid AFTER UPDATE OF status ON webhook_events
       FOR EACH ROW WHEN (NEW.status = 'PROCESSED') EXECUTE FUNCTION record_xid()`);
-    const all = [...good.slice(0, 8), bad, ...good.slice(8)];
+    // The first 16 go out alone (the in-flight limit); the rest, the bad one among them, wait and share.
+    const all = [...good.slice(0, 20), bad, ...good.slice(20)];
 
     // All at once, as the worker's concurrent jobs do; the same id twice (a stalled job run again) too.
     const results = await Promise.allSettled([
@@ -70,9 +71,9 @@ describe('billing webhooks: batched apply', () => {
       inbox.apply(good[0].id, false),
     ]);
     const outcomes = results.map((r) => (r.status === 'fulfilled' ? r.value.outcome : 'threw'));
-    expect(outcomes.filter((o) => o === 'processed')).toHaveLength(15);
-    expect(outcomes[8]).toBe('threw');
-    expect(outcomes[16]).toBe('duplicate');
+    expect(outcomes.filter((o) => o === 'processed')).toHaveLength(24);
+    expect(outcomes[20]).toBe('threw');
+    expect(outcomes[25]).toBe('duplicate');
 
     const rows = await api.prisma.$queryRaw<{ id: string; status: string; attempts: number }[]>`
       SELECT id, status::text AS status, attempts FROM webhook_events

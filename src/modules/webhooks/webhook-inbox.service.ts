@@ -53,8 +53,13 @@ const RELAY_BATCH = 500;
 /** Intake statements in flight at once, and deliveries per statement (see Coalescer). */
 const INTAKE_IN_FLIGHT = 4;
 const INTAKE_BATCH = 64;
-/** Apply transactions in flight at once, and events per transaction (see applyBatch). */
-const APPLY_IN_FLIGHT = 4;
+/**
+ * Apply transactions in flight at once, and events per transaction (see applyBatch). Measured on the bench
+ * (2026-11-27): 4 or 8 in flight, with more events per transaction, applied fewer events per second and
+ * doubled the lag at a steady rate, since each batch runs its events one after another; so jobs share a
+ * transaction only beyond 16 in flight (WEBHOOK_CONCURRENCY above 16, replay storms).
+ */
+const APPLY_IN_FLIGHT = 16;
 const APPLY_BATCH = 16;
 
 /** A second delivery of an event id waits for the next statement, which answers it as the duplicate. */
