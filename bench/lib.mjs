@@ -274,13 +274,15 @@ export async function deployedDatabaseUrl(url) {
   if (!tlsProxy) {
     const key = readFileSync(join(ROOT, 'test', 'fakes', 'tls', 'postgres-test.key'));
     const cert = readFileSync(join(ROOT, 'test', 'fakes', 'tls', 'postgres-test.crt'));
-    const server = createServer((client) => {
+    // noDelay on both legs, as PostgreSQL and node-postgres set on theirs: with Nagle's algorithm a relayed
+    // small write waits for the peer's delayed ACK (up to 40 ms on Linux) behind the previous one.
+    const server = createServer({ noDelay: true }, (client) => {
       client.on('error', () => client.destroy());
       client.once('data', (head) => {
         if (head.length < 8 || head.readInt32BE(4) !== 80877103) return client.destroy();
         client.write('S');
         const tls = new TLSSocket(client, { isServer: true, key, cert });
-        const upstream = tcpConnect(Number(target.port || 5432), target.hostname);
+        const upstream = tcpConnect({ port: Number(target.port || 5432), host: target.hostname, noDelay: true });
         tls.on('error', () => upstream.destroy());
         upstream.on('error', () => tls.destroy());
         tls.on('close', () => upstream.destroy());

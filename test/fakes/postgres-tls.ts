@@ -30,7 +30,9 @@ export class PostgresTlsProxy {
   static async start(target: string): Promise<PostgresTlsProxy> {
     const url = new URL(target);
     const proxy = new PostgresTlsProxy(url.hostname, Number(url.port || 5432));
-    proxy.server = createServer((client) => proxy.accept(client));
+    // noDelay on both legs, as PostgreSQL and node-postgres set on theirs: with Nagle's algorithm a relayed small
+    // write waits behind the previous one for the peer's delayed ACK (up to 40 ms on Linux).
+    proxy.server = createServer({ noDelay: true }, (client) => proxy.accept(client));
     await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
     proxy.port = (proxy.server.address() as AddressInfo).port;
     return proxy;
@@ -77,7 +79,7 @@ export class PostgresTlsProxy {
       key: readFileSync(join(TLS_DIR, 'postgres-test.key')),
       cert: readFileSync(POSTGRES_TEST_CA),
     });
-    const upstream = connect(this.targetPort, this.targetHost);
+    const upstream = connect({ port: this.targetPort, host: this.targetHost, noDelay: true });
     this.sockets.add(upstream);
     upstream.on('close', () => {
       this.sockets.delete(upstream);
