@@ -192,6 +192,17 @@ async function settled(api, token, done, timeoutMs) {
   );
 }
 
+/** Waits until the caller's ledger holds the grant keyed on `jobId` (the renewal's transaction id). */
+async function granted(api, token, jobId, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const { status, body } = await call(api, '/api/v1/credits?page_size=200', { token });
+    if (status === 200 && body.items.some((item) => item.job_id === jobId)) return;
+    await sleep(200);
+  }
+  throw new Error(`the worker did not grant the renewal's credits within ${timeoutMs / 1000} s`);
+}
+
 /**
  * Sends `event` for `email` buying `tier`; returns { subscription, sent } (sent: the notifications).
  * `log` receives progress lines.
@@ -274,9 +285,8 @@ export async function devBilling({ email, tier, event = 'subscribe', log = () =>
     sent.push(
       await deliver(api, secret, subscriptionEvent({ ...base, period, kind: 'subscription.updated' })),
     );
-    sent.push(
-      await deliver(api, secret, transactionEvent({ ...base, period, origin: 'subscription_recurring' })),
-    );
+    const renewal = transactionEvent({ ...base, period, origin: 'subscription_recurring' });
+    sent.push(await deliver(api, secret, renewal));
     log(`sent subscription.updated and transaction.completed (renewal) for ${base.subscriptionId}`);
     const subscription = await settled(
       api,
@@ -284,6 +294,8 @@ export async function devBilling({ email, tier, event = 'subscribe', log = () =>
       (s) => !!s?.current_period_end && Date.parse(s.current_period_end) === Date.parse(period.ends_at),
       timeoutMs,
     );
+    // The two events are applied independently: done once the renewal's credits are granted too.
+    await granted(api, token, renewal.data.id, timeoutMs);
     return { subscription, sent };
   }
   const period = {
