@@ -113,17 +113,7 @@ export class EmailService {
     const used = await this.budget.used(job.idempotencyKey);
     if (used >= this.budget.limit) {
       const error = `gave up after ${used} provider requests (1 + EMAIL_SEND_RETRIES)`;
-      const row = await this.recorder.record(
-        user,
-        job,
-        template.kind,
-        message.subject,
-        'failed',
-        null,
-        error,
-      );
-      this.logger.warn({ template: job.templateKey, err: error }, 'e-mail failed');
-      return { status: 'failed', reason: error, message: row };
+      return this.failed(user, job, template.kind, message.subject, error);
     }
     let providerMessageId: string | null;
     try {
@@ -137,19 +127,7 @@ export class EmailService {
       // the body having changed since): the message went out then.
       if (err.kind === 'duplicate') providerMessageId = null;
       else if (err.kind !== 'rejected' && !options.finalAttempt && !(await this.budgetSpent(job))) throw err;
-      else {
-        const row = await this.recorder.record(
-          user,
-          job,
-          template.kind,
-          message.subject,
-          'failed',
-          null,
-          err.message,
-        );
-        this.logger.warn({ template: job.templateKey, err: err.message }, 'e-mail failed');
-        return { status: 'failed', reason: err.message, message: row };
-      }
+      else return this.failed(user, job, template.kind, message.subject, err.message);
     }
     const row = await this.recorder.record(
       user,
@@ -165,6 +143,19 @@ export class EmailService {
   }
 
   /** Links signed at send time: the double opt-in confirmation (valid 7 days from now). */
+  /** Records the e-mail as failed for good (logged, audited by the recorder) and answers the outcome. */
+  private async failed(
+    user: User,
+    job: SendEmailJob,
+    kind: EmailKind,
+    subject: string,
+    error: string,
+  ): Promise<SendOutcome> {
+    const row = await this.recorder.record(user, job, kind, subject, 'failed', null, error);
+    this.logger.warn({ template: job.templateKey, err: error }, 'e-mail failed');
+    return { status: 'failed', reason: error, message: row };
+  }
+
   private withLinks(user: User, job: SendEmailJob): SendEmailJob {
     if (job.templateKey !== CONFIRM_SUBSCRIPTION_TEMPLATE) return job;
     return { ...job, data: { ...job.data, confirm_url: this.unsubscribe.confirmUrl(user.id) } };
