@@ -262,37 +262,27 @@ export async function fakeVectorStore() {
 
 /**
  * Deployed boots need TLS to PostgreSQL (sslmode=require or stricter); the local server runs without it.
- * A TLS terminator in front of it (the protocol's SSLRequest, then TLS with test/fakes/tls's self-signed
- * certificate), started once per bench process. Figures that touch the database pay for a real TLS hop,
- * as in production.
+ * A TLS terminator in front of it (bench/tls-proxy.mjs), started once per bench run in a process of its
+ * own: in this process it shared the event loop with the load generator, so every database round trip of
+ * the API and the worker waited behind the senders' signing (2026-11-28). Figures that touch the database
+ * pay for a real TLS hop, as in production.
  */
 let tlsProxy;
 export async function deployedDatabaseUrl(url) {
-  const { connect: tcpConnect } = await import('node:net');
-  const { TLSSocket } = await import('node:tls');
   const target = new URL(url);
   if (!tlsProxy) {
-    const key = readFileSync(join(ROOT, 'test', 'fakes', 'tls', 'postgres-test.key'));
-    const cert = readFileSync(join(ROOT, 'test', 'fakes', 'tls', 'postgres-test.crt'));
-    // noDelay on both legs, as PostgreSQL and node-postgres set on theirs: with Nagle's algorithm a relayed
-    // small write waits for the peer's delayed ACK (up to 40 ms on Linux) behind the previous one.
-    const server = createServer({ noDelay: true }, (client) => {
-      client.on('error', () => client.destroy());
-      client.once('data', (head) => {
-        if (head.length < 8 || head.readInt32BE(4) !== 80877103) return client.destroy();
-        client.write('S');
-        const tls = new TLSSocket(client, { isServer: true, key, cert });
-        const upstream = tcpConnect({ port: Number(target.port || 5432), host: target.hostname, noDelay: true });
-        tls.on('error', () => upstream.destroy());
-        upstream.on('error', () => tls.destroy());
-        tls.on('close', () => upstream.destroy());
-        upstream.on('close', () => tls.destroy());
-        tls.pipe(upstream).pipe(tls);
-      });
+    const child = spawn(process.execPath, [join(ROOT, 'bench', 'tls-proxy.mjs'), target.hostname, target.port || '5432'], {
+      stdio: ['pipe', 'pipe', 'inherit'],
     });
-    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-    server.unref();
-    tlsProxy = server.address().port;
+    child.unref();
+    child.stdin.unref?.();
+    child.stdout.unref?.();
+    tlsProxy = await new Promise((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`the TLS proxy exited (${code})`)));
+      child.stdout.once('data', (chunk) => resolve(Number(String(chunk).trim())));
+    });
+    process.once('exit', () => child.kill());
   }
   const out = new URL(url);
   out.hostname = '127.0.0.1';

@@ -1,15 +1,17 @@
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
+import type * as runtime from '@prisma/client/runtime/client';
 import pg from 'pg';
 import { AppConfig } from '../../config/app-config.js';
 import { Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import { type Driver, openTracked, TransactionTrackingPool, transactionDriver } from './driver.js';
 
 export type Tx = Prisma.TransactionClient;
 /** Either the root client or a transaction: repositories accept both. */
 export type Db = PrismaClient | Tx;
 
 export function createPool(config: AppConfig, applicationName: string): pg.Pool {
-  return new pg.Pool({
+  return new TransactionTrackingPool({
     connectionString: config.database.url,
     max: config.database.poolSize,
     // A dead database must fail a request within seconds (503), not hang it.
@@ -25,7 +27,9 @@ export function createPool(config: AppConfig, applicationName: string): pg.Pool 
 
 /**
  * The Prisma client over a pg pool we own (PrismaPg adapter, Rust-free client). The pool is exposed for
- * the few places that need plain SQL without Prisma's overhead (health probes).
+ * the few places that need plain SQL without Prisma's overhead (health probes); `driverOf` gives the hot
+ * repositories the driver of the client they were handed, the pool or an interactive transaction's own
+ * connection (see driver.ts).
  */
 @Injectable()
 export class PrismaService extends PrismaClient implements OnModuleDestroy {
@@ -44,6 +48,46 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
     // pool.end() has closed the sockets, and an idle connection failing then (the server terminating it)
     // would be an 'error' event without a listener: an uncaught exception that crashes the process.
     pool.on('error', (err) => this.logger.warn({ err: err.message }, 'idle database connection failed'));
+  }
+
+  /**
+   * Interactive transactions are opened so that their connection is known (see driver.ts); array
+   * transactions are Prisma's as they are.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Prisma's own signature
+  override $transaction<P extends Prisma.PrismaPromise<any>[]>(
+    arg: [...P],
+    options?: { maxWait?: number; timeout?: number; isolationLevel?: Prisma.TransactionIsolationLevel },
+  ): runtime.Types.Utils.JsPromise<runtime.Types.Utils.UnwrapTuple<P>>;
+  override $transaction<R>(
+    fn: (prisma: Omit<PrismaClient, runtime.ITXClientDenyList>) => runtime.Types.Utils.JsPromise<R>,
+    options?: { maxWait?: number; timeout?: number; isolationLevel?: Prisma.TransactionIsolationLevel },
+  ): runtime.Types.Utils.JsPromise<R>;
+  override $transaction(arg: unknown, options?: unknown): Promise<unknown> {
+    const base = super.$transaction as unknown as (arg: unknown, options?: unknown) => Promise<unknown>;
+    if (typeof arg !== 'function') return base.call(this, arg, options);
+    const fn = arg as (tx: Tx) => Promise<unknown>;
+    return openTracked((bind) =>
+      base.call(
+        this,
+        (tx: Tx) => {
+          bind(tx);
+          return fn(tx);
+        },
+        options,
+      ),
+    );
+  }
+
+  /**
+   * Where a repository's driver statement runs: on the pool for the root client, on the transaction's own
+   * connection for a transaction this service opened. Any other client is a programming error.
+   */
+  driverOf(db: Db): Driver {
+    if ((db as unknown) === this) return this.pool;
+    const driver = transactionDriver(db);
+    if (!driver) throw new Error('driverOf: this client is neither the root client nor a transaction it opened');
+    return driver;
   }
 
   async onModuleDestroy(): Promise<void> {
