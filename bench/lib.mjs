@@ -270,18 +270,21 @@ export async function fakeVectorStore() {
 let tlsProxy;
 export async function deployedDatabaseUrl(url) {
   const target = new URL(url);
+  // BENCH_DB_TLS=server: PostgreSQL itself speaks TLS (ssl=on with that certificate): no proxy hop.
+  if (process.env.BENCH_DB_TLS === 'server') tlsProxy = target.port || '5432';
   if (!tlsProxy) {
     const child = spawn(process.execPath, [join(ROOT, 'bench', 'tls-proxy.mjs'), target.hostname, target.port || '5432'], {
       stdio: ['pipe', 'pipe', 'inherit'],
     });
-    child.unref();
-    child.stdin.unref?.();
-    child.stdout.unref?.();
     tlsProxy = await new Promise((resolve, reject) => {
       child.once('error', reject);
       child.once('exit', (code) => reject(new Error(`the TLS proxy exited (${code})`)));
       child.stdout.once('data', (chunk) => resolve(Number(String(chunk).trim())));
     });
+    // Running, it must not keep the bench alive.
+    child.unref();
+    child.stdin.unref?.();
+    child.stdout.unref?.();
     process.once('exit', () => child.kill());
   }
   const out = new URL(url);

@@ -72,6 +72,12 @@ async function main() {
     RATE_LIMIT_WRITES_BURST: '10000000',
     ...DEPLOYED_EXTRAS,
     ...SECRETS,
+    // BENCH_ENV_<NAME>=value: a setting of the service for an experiment (recorded in the results' header).
+    ...Object.fromEntries(
+      Object.entries(process.env)
+        .filter(([key]) => key.startsWith('BENCH_ENV_'))
+        .map(([key, value]) => [key.slice('BENCH_ENV_'.length), value]),
+    ),
   };
   const db = await scratchDatabase('run');
   const ctx = {
@@ -121,6 +127,7 @@ async function main() {
       };
       const restartWorker = async () => {
         worker = await startWorker();
+        return worker.child.pid;
       };
       try {
         rows.push(...(await benchWebhooks({ ...ctx, killWorker, stopWorker, restartWorker })));
@@ -239,6 +246,9 @@ async function report(rows) {
   const redis = new Redis(REDIS_URL);
   const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? '?';
   redis.disconnect();
+  const overrides = Object.entries(process.env)
+    .filter(([key]) => key.startsWith('BENCH_ENV_'))
+    .map(([key, value]) => `${key.slice('BENCH_ENV_'.length)}=${value}`);
   const header = [
     `## ${new Date().toISOString()}`,
     '',
@@ -246,6 +256,7 @@ async function report(rows) {
       `Node ${process.version}; NestJS ${pkg.dependencies['@nestjs/core']}, Prisma ${pkg.dependencies['@prisma/client']}, ` +
       `PostgreSQL ${pgVersion} and Redis ${redisVersion} on the same machine; load from a separate process (autocannon), ` +
       `${duration} s per run; load average at the end ${loadavg().map((n) => n.toFixed(1)).join(' ')}.`,
+    ...(overrides.length ? ['', `Service settings changed for this run: ${overrides.join(', ')}.`] : []),
     '',
     '| figure | ours | baseline (same run) | ratio | goal | met |',
     '|---|---|---|---|---|---|',

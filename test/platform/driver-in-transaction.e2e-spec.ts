@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { TransactionClosedError } from '../../src/infra/prisma/driver.js';
-import type { PrismaService, Tx } from '../../src/infra/prisma/prisma.service.js';
+import { driverOf, type PrismaService, type Tx } from '../../src/infra/prisma/prisma.service.js';
 import { UnitOfWork } from '../../src/infra/prisma/unit-of-work.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
@@ -27,7 +27,7 @@ describe('driverOf: driver statements inside a Prisma transaction', () => {
 
   const txid = async (tx: Tx) => (await tx.$queryRaw<{ id: string }[]>`SELECT txid_current()::text AS id`)[0].id;
   const driverTxid = async (tx: Tx) =>
-    (await prisma.driverOf(tx).query<{ id: string }>('SELECT txid_current()::text AS id')).rows[0].id;
+    (await driverOf(tx).query<{ id: string }>('SELECT txid_current()::text AS id')).rows[0].id;
 
   it('runs on the connection of the transaction it was handed, for concurrent transactions too', async () => {
     const pairs = await Promise.all(
@@ -50,12 +50,12 @@ describe('driverOf: driver statements inside a Prisma transaction', () => {
   it('writes with the transaction: rolled back with it, committed with it', async () => {
     await expect(
       api.app.get(UnitOfWork).run(async (tx) => {
-        await prisma.driverOf(tx).query('INSERT INTO driver_probe (v) VALUES ($1)', ['rolled-back']);
+        await driverOf(tx).query('INSERT INTO driver_probe (v) VALUES ($1)', ['rolled-back']);
         throw new Error('the caller failed');
       }),
     ).rejects.toThrow('the caller failed');
     await api.app.get(UnitOfWork).run(async (tx) => {
-      await prisma.driverOf(tx).query('INSERT INTO driver_probe (v) VALUES ($1)', ['committed']);
+      await driverOf(tx).query('INSERT INTO driver_probe (v) VALUES ($1)', ['committed']);
     });
     const rows = await prisma.$queryRawUnsafe<{ v: string }[]>('SELECT v FROM driver_probe ORDER BY v');
     expect(rows.map((r) => r.v)).toEqual(['committed']);
@@ -67,13 +67,13 @@ describe('driverOf: driver statements inside a Prisma transaction', () => {
       kept = tx;
       await driverTxid(tx);
     });
-    await expect(prisma.driverOf(kept!).query('SELECT 1')).rejects.toBeInstanceOf(TransactionClosedError);
+    await expect(driverOf(kept!).query('SELECT 1')).rejects.toBeInstanceOf(TransactionClosedError);
     // The pool's connections still work for everyone else.
     await expect(prisma.$transaction(async (tx) => driverTxid(tx))).resolves.toMatch(/^\d+$/);
   });
 
   it('gives the pool for the root client and refuses a client it did not open', async () => {
-    expect(prisma.driverOf(prisma)).toBe(prisma.pool);
-    expect(() => prisma.driverOf({} as Tx)).toThrow(/neither the root client nor a transaction/);
+    expect(driverOf(prisma)).toBe(prisma.pool);
+    expect(() => driverOf({} as Tx)).toThrow(/neither the root client nor a transaction/);
   });
 });

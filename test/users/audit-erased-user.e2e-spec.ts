@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import type { Prisma } from '../../src/generated/prisma/client.js';
 import type { Db } from '../../src/infra/prisma/prisma.service.js';
-import { AuditRepository } from '../../src/modules/audit/audit.repository.js';
+import { AuditRepository, type AuditRow } from '../../src/modules/audit/audit.repository.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 /**
@@ -27,7 +26,7 @@ describe('audit entries for a user erased just before the write', () => {
   const eraseBeforeAuditOf = (action: string, identityUserId: string) => {
     const repository = api.app.get(AuditRepository);
     const insert = repository.insert.bind(repository);
-    const erasing = async (db: Db, data: Prisma.AuditLogUncheckedCreateInput) => {
+    const erasing = async (db: Db, data: AuditRow) => {
       if (data.action === action && data.userId === identityUserId) {
         await api.prisma.user.deleteMany({ where: { identityUserId } });
       }

@@ -39,10 +39,18 @@ const opening = new AsyncLocalStorage<Opening>();
 export class TransactionTrackingPool extends pg.Pool {
   override connect(): Promise<pg.PoolClient>;
   override connect(
-    callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
+    callback: (
+      err: Error | undefined,
+      client: pg.PoolClient | undefined,
+      done: (release?: unknown) => void,
+    ) => void,
   ): void;
   override connect(
-    callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
+    callback?: (
+      err: Error | undefined,
+      client: pg.PoolClient | undefined,
+      done: (release?: unknown) => void,
+    ) => void,
   ): Promise<pg.PoolClient> | void {
     if (callback) return super.connect(callback);
     const slot = opening.getStore();
@@ -97,7 +105,12 @@ export function openTracked<T>(open: (bind: (tx: object) => void) => Promise<T>)
   );
 }
 
-/** The driver of a transaction opened through PrismaService, or undefined for any other client. */
-export function transactionDriver(tx: object): Driver | undefined {
-  return drivers.get(tx);
+/** The root client's driver is its pool (PrismaService registers it at construction). */
+export function registerRootDriver(client: object, pool: pg.Pool): void {
+  drivers.set(client, pool);
+}
+
+/** The driver of the root client or of a transaction opened through PrismaService; undefined otherwise. */
+export function registeredDriver(db: object): Driver | undefined {
+  return drivers.get(db);
 }

@@ -4,7 +4,13 @@ import type * as runtime from '@prisma/client/runtime/client';
 import pg from 'pg';
 import { AppConfig } from '../../config/app-config.js';
 import { Prisma, PrismaClient } from '../../generated/prisma/client.js';
-import { type Driver, openTracked, TransactionTrackingPool, transactionDriver } from './driver.js';
+import {
+  type Driver,
+  openTracked,
+  registerRootDriver,
+  registeredDriver,
+  TransactionTrackingPool,
+} from './driver.js';
 
 export type Tx = Prisma.TransactionClient;
 /** Either the root client or a transaction: repositories accept both. */
@@ -28,8 +34,7 @@ export function createPool(config: AppConfig, applicationName: string): pg.Pool 
 /**
  * The Prisma client over a pg pool we own (PrismaPg adapter, Rust-free client). The pool is exposed for
  * the few places that need plain SQL without Prisma's overhead (health probes); `driverOf` gives the hot
- * repositories the driver of the client they were handed, the pool or an interactive transaction's own
- * connection (see driver.ts).
+ * repositories the driver of the client they were handed (see driverOf).
  */
 @Injectable()
 export class PrismaService extends PrismaClient implements OnModuleDestroy {
@@ -44,6 +49,8 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
       transactionOptions: { maxWait: 10_000, timeout: 20_000 },
     });
     this.pool = pool;
+    // `this` is the object Prisma's constructor returned (not an instance of this class for instanceof).
+    registerRootDriver(this, pool);
     // Our own listener for the pool's whole life: the adapter removes its listener on $disconnect, before
     // pool.end() has closed the sockets, and an idle connection failing then (the server terminating it)
     // would be an 'error' event without a listener: an uncaught exception that crashes the process.
@@ -79,19 +86,18 @@ export class PrismaService extends PrismaClient implements OnModuleDestroy {
     );
   }
 
-  /**
-   * Where a repository's driver statement runs: on the pool for the root client, on the transaction's own
-   * connection for a transaction this service opened. Any other client is a programming error.
-   */
-  driverOf(db: Db): Driver {
-    if ((db as unknown) === this) return this.pool;
-    const driver = transactionDriver(db);
-    if (!driver) throw new Error('driverOf: this client is neither the root client nor a transaction it opened');
-    return driver;
-  }
-
   async onModuleDestroy(): Promise<void> {
     await this.$disconnect();
     await this.pool.end();
   }
+}
+
+/**
+ * Where a repository's driver statement runs: on the pool for the root client, on the transaction's own
+ * connection for a transaction PrismaService opened (see driver.ts). Any other client is a programming error.
+ */
+export function driverOf(db: Db): Driver {
+  const driver = registeredDriver(db);
+  if (driver) return driver;
+  throw new Error('driverOf: this client is neither the root client nor a transaction it opened');
 }

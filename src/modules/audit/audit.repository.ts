@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { Db } from '../../infra/prisma/prisma.service.js';
+import { type Db, driverOf } from '../../infra/prisma/prisma.service.js';
 import type { SqlParams } from '../../infra/prisma/sql-params.js';
-import type { Prisma } from '../../generated/prisma/client.js';
 import type { AuditDetailValue } from './audit.details.js';
 
 /** An audit row as AuditService prepared it (details already curated). */
@@ -15,10 +14,23 @@ export interface AuditRow {
   requestId: string | null;
 }
 
+const INSERT_SQL = `
+  INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details, request_id)
+  VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6::jsonb, $7)`;
+
 @Injectable()
 export class AuditRepository {
-  insert(db: Db, data: Prisma.AuditLogUncheckedCreateInput) {
-    return db.auditLog.create({ data, select: { id: true } });
+  /** One entry, on the driver: every webhook, credit and account change writes one. */
+  async insert(db: Db, row: AuditRow): Promise<void> {
+    await driverOf(db).query(INSERT_SQL, [
+      row.actor,
+      row.action,
+      row.userId,
+      row.resourceType,
+      row.resourceId,
+      JSON.stringify(row.details),
+      row.requestId,
+    ]);
   }
 
   /**

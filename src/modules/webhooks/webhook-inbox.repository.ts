@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type Db, PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
+import { type Db, driverOf, PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import type { Prisma, WebhookEvent } from '../../generated/prisma/client.js';
 
 export type WebhookProvider = 'identity' | 'billing' | 'email';
@@ -41,6 +41,17 @@ export type StoredEvent = Pick<
 export const PARKED_REASON = 'unknown_subscription';
 
 const PRUNE_BATCH = 5000;
+
+/** The worker's statements, on the driver (issue 15 item 3): see lockReceivedMany and markDone. */
+const LOCK_RECEIVED_SQL = `
+  SELECT id, provider, event_id, event_type, occurred_at, payload, attempts, source FROM webhook_events
+  WHERE id = ANY($1::uuid[]) AND status = 'RECEIVED'
+  ORDER BY id
+  FOR UPDATE`;
+const MARK_DONE_SQL = `
+  UPDATE webhook_events
+  SET status = $2::"WebhookEventStatus", error = $3, attempts = attempts + 1, processed_at = now()
+  WHERE id = $1::uuid`;
 const PARKED_WINDOW_MS = 30 * 86_400_000;
 
 @Injectable()
@@ -82,22 +93,16 @@ export class WebhookInboxRepository {
    * failed for good) is absent from the answer.
    */
   async lockReceivedMany(tx: Tx, ids: readonly string[]): Promise<Map<string, StoredEvent>> {
-    const rows = await tx.$queryRaw<
-      {
-        id: string;
-        provider: string;
-        event_id: string;
-        event_type: string;
-        occurred_at: Date | null;
-        payload: Prisma.JsonValue;
-        attempts: number;
-        source: string;
-      }[]
-    >`
-      SELECT id, provider, event_id, event_type, occurred_at, payload, attempts, source FROM webhook_events
-      WHERE id = ANY(${ids as string[]}::uuid[]) AND status = 'RECEIVED'
-      ORDER BY id
-      FOR UPDATE`;
+    const { rows } = await driverOf(tx).query<{
+      id: string;
+      provider: string;
+      event_id: string;
+      event_type: string;
+      occurred_at: Date | null;
+      payload: Prisma.JsonValue;
+      attempts: number;
+      source: string;
+    }>(LOCK_RECEIVED_SQL, [ids]);
     return new Map(
       rows.map((row) => [
         row.id,
@@ -122,10 +127,7 @@ export class WebhookInboxRepository {
    * found by its SKIPPED row and replayed).
    */
   async markDone(tx: Tx, id: string, status: 'PROCESSED' | 'SKIPPED', error: string | null): Promise<void> {
-    await tx.$executeRaw`
-      UPDATE webhook_events
-      SET status = ${status}::"WebhookEventStatus", error = ${error}, attempts = attempts + 1, processed_at = now()
-      WHERE id = ${id}::uuid`;
+    await driverOf(tx).query(MARK_DONE_SQL, [id, status, error]);
   }
 
   /** A failed attempt that will be retried: counted, its error kept, still RECEIVED. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Db, Tx } from '../../../infra/prisma/prisma.service.js';
+import { type Db, driverOf, type Tx } from '../../../infra/prisma/prisma.service.js';
 
 export interface LockedUser {
   id: string;
@@ -7,6 +7,8 @@ export interface LockedUser {
   current_tier: string;
   billing_customer_id: string | null;
 }
+
+const LOCK_SQL = `SELECT id, identity_user_id, current_tier, billing_customer_id FROM users WHERE id = $1::uuid FOR UPDATE`;
 
 /**
  * The Billing module's view of users. `setCurrentTier` is the only writer of users.current_tier in the
@@ -16,9 +18,7 @@ export interface LockedUser {
 export class BillingUsersRepository {
   /** Locks the user row until the caller's transaction ends (the same lock the credit ledger takes). */
   async lock(tx: Tx, userId: string): Promise<LockedUser | null> {
-    const rows = await tx.$queryRaw<LockedUser[]>`
-      SELECT id, identity_user_id, current_tier, billing_customer_id FROM users
-      WHERE id = ${userId}::uuid FOR UPDATE`;
+    const { rows } = await driverOf(tx).query<LockedUser>(LOCK_SQL, [userId]);
     return rows[0] ?? null;
   }
 

@@ -63,8 +63,8 @@ export class SubscriptionStateService {
 
   async handle(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
     const data = parsePayload(subscriptionSchema, event.data, `${event.eventType} data`);
-    await this.subscriptions.lock(tx, data.id);
-    const existing = await this.subscriptions.findByProviderId(tx, data.id);
+    const locked = await this.subscriptions.lockAndFind(tx, data.id, { lockOwner: true });
+    const existing = locked?.subscription ?? null;
     const snapshot = this.snapshotOf(data, event, existing);
 
     let userId = existing?.userId;
@@ -79,7 +79,8 @@ export class SubscriptionStateService {
       userId = owner.userId;
       lateToken = owner.lateToken;
     }
-    const user = await this.users.lock(tx, userId);
+    // A stored subscription's owner was locked with it.
+    const user = locked?.owner ?? (await this.users.lock(tx, userId));
     if (!user) return this.skip(tx, event, 'unknown_user', data.id);
 
     const now = new Date();

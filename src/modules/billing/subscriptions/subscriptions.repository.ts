@@ -1,12 +1,26 @@
 import { Injectable } from '@nestjs/common';
-import type { Db, Tx } from '../../../infra/prisma/prisma.service.js';
+import { type Db, driverOf, type Tx } from '../../../infra/prisma/prisma.service.js';
 import { Prisma, type Subscription } from '../../../generated/prisma/client.js';
+import type { LockedUser } from './billing-users.repository.js';
 import { LIVE_STATUSES, type SubscriptionSnapshot } from './subscription-snapshot.js';
 
 export interface AppliedEvent {
   occurredAt: Date;
   eventId: string;
   expiredAt: Date | null;
+}
+
+/** A stored subscription under its lock, with its owner's row locked too (see lockAndFind). */
+export interface LockedSubscription {
+  subscription: Subscription;
+  owner: LockedUser | null;
+}
+
+interface OwnerColumns {
+  owner_id: string | null;
+  owner_identity_user_id: string | null;
+  owner_current_tier: string | null;
+  owner_billing_customer_id: string | null;
 }
 
 export interface LapsedSubscription {
@@ -49,6 +63,36 @@ const columns = (snapshot: SubscriptionSnapshot) => ({
   pendingTierAt: snapshot.pendingTierAt,
 });
 
+/** A subscriptions row as Prisma's model reads it, for driver statements (`s` is the table's alias). */
+const subscriptionColumns = (s: string) => `${s}.id, ${s}.user_id AS "userId",
+  ${s}.provider_subscription_id AS "providerSubscriptionId", ${s}.provider_customer_id AS "providerCustomerId",
+  ${s}.status::text AS status, ${s}.tier, ${s}.price_id AS "priceId", ${s}.unit_amount AS "unitAmount",
+  ${s}.currency, ${s}.billing_interval AS "billingInterval", ${s}.billing_frequency AS "billingFrequency",
+  ${s}.quantity, ${s}.current_period_start AS "currentPeriodStart", ${s}.current_period_end AS "currentPeriodEnd",
+  ${s}.canceled_at AS "canceledAt", ${s}.paused_at AS "pausedAt", ${s}.scheduled_change AS "scheduledChange",
+  ${s}.pending_tier AS "pendingTier", ${s}.pending_tier_at AS "pendingTierAt", ${s}.last_event_at AS "lastEventAt",
+  ${s}.last_event_id AS "lastEventId", ${s}.expired_at AS "expiredAt", ${s}.created_at AS "createdAt",
+  ${s}.updated_at AS "updatedAt"`;
+
+/** See the billing_lock_subscription migration: the owner's columns are BillingUsersRepository's LockedUser. */
+const LOCK_AND_FIND_SQL = `
+  SELECT ${subscriptionColumns('s')}, u.id AS owner_id, u.identity_user_id AS owner_identity_user_id,
+         u.current_tier AS owner_current_tier, u.billing_customer_id AS owner_billing_customer_id
+  FROM billing_lock_subscription($1, $2) r
+  CROSS JOIN LATERAL (SELECT (r.subscription).*) s
+  CROSS JOIN LATERAL (SELECT (r.owner).*) u`;
+
+/** The webhook's state, written over the stored one (apply), on the driver: the worker's hottest write. */
+const APPLY_SQL = `
+  UPDATE subscriptions SET
+    provider_customer_id = $2, status = $3::"SubscriptionStatus", tier = $4, price_id = $5, unit_amount = $6,
+    currency = $7, billing_interval = $8, billing_frequency = $9, quantity = $10, current_period_start = $11,
+    current_period_end = $12, canceled_at = $13, paused_at = $14, scheduled_change = $15::jsonb,
+    pending_tier = $16, pending_tier_at = $17, last_event_at = $18, last_event_id = $19, expired_at = $20,
+    updated_at = now()
+  WHERE id = $1::uuid
+  RETURNING ${subscriptionColumns('subscriptions')}`;
+
 @Injectable()
 export class SubscriptionsRepository {
   /**
@@ -65,6 +109,41 @@ export class SubscriptionsRepository {
     return db.subscription.findUnique({ where: { providerSubscriptionId } });
   }
 
+  /**
+   * lock(), findByProviderId() and the owner's row lock (BillingUsersRepository.lock) in one round trip: a
+   * database function whose reads see what the previous lock holder committed. The first statement of
+   * every subscription event in the webhook worker. Null when the subscription is not stored yet (only the
+   * subscription's lock is then held). `lockOwner: false` leaves the user row alone (owner null).
+   */
+  async lockAndFind(
+    tx: Tx,
+    providerSubscriptionId: string,
+    { lockOwner }: { lockOwner: boolean },
+  ): Promise<LockedSubscription | null> {
+    const { rows } = await driverOf(tx).query<Subscription & OwnerColumns>(LOCK_AND_FIND_SQL, [
+      providerSubscriptionId,
+      lockOwner,
+    ]);
+    const row = rows[0];
+    if (!row) return null;
+    const {
+      owner_id,
+      owner_identity_user_id,
+      owner_current_tier,
+      owner_billing_customer_id,
+      ...subscription
+    } = row;
+    const owner: LockedUser | null = owner_id
+      ? {
+          id: owner_id,
+          identity_user_id: owner_identity_user_id!,
+          current_tier: owner_current_tier!,
+          billing_customer_id: owner_billing_customer_id,
+        }
+      : null;
+    return { subscription, owner };
+  }
+
   insert(tx: Tx, userId: string, snapshot: SubscriptionSnapshot, event: AppliedEvent): Promise<Subscription> {
     return tx.subscription.create({
       data: {
@@ -78,16 +157,36 @@ export class SubscriptionsRepository {
     });
   }
 
-  apply(tx: Tx, id: string, snapshot: SubscriptionSnapshot, event: AppliedEvent): Promise<Subscription> {
-    return tx.subscription.update({
-      where: { id },
-      data: {
-        ...columns(snapshot),
-        lastEventAt: event.occurredAt,
-        lastEventId: event.eventId,
-        expiredAt: event.expiredAt,
-      },
-    });
+  async apply(
+    tx: Tx,
+    id: string,
+    snapshot: SubscriptionSnapshot,
+    event: AppliedEvent,
+  ): Promise<Subscription> {
+    const { rows } = await driverOf(tx).query<Subscription>(APPLY_SQL, [
+      id,
+      snapshot.providerCustomerId,
+      snapshot.status,
+      snapshot.tier,
+      snapshot.priceId,
+      snapshot.unitAmount,
+      snapshot.currency,
+      snapshot.billingInterval,
+      snapshot.billingFrequency,
+      snapshot.quantity,
+      snapshot.currentPeriodStart,
+      snapshot.currentPeriodEnd,
+      snapshot.canceledAt,
+      snapshot.pausedAt,
+      snapshot.scheduledChange == null ? null : JSON.stringify(snapshot.scheduledChange),
+      snapshot.pendingTier,
+      snapshot.pendingTierAt,
+      event.occurredAt,
+      event.eventId,
+      event.expiredAt,
+    ]);
+    if (!rows[0]) throw new Error(`subscription ${id} vanished under its lock`);
+    return rows[0];
   }
 
   /** The user's subscription that still exists at the provider and can be changed, newest first. */
