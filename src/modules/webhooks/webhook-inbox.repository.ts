@@ -48,6 +48,10 @@ const LOCK_RECEIVED_SQL = `
   WHERE id = ANY($1::uuid[]) AND status = 'RECEIVED'
   ORDER BY id
   FOR UPDATE`;
+const MARK_PROCESSED_MANY_SQL = `
+  UPDATE webhook_events
+  SET status = 'PROCESSED'::"WebhookEventStatus", error = NULL, attempts = attempts + 1, processed_at = now()
+  WHERE id = ANY($1::uuid[])`;
 const MARK_DONE_SQL = `
   UPDATE webhook_events
   SET status = $2::"WebhookEventStatus", error = $3, attempts = attempts + 1, processed_at = now()
@@ -128,6 +132,12 @@ export class WebhookInboxRepository {
    */
   async markDone(tx: Tx, id: string, status: 'PROCESSED' | 'SKIPPED', error: string | null): Promise<void> {
     await driverOf(tx).query(MARK_DONE_SQL, [id, status, error]);
+  }
+
+  /** PROCESSED for the events of a batch, in one statement at the end of the transaction that applied them. */
+  async markProcessedMany(tx: Tx, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await driverOf(tx).query(MARK_PROCESSED_MANY_SQL, [ids]);
   }
 
   /** A failed attempt that will be retried: counted, its error kept, still RECEIVED. */

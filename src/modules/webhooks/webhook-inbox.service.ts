@@ -4,7 +4,6 @@ import { AppError, ConflictError, NotFoundError } from '../../common/errors/app-
 import { recordableError } from '../../common/errors/internal-text.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
-import { inSavepoint } from '../../infra/prisma/savepoint.js';
 import { Unit, UnitOfWork } from '../../infra/prisma/unit-of-work.js';
 import { DISPATCH_WAIT_MS } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
@@ -55,12 +54,15 @@ const INTAKE_IN_FLIGHT = 4;
 const INTAKE_BATCH = 64;
 /**
  * Apply transactions in flight at once, and events per transaction (see applyBatch). Measured on the bench
- * (2026-11-27): 4 or 8 in flight, with more events per transaction, applied fewer events per second and
- * doubled the lag at a steady rate, since each batch runs its events one after another; so jobs share a
- * transaction only beyond 16 in flight (WEBHOOK_CONCURRENCY above 16, replay storms).
+ * (worker alone on a backlog, 2026-11-28, decision 15d): one transaction per event (16 in flight) applied
+ * 185-250 events/s; batches without savepoints, 4 in flight of up to 16 events (WEBHOOK_CONCURRENCY 64),
+ * 325-334/s at a third less worker CPU per event; 8 in flight or batches of 32 did no better.
  */
-const APPLY_IN_FLIGHT = 16;
+const APPLY_IN_FLIGHT = 4;
 const APPLY_BATCH = 16;
+
+const skipReason = (outcome: HandlerOutcome): string | null =>
+  outcome.status === 'skipped' ? outcome.reason : null;
 
 /** A second delivery of an event id waits for the next statement, which answers it as the duplicate. */
 const notInBatch = (input: AcceptedInput, batch: readonly AcceptedInput[]): boolean =>
@@ -190,25 +192,58 @@ export class WebhookInboxService {
   }
 
   /**
-   * One transaction for a batch of accepted events (issue 15 item 3): their archive rows are locked in one
-   * statement, and each event's handler and outcome run in its own savepoint (a failing event undoes only
-   * its own effects and keeps its row RECEIVED). The batch commits once. A lone event runs without a
-   * savepoint.
+   * Applies a batch of accepted events (issue 15 item 3). A lone event runs in its own transaction. Several
+   * share one: their archive rows are locked in one statement, each handler runs in turn, and the PROCESSED
+   * outcomes are written in one statement before the single commit. No savepoints: when any event of the
+   * batch fails (or the batch's lock or commit), the whole transaction rolls back and every event of the
+   * batch is applied again alone, so only the failing one fails and the others' effects are applied once.
+   * Failures are rare; a savepoint per event cost two round trips each on every batch.
    */
   private async applyBatch(ids: string[]): Promise<Attempt[]> {
-    return this.uow.run(async (tx) => {
-      const stored = await this.inbox.lockReceivedMany(tx, ids);
+    if (ids.length === 1) return [await this.applyAlone(ids[0])];
+    try {
+      return await this.applyTogether(ids);
+    } catch (err) {
+      this.logger.debug(
+        { events: ids.length, err: fullText(err) },
+        'webhook batch rolled back; applying its events one by one',
+      );
       const attempts: Attempt[] = [];
-      // Counted at commit, before the unit pushes the handlers' outbox jobs (registered first, runs first).
-      // An event whose savepoint rolled back is not counted; its outbox rows are gone with it, so the push
-      // finds nothing to send for them.
-      Unit.of(tx).afterCommit(async () => {
-        for (const attempt of attempts) {
-          if (attempt.kind === 'applied') {
-            this.metrics.webhookEvents.inc({ provider: attempt.provider, outcome: attempt.outcome.status });
-          }
-        }
+      for (const id of ids) attempts.push(await this.applyAlone(id));
+      return attempts;
+    }
+  }
+
+  /** One event in its own transaction; its failure is its attempt's. */
+  private async applyAlone(id: string): Promise<Attempt> {
+    try {
+      return await this.uow.run(async (tx) => {
+        const attempts: Attempt[] = [];
+        this.countAtCommit(tx, attempts);
+        const event = (await this.inbox.lockReceivedMany(tx, [id])).get(id);
+        if (!event) return { kind: 'duplicate' } as const;
+        const outcome = await this.handle(tx, event);
+        await this.inbox.markDone(
+          tx,
+          id,
+          outcome.status === 'processed' ? 'PROCESSED' : 'SKIPPED',
+          skipReason(outcome),
+        );
+        attempts.push({ kind: 'applied', outcome, provider: event.provider });
+        return attempts[0];
       });
+    } catch (err) {
+      return { kind: 'error', err, stored: null };
+    }
+  }
+
+  /** Several events in one transaction; throws (and so rolls back) when any of them fails. */
+  private applyTogether(ids: string[]): Promise<Attempt[]> {
+    return this.uow.run(async (tx) => {
+      const attempts: Attempt[] = [];
+      this.countAtCommit(tx, attempts);
+      const stored = await this.inbox.lockReceivedMany(tx, ids);
+      const processed: string[] = [];
       for (const id of ids) {
         const event = stored.get(id);
         // The same id twice in one batch (a stalled job running again) is applied once.
@@ -217,27 +252,36 @@ export class WebhookInboxService {
           attempts.push({ kind: 'duplicate' });
           continue;
         }
-        const handler = this.handlers.get(event.provider);
-        const run = async () => {
-          if (!handler) throw new Error(`no webhook handler registered for provider ${event.provider}`);
-          const outcome = await handler(tx, event);
-          await this.inbox.markDone(
-            tx,
-            id,
-            outcome.status === 'processed' ? 'PROCESSED' : 'SKIPPED',
-            outcome.status === 'skipped' ? outcome.reason : null,
-          );
-          return outcome;
-        };
-        try {
-          const outcome = ids.length === 1 ? await run() : await inSavepoint(tx, 'webhook_event', run);
-          attempts.push({ kind: 'applied', outcome, provider: event.provider });
-        } catch (err) {
-          if (ids.length === 1) throw err;
-          attempts.push({ kind: 'error', err, stored: event });
+        const outcome = await this.handle(tx, event);
+        // A SKIPPED outcome is written at once: a later event of the batch may look for it (a parked event
+        // is replayed when its subscription arrives). PROCESSED ones are written together below.
+        if (outcome.status === 'processed') processed.push(id);
+        else await this.inbox.markDone(tx, id, 'SKIPPED', skipReason(outcome));
+        attempts.push({ kind: 'applied', outcome, provider: event.provider });
+      }
+      await this.inbox.markProcessedMany(tx, processed);
+      return attempts;
+    });
+  }
+
+  private handle(tx: Tx, event: StoredEvent): Promise<HandlerOutcome> {
+    const handler = this.handlers.get(event.provider);
+    if (!handler) throw new Error(`no webhook handler registered for provider ${event.provider}`);
+    return handler(tx, event);
+  }
+
+  /**
+   * The applied outcomes in `attempts` (filled in as the events run) are counted once the unit has
+   * committed, before it pushes the handlers' outbox jobs (registered first, so run first). Nothing is
+   * counted for a rolled-back unit.
+   */
+  private countAtCommit(tx: Tx, attempts: readonly Attempt[]): void {
+    Unit.of(tx).afterCommit(async () => {
+      for (const attempt of attempts) {
+        if (attempt.kind === 'applied') {
+          this.metrics.webhookEvents.inc({ provider: attempt.provider, outcome: attempt.outcome.status });
         }
       }
-      return attempts;
     });
   }
 
