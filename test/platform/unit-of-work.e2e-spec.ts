@@ -5,6 +5,7 @@ import { OutsideUnitOfWorkError, Unit, UnitOfWork } from '../../src/infra/prisma
 import { OutboxService } from '../../src/infra/queue/outbox.service.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
+import { AuditService } from '../../src/modules/audit/audit.service.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -18,12 +19,14 @@ describe('UnitOfWork: after-commit dispatch of outbox jobs', () => {
   let api: ApiApp;
   let uow: UnitOfWork;
   let outbox: OutboxService;
+  let audit: AuditService;
 
   beforeAll(async () => {
     env = await TestEnv.create();
     api = await env.startApi();
     uow = api.app.get(UnitOfWork);
     outbox = api.app.get(OutboxService);
+    audit = api.app.get(AuditService);
   });
   afterAll(() => env.close());
 
@@ -168,5 +171,53 @@ describe('UnitOfWork: after-commit dispatch of outbox jobs', () => {
     await uow.run((tx) => add(tx, jobId), { afterCommit: 'background' });
     expect(await entry(jobId)).not.toBeNull();
     await waitFor(() => queued(jobId));
+  });
+
+  describe('collected writes (a batch of webhook events)', () => {
+    const audited = (action: string, db: Tx | typeof api.prisma = api.prisma) =>
+      db.auditLog.count({ where: { action } });
+
+    it('writes the collected audit entries in one statement before the commit', async () => {
+      const action = `uow.collected.${randomUUID()}`;
+      const insideBefore: number[] = [];
+      await uow.run(
+        async (tx) => {
+          await audit.record(tx, { actor: 'system:test', action });
+          await audit.record(tx, { actor: 'system:test', action });
+          // Collected, not yet written: the transaction itself does not see them.
+          insideBefore.push(await audited(action, tx));
+        },
+        { collectWrites: true },
+      );
+      expect(insideBefore).toEqual([0]);
+      expect(await audited(action)).toBe(2);
+      // A unit that does not collect writes each entry at once.
+      const plain = `uow.plain.${randomUUID()}`;
+      const insidePlain: number[] = [];
+      await uow.run(async (tx) => {
+        await audit.record(tx, { actor: 'system:test', action: plain });
+        insidePlain.push(await audited(plain, tx));
+      });
+      expect(insidePlain).toEqual([1]);
+    });
+
+    it('fails the unit, and keeps none of its writes, when the collected write fails', async () => {
+      const action = `uow.collected.${randomUUID()}`;
+      const jobId = newJobId();
+      await expect(
+        uow.run(
+          async (tx) => {
+            await add(tx, jobId);
+            await audit.record(tx, { actor: 'system:test', action });
+            // user_id references an existing identity user: this one fails the insert at the flush.
+            await audit.record(tx, { actor: 'system:test', action, userId: `user_missing_${randomUUID()}` });
+          },
+          { collectWrites: true },
+        ),
+      ).rejects.toThrow();
+      expect(await audited(action)).toBe(0);
+      expect(await entry(jobId)).toBeNull();
+      expect(await queued(jobId)).toBe(false);
+    });
   });
 });

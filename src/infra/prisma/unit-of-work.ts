@@ -16,6 +16,12 @@ export interface UnitOptions {
    * that must not wait for Redis).
    */
   afterCommit?: 'wait' | 'background';
+  /**
+   * Writers that can (the audit trail) collect their rows and write them in one multi-row statement just
+   * before the commit instead of one statement each (a batch of webhook events, issue 15 item 3). A
+   * collected write that fails, fails the unit at its end.
+   */
+  collectWrites?: boolean;
 }
 
 function transactionOptions(options: UnitOptions): {
@@ -44,11 +50,19 @@ export class OutsideUnitOfWorkError extends Error {
 export class Unit {
   private static readonly byTx = new WeakMap<Tx, Unit>();
   private readonly hooks: AfterCommit[] = [];
+  private readonly collected = new Map<
+    string,
+    { items: unknown[]; flush: (items: unknown[]) => Promise<void> }
+  >();
   private state: 'open' | 'committed' | 'rolled-back' = 'open';
   /** A joined (nested) run failed: the unit must not commit even if its caller swallowed the error. */
   private failedInside: unknown = undefined;
 
-  private constructor(readonly tx: Tx) {}
+  private constructor(
+    readonly tx: Tx,
+    /** See UnitOptions.collectWrites. */
+    readonly collectsWrites: boolean,
+  ) {}
 
   /** The open unit `tx` belongs to; throws OutsideUnitOfWorkError for any other transaction. */
   static of(tx: Tx, what = 'this writer'): Unit {
@@ -57,9 +71,15 @@ export class Unit {
     return unit;
   }
 
+  /** The open unit `tx` belongs to, or undefined (a bare transaction, an ended unit). */
+  static find(tx: Tx): Unit | undefined {
+    const unit = Unit.byTx.get(tx);
+    return unit?.state === 'open' ? unit : undefined;
+  }
+
   /** @internal UnitOfWork only. */
-  static open(tx: Tx): Unit {
-    const unit = new Unit(tx);
+  static open(tx: Tx, collectsWrites = false): Unit {
+    const unit = new Unit(tx, collectsWrites);
     Unit.byTx.set(tx, unit);
     return unit;
   }
@@ -72,6 +92,25 @@ export class Unit {
   afterCommit(hook: AfterCommit): void {
     if (this.state !== 'open') throw new OutsideUnitOfWorkError('afterCommit');
     this.hooks.push(hook);
+  }
+
+  /**
+   * Collects `item` under `key` (one writer's rows); `flush` writes all of them in one statement inside
+   * the transaction once the unit's work is done, before the commit. Only for a unit that collects writes.
+   */
+  collect<T>(key: string, item: T, flush: (items: T[]) => Promise<void>): void {
+    if (this.state !== 'open' || !this.collectsWrites) throw new OutsideUnitOfWorkError('collect');
+    const entry = this.collected.get(key);
+    if (entry) entry.items.push(item);
+    else this.collected.set(key, { items: [item], flush: flush as (items: unknown[]) => Promise<void> });
+  }
+
+  /** @internal Writes what was collected, in the order the writers first collected. */
+  async flushCollected(): Promise<void> {
+    for (const [key, entry] of this.collected) {
+      this.collected.delete(key);
+      await entry.flush(entry.items);
+    }
   }
 
   /** @internal */
@@ -118,9 +157,10 @@ export class UnitOfWork {
     let result: T;
     try {
       result = await this.prisma.$transaction(async (tx) => {
-        unit = Unit.open(tx);
+        unit = Unit.open(tx, options.collectWrites ?? false);
         const value = await this.current.run(unit, () => fn(tx));
         unit.assertCommittable();
+        await unit.flushCollected();
         return value;
       }, transactionOptions(options));
     } catch (err) {

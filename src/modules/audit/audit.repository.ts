@@ -18,6 +18,12 @@ const INSERT_SQL = `
   INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details, request_id)
   VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6::jsonb, $7)`;
 
+const INSERT_MANY_SQL = `
+  INSERT INTO audit_logs (id, actor, action, user_id, resource_type, resource_id, details, request_id)
+  SELECT gen_random_uuid(), actor, action, user_id, resource_type, resource_id, details, request_id
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[])
+    AS e(actor, action, user_id, resource_type, resource_id, details, request_id)`;
+
 @Injectable()
 export class AuditRepository {
   /** One entry, on the driver: every webhook, credit and account change writes one. */
@@ -30,6 +36,20 @@ export class AuditRepository {
       row.resourceId,
       JSON.stringify(row.details),
       row.requestId,
+    ]);
+  }
+
+  /** Several entries in one statement (a unit that collects its writes: a batch of webhook events). */
+  async insertMany(db: Db, rows: readonly AuditRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await driverOf(db).query(INSERT_MANY_SQL, [
+      rows.map((row) => row.actor),
+      rows.map((row) => row.action),
+      rows.map((row) => row.userId),
+      rows.map((row) => row.resourceType),
+      rows.map((row) => row.resourceId),
+      rows.map((row) => JSON.stringify(row.details)),
+      rows.map((row) => row.requestId),
     ]);
   }
 

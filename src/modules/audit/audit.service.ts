@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { isForeignKeyViolation } from '../../common/errors/database-errors.js';
 import { requestContext } from '../../common/http/request-context.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
+import { Unit } from '../../infra/prisma/unit-of-work.js';
 import type { SqlParams } from '../../infra/prisma/sql-params.js';
 import { AuditRepository, type AuditRow } from './audit.repository.js';
 import { curateDetails, type AuditDetails } from './audit.details.js';
@@ -33,9 +34,19 @@ export class AuditService {
     private readonly repository: AuditRepository,
   ) {}
 
-  /** Inside a transaction a failed insert has aborted it: no retry is possible, the caller rolls back. */
+  /**
+   * Inside a transaction a failed insert has aborted it: no retry is possible, the caller rolls back. In a
+   * unit that collects writes (a batch of webhook events) the entry joins the unit's one multi-row insert
+   * before its commit.
+   */
   async record(tx: Tx, entry: AuditEntry): Promise<void> {
-    await this.repository.insert(tx, toRow(entry));
+    const row = toRow(entry);
+    const unit = Unit.find(tx);
+    if (unit?.collectsWrites) {
+      unit.collect('audit_logs', row, (rows) => this.repository.insertMany(tx, rows));
+      return;
+    }
+    await this.repository.insert(tx, row);
   }
 
   /** The entry as its own statement. */

@@ -194,7 +194,8 @@ export class WebhookInboxService {
   /**
    * Applies a batch of accepted events (issue 15 item 3). A lone event runs in its own transaction. Several
    * share one: their archive rows are locked in one statement, each handler runs in turn, and the PROCESSED
-   * outcomes are written in one statement before the single commit. No savepoints: when any event of the
+   * outcomes and the audit entries (collected by the unit) are written in one statement each before the
+   * single commit. No savepoints: when any event of the
    * batch fails (or the batch's lock or commit), the whole transaction rolls back and every event of the
    * batch is applied again alone, so only the failing one fails and the others' effects are applied once.
    * Failures are rare; a savepoint per event cost two round trips each on every batch.
@@ -239,29 +240,32 @@ export class WebhookInboxService {
 
   /** Several events in one transaction; throws (and so rolls back) when any of them fails. */
   private applyTogether(ids: string[]): Promise<Attempt[]> {
-    return this.uow.run(async (tx) => {
-      const attempts: Attempt[] = [];
-      this.countAtCommit(tx, attempts);
-      const stored = await this.inbox.lockReceivedMany(tx, ids);
-      const processed: string[] = [];
-      for (const id of ids) {
-        const event = stored.get(id);
-        // The same id twice in one batch (a stalled job running again) is applied once.
-        stored.delete(id);
-        if (!event) {
-          attempts.push({ kind: 'duplicate' });
-          continue;
+    return this.uow.run(
+      async (tx) => {
+        const attempts: Attempt[] = [];
+        this.countAtCommit(tx, attempts);
+        const stored = await this.inbox.lockReceivedMany(tx, ids);
+        const processed: string[] = [];
+        for (const id of ids) {
+          const event = stored.get(id);
+          // The same id twice in one batch (a stalled job running again) is applied once.
+          stored.delete(id);
+          if (!event) {
+            attempts.push({ kind: 'duplicate' });
+            continue;
+          }
+          const outcome = await this.handle(tx, event);
+          // A SKIPPED outcome is written at once: a later event of the batch may look for it (a parked event
+          // is replayed when its subscription arrives). PROCESSED ones are written together below.
+          if (outcome.status === 'processed') processed.push(id);
+          else await this.inbox.markDone(tx, id, 'SKIPPED', skipReason(outcome));
+          attempts.push({ kind: 'applied', outcome, provider: event.provider });
         }
-        const outcome = await this.handle(tx, event);
-        // A SKIPPED outcome is written at once: a later event of the batch may look for it (a parked event
-        // is replayed when its subscription arrives). PROCESSED ones are written together below.
-        if (outcome.status === 'processed') processed.push(id);
-        else await this.inbox.markDone(tx, id, 'SKIPPED', skipReason(outcome));
-        attempts.push({ kind: 'applied', outcome, provider: event.provider });
-      }
-      await this.inbox.markProcessedMany(tx, processed);
-      return attempts;
-    });
+        await this.inbox.markProcessedMany(tx, processed);
+        return attempts;
+      },
+      { collectWrites: true },
+    );
   }
 
   private handle(tx: Tx, event: StoredEvent): Promise<HandlerOutcome> {
