@@ -52,6 +52,14 @@ export class QueueService implements OnModuleDestroy {
     return added.id;
   }
 
+  /** Several jobs of one kind in one round trip to Redis (BullMQ's addBulk); the same job ids dedupe as add's. */
+  async addMany<T extends object>(job: JobDef, items: { data: T; options?: JobsOptions }[]): Promise<void> {
+    if (items.length === 0) return;
+    await this.queue(job.queue).addBulk(
+      items.map((item) => ({ name: job.name, data: item.data, opts: withTraceContext(item.options ?? {}) })),
+    );
+  }
+
   allQueueNames(): QueueName[] {
     return Object.values(QUEUES);
   }

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import type { JobsOptions } from 'bullmq';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, ConflictError, NotFoundError } from '../../common/errors/app-error.js';
 import { recordableError } from '../../common/errors/internal-text.js';
@@ -8,6 +9,7 @@ import { Unit, UnitOfWork } from '../../infra/prisma/unit-of-work.js';
 import { DISPATCH_WAIT_MS } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
+import { withTraceContext } from '../../infra/tracing/spans.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { Coalescer } from '../../common/async/coalescer.js';
 import {
@@ -44,6 +46,12 @@ type Attempt =
 export interface ApplyResult {
   /** processed / skipped, or `duplicate` when the row was no longer RECEIVED (another job applied it). */
   outcome: 'processed' | 'skipped' | 'duplicate' | 'failed';
+}
+
+/** A processWebhook job as pushed: the archive row it applies. */
+interface WebhookJob {
+  data: { id: string; provider: string };
+  options: JobsOptions;
 }
 
 /** Older RECEIVED rows than this get their job re-pushed by the relay. */
@@ -88,6 +96,15 @@ export class WebhookInboxService {
     { maxBatch: INTAKE_BATCH, maxInFlight: INTAKE_IN_FLIGHT, canJoin: notInBatch },
   );
 
+  /** Concurrent acceptances share one push to Redis (addBulk); a lone one is pushed at once. */
+  private readonly pushes = new Coalescer<WebhookJob, void>(
+    async (jobs) => {
+      await this.queues.addMany(JOBS.processWebhook, jobs);
+      return jobs.map(() => undefined);
+    },
+    { maxBatch: INTAKE_BATCH, maxInFlight: INTAKE_IN_FLIGHT },
+  );
+
   /** Concurrent jobs share one apply transaction (one commit); a lone job is applied at once. */
   private readonly applies = new Coalescer<string, Attempt>((ids) => this.applyBatch(ids), {
     maxBatch: APPLY_BATCH,
@@ -121,12 +138,14 @@ export class WebhookInboxService {
     this.metrics.webhookEvents.inc({ provider, outcome: 'accepted' });
     // The provider times out after a few seconds and the row is already durable: wait for the push at
     // most DISPATCH_WAIT_MS (with Redis unreachable it can take the full command timeout).
-    const pushed = this.push(accepted).catch((err: Error) =>
-      this.logger.warn(
-        { provider, event_id: event.eventId, err: err.message },
-        'webhook accepted; its job will be pushed by the relay',
-      ),
-    );
+    const pushed = this.pushes
+      .run(this.jobOf(accepted))
+      .catch((err: Error) =>
+        this.logger.warn(
+          { provider, event_id: event.eventId, err: err.message },
+          'webhook accepted; its job will be pushed by the relay',
+        ),
+      );
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       pushed,
@@ -380,12 +399,20 @@ export class WebhookInboxService {
   }
 
   private async push(row: AcceptedRow): Promise<void> {
+    await this.queues.addMany(JOBS.processWebhook, [this.jobOf(row)]);
+  }
+
+  /** The row's job, with the trace of the caller (taken now: a shared push runs in another's context). */
+  private jobOf(row: AcceptedRow): WebhookJob {
     const { attempts, retryBaseMs } = this.config.webhookProcessing;
-    await this.queues.add(
-      JOBS.processWebhook,
-      { id: row.id, provider: row.provider },
-      { jobId: jobIdOf(row), attempts, backoff: { type: 'exponential', delay: retryBaseMs } },
-    );
+    return {
+      data: { id: row.id, provider: row.provider },
+      options: withTraceContext({
+        jobId: jobIdOf(row),
+        attempts,
+        backoff: { type: 'exponential', delay: retryBaseMs },
+      }),
+    };
   }
 
   /**
