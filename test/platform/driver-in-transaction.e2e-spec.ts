@@ -25,7 +25,8 @@ describe('driverOf: driver statements inside a Prisma transaction', () => {
     await env.close();
   });
 
-  const txid = async (tx: Tx) => (await tx.$queryRaw<{ id: string }[]>`SELECT txid_current()::text AS id`)[0].id;
+  const txid = async (tx: Tx) =>
+    (await tx.$queryRaw<{ id: string }[]>`SELECT txid_current()::text AS id`)[0].id;
   const driverTxid = async (tx: Tx) =>
     (await driverOf(tx).query<{ id: string }>('SELECT txid_current()::text AS id')).rows[0].id;
 

@@ -70,7 +70,8 @@ export class PaymentsService {
           .filter((id): id is string => !!id && this.catalog.packCredits(id) !== null);
     if (packPrices.length > 0) return this.packPurchase(tx, event, data, packPrices);
     const subscription = data.subscription_id
-      ? ((await this.subscriptions.lockAndFind(tx, data.subscription_id, { lockOwner: false }))?.subscription ?? null)
+      ? ((await this.subscriptions.lockAndFind(tx, data.subscription_id, { lockOwner: false }))
+          ?.subscription ?? null)
       : null;
     const userId =
       subscription?.userId ?? (await this.ownerOf(tx, data.custom_data, data.customer_id, event.occurredAt));
