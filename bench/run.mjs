@@ -108,7 +108,9 @@ async function main() {
     await figure('completion', async () => rows.push(...(await benchCompletions(ctx, picked))));
     await figure('webhooks', async () => {
       // The worker applies the accepted events (and sends the welcome e-mails the created ones enqueue).
-      const startWorker = () => startProcess(join(ROOT, 'dist', 'worker.js'), ctx.env, { readyUrl: `${ctx.workerUrl}/health` });
+      // With `npm run start:worker`'s flags (the API's were used here before 2026-11-28).
+      const startWorker = () =>
+        startProcess(join(ROOT, 'dist', 'worker.js'), ctx.env, { readyUrl: `${ctx.workerUrl}/health`, args: productionNodeArgs('start:worker') });
       let worker = await startWorker();
       // SIGKILL mid-run, then a new worker process: what a crashed or evicted worker looks like.
       const killWorker = async () => {
