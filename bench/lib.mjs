@@ -112,7 +112,7 @@ export async function startProcess(file, env, { readyUrl, args = productionNodeA
   };
 }
 
-async function statusMb(pid, field) {
+export async function statusMb(pid, field) {
   const { readFile } = await import('node:fs/promises');
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
   const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { cpuMs, fmt, load, paddleSignature, ratio, scratchDatabase, withClient } from './lib.mjs';
+import { cpuMs, fmt, load, paddleSignature, ratio, scratchDatabase, statusMb, withClient } from './lib.mjs';
 
 const run = promisify(execFile);
 const SUBSCRIPTIONS = 500;
@@ -249,6 +249,8 @@ async function backlog(ctx, { subIds, start, runId, tps }) {
   const cpuBefore = await cpuMs(pid);
   const done = await drained(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
   const cpuPerEvent = ((await cpuMs(pid)) - cpuBefore) / Math.max(1, run.accepted);
+  const rss = await statusMb(pid, 'VmRSS');
+  const peak = await statusMb(pid, 'VmHWM');
   const stored = await ledger(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
   const finished = await withClient(ctx.db.url, async (client) => {
     const { rows } = await client.query(`SELECT max(processed_at) AS t FROM webhook_events WHERE event_id LIKE $1`, [
@@ -269,7 +271,8 @@ async function backlog(ctx, { subIds, start, runId, tps }) {
     {
       figure: 'billing webhooks applied by the worker alone (that backlog, worker start to last effect)',
       value:
-        `${Math.round(applied)} events/s, ${fmt(cpuPerEvent, 2)} ms worker CPU/event; ${stored.archived} archived, ` +
+        `${Math.round(applied)} events/s, ${fmt(cpuPerEvent, 2)} ms worker CPU/event, worker RSS ${fmt(rss)} MB ` +
+        `(peak ${fmt(peak)} MB); ${stored.archived} archived, ` +
         `${stored.effects} applied, ${stored.unprocessed} not processed, ${stored.duplicates} duplicates`,
       baseline: `pgbench TPC-B ${Math.round(tps)} tps`,
       ratio: ratio(applied, tps),
