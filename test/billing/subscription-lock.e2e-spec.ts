@@ -99,4 +99,30 @@ describe('SubscriptionsRepository.lockAndFind', () => {
     expect(result.found?.owner).toBeNull();
     expect(result.othersCouldLock).toBe(true);
   });
+
+  it('takes the same lock as lock(): the expiry job and the webhook worker exclude each other', async () => {
+    const subId = newSubId();
+    let holderLocked!: () => void;
+    const locked = new Promise<void>((resolve) => (holderLocked = resolve));
+    let releaseHolder!: () => void;
+    const release = new Promise<void>((resolve) => (releaseHolder = resolve));
+    const holder = api.prisma.$transaction(async (tx) => {
+      await repository.lock(tx, subId);
+      holderLocked();
+      await release;
+    });
+    await locked;
+    // While lock() is held, lockAndFind waits for it (here: gives up after lock_timeout).
+    await expect(
+      api.prisma.$transaction(async (tx) => {
+        await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '200ms'`);
+        return repository.lockAndFind(tx, subId, { lockOwner: false });
+      }),
+    ).rejects.toThrow(/lock timeout/);
+    releaseHolder();
+    await holder;
+    await expect(
+      api.prisma.$transaction((tx) => repository.lockAndFind(tx, subId, { lockOwner: false })),
+    ).resolves.toBeNull();
+  });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
 import { createUser } from '../factories/user.factory.js';
 import { checkoutToken, newSubId, PRICE, send, subscriptionEvent } from '../support/billing.js';
@@ -115,5 +116,30 @@ describe('billing webhooks: batched apply', () => {
     // A second run of every job finds the events done.
     const again = await Promise.all(good.map(({ id }) => inbox.apply(id, false)));
     expect(again.map((r) => r.outcome)).toEqual(good.map(() => 'duplicate'));
+  });
+
+  it('fails an event that can never apply at once, refused with its reason, and applies the rest', async () => {
+    const metrics = api.app.get(MetricsService);
+    const refusals = async () =>
+      (await metrics.webhookRefusals.get()).values.find(
+        (v) => v.labels.provider === 'billing' && v.labels.reason === 'invalid_payload',
+      )?.value ?? 0;
+    const good = [];
+    for (let i = 0; i < 8; i++) good.push(await accepted());
+    const broken = await accepted();
+    // Stored before a stricter contract (or edited by hand): its data no longer parses in the worker.
+    await api.prisma.$executeRaw`
+      UPDATE webhook_events SET payload = jsonb_set(payload, '{data,items}', '[]'::jsonb)
+      WHERE id = ${broken.id}::uuid`;
+    const before = await refusals();
+
+    const results = await Promise.all([...good, broken].map(({ id }) => inbox.apply(id, false)));
+
+    expect(results.map((r) => r.outcome)).toEqual([...good.map(() => 'processed'), 'failed']);
+    expect(await refusals()).toBe(before + 1);
+    expect(await api.prisma.webhookEvent.findUniqueOrThrow({ where: { id: broken.id } })).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+    });
   });
 });

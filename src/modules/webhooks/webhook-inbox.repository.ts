@@ -42,7 +42,7 @@ export const PARKED_REASON = 'unknown_subscription';
 
 const PRUNE_BATCH = 5000;
 
-/** The worker's statements, on the driver (issue 15 item 3): see lockReceivedMany and markDone. */
+/** The worker's statements, on the driver (issue 15 item 3): see lockReceivedMany, markSkipped, markProcessedMany. */
 const LOCK_RECEIVED_SQL = `
   SELECT id, provider, event_id, event_type, occurred_at, payload, attempts, source FROM webhook_events
   WHERE id = ANY($1::uuid[]) AND status = 'RECEIVED'
@@ -52,9 +52,9 @@ const MARK_PROCESSED_MANY_SQL = `
   UPDATE webhook_events
   SET status = 'PROCESSED'::"WebhookEventStatus", error = NULL, attempts = attempts + 1, processed_at = now()
   WHERE id = ANY($1::uuid[])`;
-const MARK_DONE_SQL = `
+const MARK_SKIPPED_SQL = `
   UPDATE webhook_events
-  SET status = $2::"WebhookEventStatus", error = $3, attempts = attempts + 1, processed_at = now()
+  SET status = 'SKIPPED'::"WebhookEventStatus", error = $2, attempts = attempts + 1, processed_at = now()
   WHERE id = $1::uuid`;
 const PARKED_WINDOW_MS = 30 * 86_400_000;
 
@@ -124,14 +124,13 @@ export class WebhookInboxRepository {
     );
   }
 
-  /** The outcome, in the transaction that applied the event's effects. */
   /**
-   * The outcome, in the transaction (savepoint) that applied the event's effects. Written right after the
-   * handler, not once per batch: a later event of the same batch may look for it (a parked event is
-   * found by its SKIPPED row and replayed).
+   * SKIPPED with its reason, in the transaction that applied the event. Written right after the handler,
+   * not once per batch: a later event of the same batch may look for it (a parked event is found by its
+   * SKIPPED row and replayed).
    */
-  async markDone(tx: Tx, id: string, status: 'PROCESSED' | 'SKIPPED', error: string | null): Promise<void> {
-    await driverOf(tx).query(MARK_DONE_SQL, [id, status, error]);
+  async markSkipped(tx: Tx, id: string, reason: string): Promise<void> {
+    await driverOf(tx).query(MARK_SKIPPED_SQL, [id, reason]);
   }
 
   /** PROCESSED for the events of a batch, in one statement at the end of the transaction that applied them. */

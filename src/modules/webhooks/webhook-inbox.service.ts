@@ -69,8 +69,16 @@ const INTAKE_BATCH = 64;
 const APPLY_IN_FLIGHT = 4;
 const APPLY_BATCH = 16;
 
-const skipReason = (outcome: HandlerOutcome): string | null =>
-  outcome.status === 'skipped' ? outcome.reason : null;
+/** A handler failed: the event it failed on travels with the error (for the refusal record). */
+class EventFailed extends Error {
+  constructor(
+    readonly event: StoredEvent,
+    readonly failure: unknown,
+  ) {
+    super(failure instanceof Error ? failure.message : String(failure));
+    this.name = 'EventFailed';
+  }
+}
 
 /** A second delivery of an event id waits for the next statement, which answers it as the duplicate. */
 const notInBatch = (input: AcceptedInput, batch: readonly AcceptedInput[]): boolean =>
@@ -186,7 +194,7 @@ export class WebhookInboxService {
     try {
       attempt = await this.applies.run(id);
     } catch (err) {
-      // The batch's transaction failed as a whole (lock, final statement or commit): nothing was applied.
+      // applyBatch answers every event's failure as its attempt; this is the Coalescer's own failure.
       attempt = { kind: 'error', err, stored: null };
     }
     if (attempt.kind === 'duplicate') return { outcome: 'duplicate' };
@@ -214,10 +222,10 @@ export class WebhookInboxService {
    * Applies a batch of accepted events (issue 15 item 3). A lone event runs in its own transaction. Several
    * share one: their archive rows are locked in one statement, each handler runs in turn, and the PROCESSED
    * outcomes and the audit entries (collected by the unit) are written in one statement each before the
-   * single commit. No savepoints: when any event of the
-   * batch fails (or the batch's lock or commit), the whole transaction rolls back and every event of the
-   * batch is applied again alone, so only the failing one fails and the others' effects are applied once.
-   * Failures are rare; a savepoint per event cost two round trips each on every batch.
+   * single commit. No savepoints: when any event of the batch fails (or the batch's lock or commit), the
+   * whole transaction rolls back and every event of the batch is applied again alone, so only the failing
+   * one fails and the others' effects are applied once. Failures are rare; a savepoint per event cost two
+   * round trips each on every batch.
    */
   private async applyBatch(ids: string[]): Promise<Attempt[]> {
     if (ids.length === 1) return [await this.applyAlone(ids[0])];
@@ -234,30 +242,20 @@ export class WebhookInboxService {
     }
   }
 
-  /** One event in its own transaction; its failure is its attempt's. */
+  /** One event in its own transaction; its failure (with the event, when it was read) is its attempt's. */
   private async applyAlone(id: string): Promise<Attempt> {
     try {
-      return await this.uow.run(async (tx) => {
-        const attempts: Attempt[] = [];
-        this.countAtCommit(tx, attempts);
-        const event = (await this.inbox.lockReceivedMany(tx, [id])).get(id);
-        if (!event) return { kind: 'duplicate' } as const;
-        const outcome = await this.handle(tx, event);
-        await this.inbox.markDone(
-          tx,
-          id,
-          outcome.status === 'processed' ? 'PROCESSED' : 'SKIPPED',
-          skipReason(outcome),
-        );
-        attempts.push({ kind: 'applied', outcome, provider: event.provider });
-        return attempts[0];
-      });
+      return (await this.applyTogether([id]))[0];
     } catch (err) {
+      if (err instanceof EventFailed) return { kind: 'error', err: err.failure, stored: err.event };
       return { kind: 'error', err, stored: null };
     }
   }
 
-  /** Several events in one transaction; throws (and so rolls back) when any of them fails. */
+  /**
+   * Events in one transaction; throws (and so rolls back) when any of them fails: EventFailed when its
+   * handler did.
+   */
   private applyTogether(ids: string[]): Promise<Attempt[]> {
     return this.uow.run(
       async (tx) => {
@@ -273,11 +271,13 @@ export class WebhookInboxService {
             attempts.push({ kind: 'duplicate' });
             continue;
           }
-          const outcome = await this.handle(tx, event);
+          const outcome = await this.handle(tx, event).catch((err: unknown) => {
+            throw new EventFailed(event, err);
+          });
           // A SKIPPED outcome is written at once: a later event of the batch may look for it (a parked event
           // is replayed when its subscription arrives). PROCESSED ones are written together below.
           if (outcome.status === 'processed') processed.push(id);
-          else await this.inbox.markDone(tx, id, 'SKIPPED', skipReason(outcome));
+          else await this.inbox.markSkipped(tx, id, outcome.reason);
           attempts.push({ kind: 'applied', outcome, provider: event.provider });
         }
         await this.inbox.markProcessedMany(tx, processed);
@@ -355,13 +355,20 @@ export class WebhookInboxService {
   /** Bulk replay: the matching rows become RECEIVED and the worker applies them; returns how many. */
   async replayMany(filter: ArchiveFilter & { status: 'FAILED' | 'SKIPPED' }, actor: string): Promise<number> {
     const rows = await this.inbox.reopenMany(this.prisma, filter);
-    for (const row of rows) {
-      await this.push(row).catch((err: Error) =>
-        this.logger.warn(
-          { id: row.id, err: err.message },
-          'replay queued; its job will be pushed by the relay',
-        ),
-      );
+    // A round trip to Redis per RELAY_BATCH rows; the rows are durable, the relay pushes what fails here.
+    for (let start = 0; start < rows.length; start += RELAY_BATCH) {
+      const chunk = rows.slice(start, start + RELAY_BATCH);
+      await this.queues
+        .addMany(
+          JOBS.processWebhook,
+          chunk.map((row) => this.jobOf(row)),
+        )
+        .catch((err: Error) =>
+          this.logger.warn(
+            { events: chunk.length, err: err.message },
+            'replay queued; its jobs will be pushed by the relay',
+          ),
+        );
     }
     await this.audit.recordStandalone({
       actor,

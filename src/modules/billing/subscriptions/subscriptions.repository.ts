@@ -99,7 +99,7 @@ export class SubscriptionsRepository {
    * Serializes all work on one provider subscription until the caller's transaction ends (webhooks and
    * the expiry job). Taken before the user-row lock, always in that order, so the two cannot deadlock.
    * An advisory lock rather than a row lock because the row may not exist yet (created and activated
-   * racing to insert it).
+   * racing to insert it). The billing_lock_subscription function (lockAndFind) takes the same key.
    */
   async lock(tx: Tx, providerSubscriptionId: string): Promise<void> {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`billing-subscription:${providerSubscriptionId}`}, 0))`;
