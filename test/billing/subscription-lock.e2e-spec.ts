@@ -6,7 +6,7 @@ import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 /**
  * Issue 15 item 3: the worker's first statement of a subscription event takes the subscription's lock,
- * reads the row and locks its owner in one round trip (the billing_lock_subscription function). What it
+ * reads the row and locks its owner in one round trip (the billing_lock_subscriptions function). What it
  * must keep from the three statements it replaces: a waiter reads what the lock holder committed, a row the
  * holder inserted included (one plain statement's snapshot would predate the wait), and the owner's row is
  * locked until the transaction ends. Real PostgreSQL.

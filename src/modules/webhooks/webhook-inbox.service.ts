@@ -37,6 +37,13 @@ export interface Acceptance {
 /** Applies one stored event inside the worker's unit of work (its outbox jobs are pushed after commit). */
 export type StoredEventHandler = (tx: Tx, event: StoredEvent) => Promise<HandlerOutcome>;
 
+/**
+ * Runs once before a provider's events of a batch are applied, in the same transaction, right before the
+ * first of them (a set-based read or lock for all of them: the billing handler locks and reads all their
+ * subscriptions in one statement). What it prepares is the handler's own business.
+ */
+export type StoredEventsPreparer = (tx: Tx, events: readonly StoredEvent[]) => Promise<void>;
+
 /** How one event of a batch ended (WebhookInboxService.applyBatch). */
 type Attempt =
   | { kind: 'applied'; outcome: HandlerOutcome; provider: string }
@@ -97,7 +104,10 @@ const notInBatch = (input: AcceptedInput, batch: readonly AcceptedInput[]): bool
 @Injectable()
 export class WebhookInboxService {
   private readonly logger = new Logger(WebhookInboxService.name);
-  private readonly handlers = new Map<string, StoredEventHandler>();
+  private readonly handlers = new Map<
+    string,
+    { apply: StoredEventHandler; prepare: StoredEventsPreparer | undefined }
+  >();
   /** Concurrent deliveries share one intake statement (one commit); a lone delivery goes out at once. */
   private readonly intakes = new Coalescer<AcceptedInput, AcceptedRow | null>(
     (events) => this.inbox.intake(events),
@@ -131,8 +141,8 @@ export class WebhookInboxService {
   ) {}
 
   /** Each provider's module registers how its stored events are applied (in both processes). */
-  register(provider: WebhookProvider, handler: StoredEventHandler): void {
-    this.handlers.set(provider, handler);
+  register(provider: WebhookProvider, apply: StoredEventHandler, prepare?: StoredEventsPreparer): void {
+    this.handlers.set(provider, { apply, prepare });
   }
 
   /** Intake: one statement, then the push. Throws only when the database refuses the statement. */
@@ -254,43 +264,53 @@ export class WebhookInboxService {
 
   /**
    * Events in one transaction; throws (and so rolls back) when any of them fails: EventFailed when its
-   * handler did.
+   * handler did. A provider's events run together, after its preparer (the order of a batch's events is
+   * the order in which their jobs happened to run, so nothing depends on it).
    */
   private applyTogether(ids: string[]): Promise<Attempt[]> {
     return this.uow.run(
       async (tx) => {
-        const attempts: Attempt[] = [];
+        const attempts: Attempt[] = ids.map(() => ({ kind: 'duplicate' }));
         this.countAtCommit(tx, attempts);
         const stored = await this.inbox.lockReceivedMany(tx, ids);
-        const processed: string[] = [];
-        for (const id of ids) {
+        const byProvider = new Map<string, { index: number; event: StoredEvent }[]>();
+        ids.forEach((id, index) => {
           const event = stored.get(id);
           // The same id twice in one batch (a stalled job running again) is applied once.
           stored.delete(id);
-          if (!event) {
-            attempts.push({ kind: 'duplicate' });
-            continue;
+          if (!event) return;
+          const group = byProvider.get(event.provider);
+          if (group) group.push({ index, event });
+          else byProvider.set(event.provider, [{ index, event }]);
+        });
+        const processed: string[] = [];
+        for (const [provider, group] of byProvider) {
+          const handler = this.handlers.get(provider);
+          if (!handler) throw new Error(`no webhook handler registered for provider ${provider}`);
+          await handler
+            .prepare?.(
+              tx,
+              group.map(({ event }) => event),
+            )
+            .catch((err: unknown) => {
+              throw new EventFailed(group[0].event, err);
+            });
+          for (const { index, event } of group) {
+            const outcome = await handler.apply(tx, event).catch((err: unknown) => {
+              throw new EventFailed(event, err);
+            });
+            // A SKIPPED outcome is written at once: a later event of the batch may look for it (a parked
+            // event is replayed when its subscription arrives). PROCESSED ones are written together below.
+            if (outcome.status === 'processed') processed.push(event.id);
+            else await this.inbox.markSkipped(tx, event.id, outcome.reason);
+            attempts[index] = { kind: 'applied', outcome, provider: event.provider };
           }
-          const outcome = await this.handle(tx, event).catch((err: unknown) => {
-            throw new EventFailed(event, err);
-          });
-          // A SKIPPED outcome is written at once: a later event of the batch may look for it (a parked event
-          // is replayed when its subscription arrives). PROCESSED ones are written together below.
-          if (outcome.status === 'processed') processed.push(id);
-          else await this.inbox.markSkipped(tx, id, outcome.reason);
-          attempts.push({ kind: 'applied', outcome, provider: event.provider });
         }
         await this.inbox.markProcessedMany(tx, processed);
         return attempts;
       },
       { collectWrites: true },
     );
-  }
-
-  private handle(tx: Tx, event: StoredEvent): Promise<HandlerOutcome> {
-    const handler = this.handlers.get(event.provider);
-    if (!handler) throw new Error(`no webhook handler registered for provider ${event.provider}`);
-    return handler(tx, event);
   }
 
   /**

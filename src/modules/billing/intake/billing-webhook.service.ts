@@ -60,7 +60,11 @@ export class BillingWebhookService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.inbox.register('billing', (tx, stored) => this.apply(tx, stored));
+    this.inbox.register(
+      'billing',
+      (tx, stored) => this.apply(tx, stored),
+      (tx, batch) => this.prepare(tx, batch),
+    );
   }
 
   async receive(rawBody: Buffer | undefined, signature: string | undefined): Promise<WebhookReceipt> {
@@ -126,6 +130,18 @@ export class BillingWebhookService implements OnModuleInit {
     return parsed.success ? parsed.data : null;
   }
 
+  /** Worker side, before a batch: its subscription events' subscriptions are locked and read at once. */
+  private async prepare(tx: Tx, batch: readonly StoredEvent[]): Promise<void> {
+    const ids: string[] = [];
+    for (const stored of batch) {
+      if (!SUBSCRIPTION_EVENT_TYPES.has(stored.eventType)) continue;
+      // A payload without one fails in its handler, as it would alone.
+      const id = (stored.payload as { data?: { id?: unknown } } | null)?.data?.id;
+      if (typeof id === 'string') ids.push(id);
+    }
+    if (ids.length > 0) await this.subscriptions.prepare(tx, ids);
+  }
+
   /** Worker side: the stored envelope, applied by the handler of its event type. */
   private apply(tx: Tx, stored: StoredEvent): Promise<HandlerOutcome> {
     const payload = (stored.payload ?? {}) as { occurred_at?: unknown; data?: unknown };
@@ -142,6 +158,8 @@ export class BillingWebhookService implements OnModuleInit {
 
   private dispatch(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
     if (SUBSCRIPTION_EVENT_TYPES.has(event.eventType)) return this.subscriptions.handle(tx, event);
+    // Payments write subscriptions' users: what prepare() read is not trusted after one.
+    this.subscriptions.forgetPrepared(tx);
     switch (event.eventType) {
       case 'transaction.completed':
         return this.payments.transactionCompleted(tx, event);

@@ -28,7 +28,7 @@ import {
   type SubscriptionSnapshot,
   toSnapshot,
 } from './subscription-snapshot.js';
-import { SubscriptionsRepository } from './subscriptions.repository.js';
+import { type LockedSubscription, SubscriptionsRepository } from './subscriptions.repository.js';
 import { WebhookInboxRepository } from '../../webhooks/webhook-inbox.repository.js';
 
 const CREATED = 'subscription.created';
@@ -44,6 +44,12 @@ export { firstPeriodGrantId } from '../jobs/allowance-months.js';
 @Injectable()
 export class SubscriptionStateService {
   private readonly logger = new Logger(SubscriptionStateService.name);
+  /**
+   * Subscriptions a batch of events locked and read in one statement (prepare), per transaction. An entry
+   * serves the first event of its subscription only, and none once its owner was handled: the rows it holds
+   * are current until an event writes the subscription or its user.
+   */
+  private readonly prepared = new WeakMap<Tx, Map<string, LockedSubscription | null>>();
 
   constructor(
     private readonly catalog: BillingCatalog,
@@ -61,9 +67,24 @@ export class SubscriptionStateService {
     private readonly dunning: BillingDunningService,
   ) {}
 
+  /**
+   * Locks and reads, in one statement, the subscriptions (and their owners) that the events about to be
+   * handled in `tx` name: each handle() then starts from what was read instead of a statement of its own
+   * (issue 15 item 3). Valid until forgetPrepared() or the end of the transaction.
+   */
+  async prepare(tx: Tx, providerSubscriptionIds: readonly string[]): Promise<void> {
+    const ids = [...new Set(providerSubscriptionIds)];
+    this.prepared.set(tx, await this.subscriptions.lockAndFindMany(tx, ids, { lockOwner: true }));
+  }
+
+  /** Another handler is about to write in `tx`: what prepare() read may no longer be current. */
+  forgetPrepared(tx: Tx): void {
+    this.prepared.delete(tx);
+  }
+
   async handle(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
     const data = parsePayload(subscriptionSchema, event.data, `${event.eventType} data`);
-    const locked = await this.subscriptions.lockAndFind(tx, data.id, { lockOwner: true });
+    const locked = await this.lockAndFind(tx, data.id);
     const existing = locked?.subscription ?? null;
     const snapshot = this.snapshotOf(data, event, existing);
 
@@ -82,6 +103,7 @@ export class SubscriptionStateService {
     // A stored subscription's owner was locked with it.
     const user = locked?.owner ?? (await this.users.lock(tx, userId));
     if (!user) return this.skip(tx, event, 'unknown_user', data.id);
+    this.forgetOwner(tx, user.id);
 
     const now = new Date();
     const result = await this.apply(tx, existing, user.id, snapshot, event, now);
@@ -126,6 +148,24 @@ export class SubscriptionStateService {
     });
     if (applied || event.eventType === CREATED) return { status: 'processed' };
     return { status: 'skipped', reason: 'stale_event' };
+  }
+
+  /** The prepared subscription (used once), or a statement of its own. */
+  private async lockAndFind(tx: Tx, providerSubscriptionId: string): Promise<LockedSubscription | null> {
+    const prepared = this.prepared.get(tx);
+    const found = prepared?.get(providerSubscriptionId);
+    if (found === undefined) {
+      return this.subscriptions.lockAndFind(tx, providerSubscriptionId, { lockOwner: true });
+    }
+    prepared!.delete(providerSubscriptionId);
+    return found;
+  }
+
+  /** This event writes the user's row: later events of the batch read their owner again. */
+  private forgetOwner(tx: Tx, userId: string): void {
+    const prepared = this.prepared.get(tx);
+    if (!prepared) return;
+    for (const [id, found] of prepared) if (found?.owner?.id === userId) prepared.delete(id);
   }
 
   /**

@@ -74,11 +74,11 @@ const subscriptionColumns = (s: string) => `${s}.id, ${s}.user_id AS "userId",
   ${s}.last_event_id AS "lastEventId", ${s}.expired_at AS "expiredAt", ${s}.created_at AS "createdAt",
   ${s}.updated_at AS "updatedAt"`;
 
-/** See the billing_lock_subscription migration: the owner's columns are BillingUsersRepository's LockedUser. */
+/** See the billing_lock_subscriptions migration: the owner's columns are BillingUsersRepository's LockedUser. */
 const LOCK_AND_FIND_SQL = `
   SELECT ${subscriptionColumns('s')}, u.id AS owner_id, u.identity_user_id AS owner_identity_user_id,
          u.current_tier AS owner_current_tier, u.billing_customer_id AS owner_billing_customer_id
-  FROM billing_lock_subscription($1, $2) r
+  FROM billing_lock_subscriptions($1::text[], $2) r
   CROSS JOIN LATERAL (SELECT (r.subscription).*) s
   CROSS JOIN LATERAL (SELECT (r.owner).*) u`;
 
@@ -99,7 +99,7 @@ export class SubscriptionsRepository {
    * Serializes all work on one provider subscription until the caller's transaction ends (webhooks and
    * the expiry job). Taken before the user-row lock, always in that order, so the two cannot deadlock.
    * An advisory lock rather than a row lock because the row may not exist yet (created and activated
-   * racing to insert it). The billing_lock_subscription function (lockAndFind) takes the same key.
+   * racing to insert it). The billing_lock_subscriptions function (lockAndFind) takes the same key.
    */
   async lock(tx: Tx, providerSubscriptionId: string): Promise<void> {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`billing-subscription:${providerSubscriptionId}`}, 0))`;
@@ -111,37 +111,55 @@ export class SubscriptionsRepository {
 
   /**
    * lock(), findByProviderId() and the owner's row lock (BillingUsersRepository.lock) in one round trip: a
-   * database function whose reads see what the previous lock holder committed. The first statement of
-   * every subscription event in the webhook worker. Null when the subscription is not stored yet (only the
-   * subscription's lock is then held). `lockOwner: false` leaves the user row alone (owner null).
+   * database function whose reads see what the previous lock holder committed. Null when the subscription is
+   * not stored yet (only the subscription's lock is then held). `lockOwner: false` leaves the user row alone
+   * (owner null).
    */
   async lockAndFind(
     tx: Tx,
     providerSubscriptionId: string,
-    { lockOwner }: { lockOwner: boolean },
+    options: { lockOwner: boolean },
   ): Promise<LockedSubscription | null> {
+    return (
+      (await this.lockAndFindMany(tx, [providerSubscriptionId], options)).get(providerSubscriptionId) ?? null
+    );
+  }
+
+  /**
+   * lockAndFind for several subscriptions in one statement (a batch of webhook events, the worker's first
+   * statement): the locks are taken in a fixed order (see the billing_lock_subscriptions migration). The map
+   * answers every id asked, null for a subscription not stored yet.
+   */
+  async lockAndFindMany(
+    tx: Tx,
+    providerSubscriptionIds: readonly string[],
+    { lockOwner }: { lockOwner: boolean },
+  ): Promise<Map<string, LockedSubscription | null>> {
+    const found = new Map<string, LockedSubscription | null>(providerSubscriptionIds.map((id) => [id, null]));
+    if (providerSubscriptionIds.length === 0) return found;
     const { rows } = await driverOf(tx).query<Subscription & OwnerColumns>(LOCK_AND_FIND_SQL, [
-      providerSubscriptionId,
+      providerSubscriptionIds,
       lockOwner,
     ]);
-    const row = rows[0];
-    if (!row) return null;
-    const {
-      owner_id,
-      owner_identity_user_id,
-      owner_current_tier,
-      owner_billing_customer_id,
-      ...subscription
-    } = row;
-    const owner: LockedUser | null = owner_id
-      ? {
-          id: owner_id,
-          identity_user_id: owner_identity_user_id!,
-          current_tier: owner_current_tier!,
-          billing_customer_id: owner_billing_customer_id,
-        }
-      : null;
-    return { subscription, owner };
+    for (const row of rows) {
+      const {
+        owner_id,
+        owner_identity_user_id,
+        owner_current_tier,
+        owner_billing_customer_id,
+        ...subscription
+      } = row;
+      const owner: LockedUser | null = owner_id
+        ? {
+            id: owner_id,
+            identity_user_id: owner_identity_user_id!,
+            current_tier: owner_current_tier!,
+            billing_customer_id: owner_billing_customer_id,
+          }
+        : null;
+      found.set(subscription.providerSubscriptionId, { subscription, owner });
+    }
+    return found;
   }
 
   insert(tx: Tx, userId: string, snapshot: SubscriptionSnapshot, event: AppliedEvent): Promise<Subscription> {
