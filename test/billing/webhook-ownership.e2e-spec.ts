@@ -86,8 +86,17 @@ describe('billing webhooks: ordering, ownership and unknown subscriptions', () =
     expect((await audits('webhook.skipped', early.event_id))[0].details).toMatchObject({
       reason: 'unknown_subscription',
     });
+    // A second one, newer still: both are replayed in event order, the newest last.
+    const later = subscriptionEvent({
+      type: 'subscription.past_due',
+      subId,
+      status: 'past_due',
+      customerId: null,
+      occurredAt: new Date(t + 2000),
+    });
+    expect((await deliver(api, later)).outcome).toBe('skipped');
 
-    // The created event (older, trialing) ties the subscription to the user; the parked activation wins.
+    // The created event (older, trialing) ties the subscription to the user; the parked events win.
     await deliver(
       api,
       subscriptionEvent({
@@ -98,8 +107,9 @@ describe('billing webhooks: ordering, ownership and unknown subscriptions', () =
         occurredAt: new Date(t),
       }),
     );
-    expect(await subRow(subId)).toMatchObject({ status: 'ACTIVE', lastEventId: early.event_id });
+    expect(await subRow(subId)).toMatchObject({ status: 'PAST_DUE', lastEventId: later.event_id });
     expect(await archived(early.event_id)).toMatchObject({ status: 'PROCESSED', error: null });
+    expect(await archived(later.event_id)).toMatchObject({ status: 'PROCESSED', error: null });
     expect(await grants(api, user.id)).toHaveLength(1);
   });
 

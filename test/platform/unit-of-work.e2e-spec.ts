@@ -201,6 +201,26 @@ describe('UnitOfWork: after-commit dispatch of outbox jobs', () => {
       expect(insidePlain).toEqual([1]);
     });
 
+    it('writes what one key collected when its writer flushes it, and collects anew after', async () => {
+      const action = `uow.flushed.${randomUUID()}`;
+      const seen: number[] = [];
+      await uow.run(
+        async (tx) => {
+          await audit.record(tx, { actor: 'system:test', action });
+          await audit.record(tx, { actor: 'system:test', action });
+          await Unit.of(tx).flush('audit_logs');
+          seen.push(await audited(action, tx));
+          await audit.record(tx, { actor: 'system:test', action });
+          seen.push(await audited(action, tx));
+          // A key nothing collected under: nothing to write.
+          await Unit.of(tx).flush('nothing_here');
+        },
+        { collectWrites: true },
+      );
+      expect(seen).toEqual([2, 2]);
+      expect(await audited(action)).toBe(3);
+    });
+
     it('fails the unit, and keeps none of its writes, when the collected write fails', async () => {
       const action = `uow.collected.${randomUUID()}`;
       const jobId = newJobId();

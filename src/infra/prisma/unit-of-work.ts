@@ -105,6 +105,17 @@ export class Unit {
     else this.collected.set(key, { items: [item], flush: flush as (items: unknown[]) => Promise<void> });
   }
 
+  /**
+   * Writes what `key` collected so far, now: its writer is about to read or write the same rows with a
+   * statement of its own. Later items under `key` are collected again.
+   */
+  async flush(key: string): Promise<void> {
+    const entry = this.collected.get(key);
+    if (!entry) return;
+    this.collected.delete(key);
+    await entry.flush(entry.items);
+  }
+
   /** @internal Writes what was collected, in the order the writers first collected. */
   async flushCollected(): Promise<void> {
     for (const [key, entry] of this.collected) {

@@ -210,7 +210,7 @@ export class SubscriptionStateService {
     if (!isNewer(incoming, stored)) return { row: existing, applied: false };
     const next = deferTierChange(snapshot, existing, now);
     const expiredAt = expiryAfter(next, existing.expiredAt, now);
-    const row = await this.subscriptions.apply(tx, existing.id, next, { ...event, expiredAt });
+    const row = await this.subscriptions.apply(tx, existing, next, { ...event, expiredAt });
     return { row, applied: true };
   }
 

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { Unit } from '../../../infra/prisma/unit-of-work.js';
 import { type Db, driverOf, type Tx } from '../../../infra/prisma/prisma.service.js';
 import { Prisma, type Subscription } from '../../../generated/prisma/client.js';
 import type { LockedUser } from './billing-users.repository.js';
@@ -82,16 +83,29 @@ const LOCK_AND_FIND_SQL = `
   CROSS JOIN LATERAL (SELECT (r.subscription).*) s
   CROSS JOIN LATERAL (SELECT (r.owner).*) u`;
 
-/** The webhook's state, written over the stored one (apply), on the driver: the worker's hottest write. */
+/**
+ * Webhooks' states written over the stored ones (apply), several rows in one statement on the driver: the
+ * worker's hottest write. $1 is a JSON array of rows in the model's field names.
+ */
 const APPLY_SQL = `
-  UPDATE subscriptions SET
-    provider_customer_id = $2, status = $3::"SubscriptionStatus", tier = $4, price_id = $5, unit_amount = $6,
-    currency = $7, billing_interval = $8, billing_frequency = $9, quantity = $10, current_period_start = $11,
-    current_period_end = $12, canceled_at = $13, paused_at = $14, scheduled_change = $15::jsonb,
-    pending_tier = $16, pending_tier_at = $17, last_event_at = $18, last_event_id = $19, expired_at = $20,
-    updated_at = now()
-  WHERE id = $1::uuid
-  RETURNING ${subscriptionColumns('subscriptions')}`;
+  UPDATE subscriptions s SET
+    provider_customer_id = v."providerCustomerId", status = v.status, tier = v.tier, price_id = v."priceId",
+    unit_amount = v."unitAmount", currency = v.currency, billing_interval = v."billingInterval",
+    billing_frequency = v."billingFrequency", quantity = v.quantity,
+    current_period_start = v."currentPeriodStart", current_period_end = v."currentPeriodEnd",
+    canceled_at = v."canceledAt", paused_at = v."pausedAt", scheduled_change = v."scheduledChange",
+    pending_tier = v."pendingTier", pending_tier_at = v."pendingTierAt", last_event_at = v."lastEventAt",
+    last_event_id = v."lastEventId", expired_at = v."expiredAt", updated_at = now()
+  FROM jsonb_to_recordset($1::jsonb) AS v(
+    id uuid, "providerCustomerId" text, status "SubscriptionStatus", tier text, "priceId" text,
+    "unitAmount" integer, currency text, "billingInterval" text, "billingFrequency" integer, quantity integer,
+    "currentPeriodStart" timestamptz, "currentPeriodEnd" timestamptz, "canceledAt" timestamptz,
+    "pausedAt" timestamptz, "scheduledChange" jsonb, "pendingTier" text, "pendingTierAt" timestamptz,
+    "lastEventAt" timestamptz, "lastEventId" text, "expiredAt" timestamptz)
+  WHERE s.id = v.id`;
+
+/** The unit-of-work key of the subscription writes apply() collects (see settle). */
+const APPLIES = 'subscriptions.apply';
 
 @Injectable()
 export class SubscriptionsRepository {
@@ -105,7 +119,8 @@ export class SubscriptionsRepository {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`billing-subscription:${providerSubscriptionId}`}, 0))`;
   }
 
-  findByProviderId(db: Db, providerSubscriptionId: string): Promise<Subscription | null> {
+  async findByProviderId(db: Db, providerSubscriptionId: string): Promise<Subscription | null> {
+    await this.settle(db);
     return db.subscription.findUnique({ where: { providerSubscriptionId } });
   }
 
@@ -137,6 +152,7 @@ export class SubscriptionsRepository {
   ): Promise<Map<string, LockedSubscription | null>> {
     const found = new Map<string, LockedSubscription | null>(providerSubscriptionIds.map((id) => [id, null]));
     if (providerSubscriptionIds.length === 0) return found;
+    await this.settle(tx);
     const { rows } = await driverOf(tx).query<Subscription & OwnerColumns>(LOCK_AND_FIND_SQL, [
       providerSubscriptionIds,
       lockOwner,
@@ -162,7 +178,13 @@ export class SubscriptionsRepository {
     return found;
   }
 
-  insert(tx: Tx, userId: string, snapshot: SubscriptionSnapshot, event: AppliedEvent): Promise<Subscription> {
+  async insert(
+    tx: Tx,
+    userId: string,
+    snapshot: SubscriptionSnapshot,
+    event: AppliedEvent,
+  ): Promise<Subscription> {
+    await this.settle(tx);
     return tx.subscription.create({
       data: {
         userId,
@@ -175,47 +197,59 @@ export class SubscriptionsRepository {
     });
   }
 
+  /**
+   * The event's state written over `existing` (under its lock); answers the row as it now is. In a unit of
+   * work that collects writes (a batch of webhook events) the write joins one statement for the whole batch,
+   * written before the commit or before this repository next touches the table in that transaction (see
+   * settle), whichever comes first. The row answered is computed: `updatedAt` is this process's clock, the
+   * stored one the transaction's.
+   */
   async apply(
     tx: Tx,
-    id: string,
+    existing: Subscription,
     snapshot: SubscriptionSnapshot,
     event: AppliedEvent,
   ): Promise<Subscription> {
-    const { rows } = await driverOf(tx).query<Subscription>(APPLY_SQL, [
-      id,
-      snapshot.providerCustomerId,
-      snapshot.status,
-      snapshot.tier,
-      snapshot.priceId,
-      snapshot.unitAmount,
-      snapshot.currency,
-      snapshot.billingInterval,
-      snapshot.billingFrequency,
-      snapshot.quantity,
-      snapshot.currentPeriodStart,
-      snapshot.currentPeriodEnd,
-      snapshot.canceledAt,
-      snapshot.pausedAt,
-      snapshot.scheduledChange == null ? null : JSON.stringify(snapshot.scheduledChange),
-      snapshot.pendingTier,
-      snapshot.pendingTierAt,
-      event.occurredAt,
-      event.eventId,
-      event.expiredAt,
-    ]);
-    if (!rows[0]) throw new Error(`subscription ${id} vanished under its lock`);
-    return rows[0];
+    const row: Subscription = {
+      ...existing,
+      ...columns(snapshot),
+      scheduledChange: snapshot.scheduledChange ?? null,
+      lastEventAt: event.occurredAt,
+      lastEventId: event.eventId,
+      expiredAt: event.expiredAt,
+      updatedAt: new Date(),
+    };
+    const unit = Unit.find(tx);
+    if (unit?.collectsWrites) unit.collect(APPLIES, row, (rows) => this.write(tx, rows));
+    else await this.write(tx, [row]);
+    return row;
+  }
+
+  /** One UPDATE for the rows; a row applied twice is written as it was last. */
+  private async write(tx: Tx, rows: readonly Subscription[]): Promise<void> {
+    const last = new Map(rows.map((row) => [row.id, row]));
+    await driverOf(tx).query(APPLY_SQL, [JSON.stringify([...last.values()])]);
+  }
+
+  /**
+   * Writes what apply() collected in `db`'s unit of work before a statement of this repository reads or
+   * writes the table in the same transaction.
+   */
+  private async settle(db: Db): Promise<void> {
+    await Unit.find(db as Tx)?.flush(APPLIES);
   }
 
   /** The user's subscription that still exists at the provider and can be changed, newest first. */
-  findLiveForUser(db: Db, userId: string): Promise<Subscription | null> {
+  async findLiveForUser(db: Db, userId: string): Promise<Subscription | null> {
+    await this.settle(db);
     return db.subscription.findFirst({
       where: { userId, status: { in: LIVE_STATUSES }, expiredAt: null },
       orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
     });
   }
 
-  findAllLiveForUser(db: Db, userId: string): Promise<Subscription[]> {
+  async findAllLiveForUser(db: Db, userId: string): Promise<Subscription[]> {
+    await this.settle(db);
     return db.subscription.findMany({
       where: { userId, status: { in: LIVE_STATUSES }, expiredAt: null },
       orderBy: { createdAt: 'asc' },
@@ -235,6 +269,7 @@ export class SubscriptionsRepository {
 
   /** Tiers of the user's subscriptions that grant access at `now` (the input of users.current_tier). */
   async accessTiers(tx: Tx, userId: string, now: Date): Promise<string[]> {
+    await this.settle(tx);
     const rows = await tx.subscription.findMany({
       where: {
         userId,
@@ -251,7 +286,8 @@ export class SubscriptionsRepository {
    * lapsed here (state table: "tier is NOT downgraded", "access is NOT revoked"); the provider ends them
    * with subscription.canceled. `id` narrows the check to one row (the re-check under the lock).
    */
-  lapsed(db: Db, now: Date, options: SweepOptions = {}) {
+  async lapsed(db: Db, now: Date, options: SweepOptions = {}) {
+    await this.settle(db);
     const only = narrow(options);
     return db.$queryRaw<LapsedSubscription[]>`
       SELECT id, provider_subscription_id, user_id, status::text AS status FROM subscriptions
@@ -266,7 +302,8 @@ export class SubscriptionsRepository {
    * candidates of the monthly allowance job. PAUSED ones get nothing while paused; a CANCELED one keeps
    * its months until the period it paid for ends (and until the expiry job closes it).
    */
-  multiMonthPeriods(db: Db, now: Date, options: { afterId?: string; limit: number }) {
+  async multiMonthPeriods(db: Db, now: Date, options: { afterId?: string; limit: number }) {
+    await this.settle(db);
     return db.subscription.findMany({
       where: {
         OR: [{ billingInterval: 'year' }, { billingInterval: 'month', billingFrequency: { gt: 1 } }],
@@ -281,7 +318,8 @@ export class SubscriptionsRepository {
   }
 
   /** Subscriptions whose pending tier change is due at `now` (`id` narrows to one row, under the lock). */
-  dueTierChanges(db: Db, now: Date, options: SweepOptions = {}) {
+  async dueTierChanges(db: Db, now: Date, options: SweepOptions = {}) {
+    await this.settle(db);
     const only = narrow(options);
     return db.$queryRaw<LapsedSubscription[]>`
       SELECT id, provider_subscription_id, user_id, status::text AS status FROM subscriptions
@@ -299,6 +337,7 @@ export class SubscriptionsRepository {
     id: string,
     now: Date,
   ): Promise<{ row: Subscription; previousTier: string } | null> {
+    await this.settle(tx);
     const row = await tx.subscription.findUnique({ where: { id } });
     if (!row?.pendingTier || !row.pendingTierAt || row.pendingTierAt.getTime() > now.getTime()) return null;
     const updated = await tx.subscription.update({
@@ -312,7 +351,8 @@ export class SubscriptionsRepository {
    * The drift check's candidates: live subscriptions that should have renewed (ACTIVE/TRIALING whose period
    * ended more than `renewalGrace` ago) and PAST_DUE/PAUSED ones untouched since `staleBefore`.
    */
-  drifting(db: Db, renewalCutoff: Date, staleBefore: Date, options: SweepOptions = {}) {
+  async drifting(db: Db, renewalCutoff: Date, staleBefore: Date, options: SweepOptions = {}) {
+    await this.settle(db);
     const only = narrow(options);
     return db.$queryRaw<LapsedSubscription[]>`
       SELECT id, provider_subscription_id, user_id, status::text AS status FROM subscriptions
@@ -326,7 +366,8 @@ export class SubscriptionsRepository {
       LIMIT ${options.limit ?? 1}`;
   }
 
-  markExpired(tx: Tx, id: string, at: Date): Promise<Subscription> {
+  async markExpired(tx: Tx, id: string, at: Date): Promise<Subscription> {
+    await this.settle(tx);
     return tx.subscription.update({ where: { id }, data: { expiredAt: at } });
   }
 }
