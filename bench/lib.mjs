@@ -128,6 +128,21 @@ export async function cpuMs(pid) {
 }
 
 /**
+ * CPU time (ms) of every PostgreSQL process on this machine (server and backends; the bench runs it
+ * locally). Backends that exited between two readings are missed: compare over phases with a fixed pool.
+ */
+export async function postgresCpuMs() {
+  const { readdir, readFile } = await import('node:fs/promises');
+  let total = 0;
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmd.startsWith('postgres')) total += await cpuMs(pid);
+  }
+  return total;
+}
+
+/**
  * A load run that also reports the CPU one process spent per answered request: on a shared, noisy machine
  * a steadier figure of what a request costs than the throughput.
  */

@@ -132,7 +132,8 @@ async function main() {
         return worker.child.pid;
       };
       try {
-        rows.push(...(await benchWebhooks({ ...ctx, killWorker, stopWorker, restartWorker })));
+        const workerPid = () => worker?.child.pid;
+        rows.push(...(await benchWebhooks({ ...ctx, killWorker, stopWorker, restartWorker, workerPid })));
       } finally {
         if (worker) {
           memory.worker.push([stopped ? 'worker after the backlog' : 'worker after webhook ingest', await worker.rssMb()]);

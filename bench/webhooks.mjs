@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { cpuMs, fmt, load, paddleSignature, ratio, scratchDatabase, statusMb, withClient } from './lib.mjs';
+import { cpuMs, fmt, load, paddleSignature, postgresCpuMs, ratio, scratchDatabase, statusMb, withClient } from './lib.mjs';
 
 const run = promisify(execFile);
 const SUBSCRIPTIONS = 500;
@@ -187,8 +187,14 @@ export async function benchWebhooks(ctx) {
   for (const [index, connections] of phases.entries()) {
     const tag = `u${connections}`;
     // Each run's events are newer than the previous run's for every subscription.
+    // CPU per event of the API and the worker over the phase (sending and draining): steadier than rates
+    // on a machine whose speed drifts between runs.
+    const pids = [ctx.apiPid, ctx.workerPid?.()];
+    const cpuBefore = await Promise.all([...pids.map((pid) => (pid ? cpuMs(pid) : NaN)), postgresCpuMs()]);
     const run = await send(ctx, { subIds, start: start + index * 5_000_000, runId, tag, connections });
     const done = await drained(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
+    const cpuAfter = await Promise.all([...pids.map((pid) => (pid ? cpuMs(pid) : NaN)), postgresCpuMs()]);
+    const [apiCpu, workerCpu, pgCpu] = cpuAfter.map((after, i) => (after - cpuBefore[i]) / Math.max(1, run.accepted));
     const stored = await ledger(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
     const consistent = done && consistentOf(stored, run);
     const applied = stored.archived / Number(stored.span_s);
@@ -206,7 +212,9 @@ export async function benchWebhooks(ctx) {
     rows.push({
       figure: `billing webhooks applied end to end (first send to last effect), after ${connections} senders`,
       value:
-        `${Math.round(applied)} events/s; ${stored.archived} archived, ${stored.effects} applied, ` +
+        `${Math.round(applied)} events/s (CPU/event: API ${fmt(apiCpu, 2)} ms, worker ${fmt(workerCpu, 2)} ms, ` +
+        `PostgreSQL ${fmt(pgCpu, 2)} ms); ` +
+        `${stored.archived} archived, ${stored.effects} applied, ` +
         `${stored.unprocessed} not processed, ${stored.duplicates} duplicates`,
       baseline: `pgbench TPC-B ${Math.round(tps)} tps`,
       ratio: ratio(applied, tps),

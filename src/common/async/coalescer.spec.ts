@@ -49,6 +49,33 @@ describe('Coalescer', () => {
     expect(gated.batches).toEqual([[1], [2], [3, 4], [5, 6], [7]]);
   });
 
+  it('with lingerMs, lets a batch fill while another is in flight, but never delays a lone call', async () => {
+    const gated = gatedFlush();
+    const coalescer = new Coalescer(gated.flush, { maxBatch: 3, maxInFlight: 2, lingerMs: 40 });
+    const lone = coalescer.run(1);
+    await tick();
+    // Nothing was in flight: it went at once.
+    expect(gated.batches).toEqual([[1]]);
+    const waited = coalescer.run(2);
+    await tick();
+    // A slot is free, but a batch is in flight: 2 waits for company.
+    expect(gated.batches).toEqual([[1]]);
+    const started = performance.now();
+    const more = [3].map((n) => coalescer.run(n));
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    // Not full after the linger: it goes with what it has.
+    expect(gated.batches).toEqual([[1], [2, 3]]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(30);
+    // A full batch never waits.
+    const full = [4, 5, 6].map((n) => coalescer.run(n));
+    gated.release();
+    await tick();
+    expect(gated.batches).toEqual([[1], [2, 3], [4, 5, 6]]);
+    gated.release();
+    gated.release();
+    expect(await Promise.all([lone, waited, ...more, ...full])).toEqual([10, 20, 30, 40, 50, 60]);
+  });
+
   it('keeps an item out of a batch canJoin refuses; it goes in the next one', async () => {
     const gated = gatedFlush();
     const coalescer = new Coalescer(gated.flush, {

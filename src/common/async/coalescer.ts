@@ -12,10 +12,18 @@ export interface CoalescerOptions<I> {
   maxBatch: number;
   maxInFlight: number;
   canJoin?: (item: I, batch: readonly I[]) => boolean;
+  /**
+   * While another batch is in flight, a batch that is not full waits up to this long (ms) after its oldest
+   * call for more to join (0, the default: it starts at once). A lone call with nothing in flight never
+   * waits. Fewer, fuller batches under moderate load, for a few milliseconds of latency.
+   */
+  lingerMs?: number;
 }
 
 interface Waiting<I, O> {
   item: I;
+  /** performance.now() when the call arrived. */
+  at: number;
   resolve: (value: O) => void;
   reject: (err: unknown) => void;
 }
@@ -23,6 +31,7 @@ interface Waiting<I, O> {
 export class Coalescer<I, O> {
   private waiting: Waiting<I, O>[] = [];
   private inFlight = 0;
+  private lingering: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly flush: (items: I[]) => Promise<O[]>,
@@ -31,13 +40,14 @@ export class Coalescer<I, O> {
 
   run(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.waiting.push({ item, resolve, reject });
+      this.waiting.push({ item, at: performance.now(), resolve, reject });
       this.next();
     });
   }
 
   private next(): void {
     while (this.inFlight < this.options.maxInFlight && this.waiting.length > 0) {
+      if (this.shouldLinger()) return;
       const batch = this.take();
       this.inFlight += 1;
       void this.send(batch).finally(() => {
@@ -45,6 +55,19 @@ export class Coalescer<I, O> {
         this.next();
       });
     }
+  }
+
+  /** True (and a wake-up set) while a batch may still fill up (see CoalescerOptions.lingerMs). */
+  private shouldLinger(): boolean {
+    const linger = this.options.lingerMs ?? 0;
+    if (linger <= 0 || this.inFlight === 0 || this.waiting.length >= this.options.maxBatch) return false;
+    const left = this.waiting[0].at + linger - performance.now();
+    if (left <= 0) return false;
+    this.lingering ??= setTimeout(() => {
+      this.lingering = undefined;
+      this.next();
+    }, left);
+    return true;
   }
 
   /** The oldest waiting calls that may share one batch; the rest keep their place. */
