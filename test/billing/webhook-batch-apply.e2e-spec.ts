@@ -64,7 +64,7 @@ describe('billing webhooks: batched apply', () => {
     await api.prisma.$executeRawUnsafe(`
       CREATE TRIGGER record_xid AFTER UPDATE OF status ON webhook_events
       FOR EACH ROW WHEN (NEW.status = 'PROCESSED') EXECUTE FUNCTION record_xid()`);
-    // The first 4 go out alone (the in-flight limit); the rest wait and share, the bad one in one batch.
+    // The first goes out alone (nothing in flight); the rest wait and share batches, the bad one in one.
     const all = [...good.slice(0, 20), bad, ...good.slice(20)];
 
     // All at once, as the worker's concurrent jobs do; the same id twice (a stalled job run again) too.
