@@ -75,10 +75,11 @@ const INTAKE_IN_FLIGHT = 4;
 const INTAKE_LINGER_MS = 3;
 const INTAKE_BATCH = 64;
 /**
- * Apply transactions in flight at once, and events per transaction (see applyBatch; the linger is above). Measured on the bench
- * (worker alone on a backlog, 2026-11-28, decision 15d): one transaction per event (16 in flight) applied
- * 185-250 events/s; batches without savepoints, 4 in flight of up to 16 events (WEBHOOK_CONCURRENCY 64),
- * 325-334/s at a third less worker CPU per event; 8 in flight or batches of 32 did no better.
+ * Apply transactions in flight at once, and events per transaction (see applyBatch; the linger is above).
+ * Measured on the bench (worker alone on a backlog, 2026-11-28, decision 15d): one transaction per event (16
+ * in flight) applied 185-250 events/s; batches without savepoints, 4 in flight of up to 16 events
+ * (WEBHOOK_CONCURRENCY 64), 325-334/s at a third less worker CPU per event; 8 in flight or batches of 32 did
+ * no better.
  */
 const APPLY_IN_FLIGHT = 4;
 const APPLY_BATCH = 16;
