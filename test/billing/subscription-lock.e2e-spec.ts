@@ -39,21 +39,31 @@ describe('SubscriptionsRepository.lockAndFind', () => {
       },
     });
 
+  /**
+   * A transaction that runs `work` and then stays open until released: `locked` resolves once `work` is
+   * done, `release()` lets it commit, `done` is its end.
+   */
+  async function holding(work: (tx: Parameters<SubscriptionsRepository['lock']>[0]) => Promise<void>) {
+    let holderLocked!: () => void;
+    const locked = new Promise<void>((resolve) => (holderLocked = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const done = api.prisma.$transaction(async (tx) => {
+      await work(tx);
+      holderLocked();
+      await released;
+    });
+    await locked;
+    return { release, done };
+  }
+
   it('makes a waiter see the row the lock holder inserted, with its owner locked', async () => {
     const user = await createUser(api.prisma);
     const subId = newSubId();
-    let holderLocked!: () => void;
-    const locked = new Promise<void>((resolve) => (holderLocked = resolve));
-    let releaseHolder!: () => void;
-    const release = new Promise<void>((resolve) => (releaseHolder = resolve));
-
-    const holder = api.prisma.$transaction(async (tx) => {
+    const holder = await holding(async (tx) => {
       expect(await repository.lockAndFind(tx, subId, { lockOwner: true })).toBeNull();
       await insertSubscription(tx, user.id, subId);
-      holderLocked();
-      await release;
     });
-    await locked;
     const waiter = api.prisma.$transaction(async (tx) => {
       const found = await repository.lockAndFind(tx, subId, { lockOwner: true });
       // While the waiter holds the owner's row, nobody else can lock it.
@@ -63,8 +73,8 @@ describe('SubscriptionsRepository.lockAndFind', () => {
     });
     // The waiter is blocked on the subscription's lock until the holder commits.
     await new Promise((resolve) => setTimeout(resolve, 200));
-    releaseHolder();
-    await holder;
+    holder.release();
+    await holder.done;
     const { found, othersCouldLock } = await waiter;
 
     expect(found?.subscription).toMatchObject({
@@ -102,16 +112,7 @@ describe('SubscriptionsRepository.lockAndFind', () => {
 
   it('takes the same lock as lock(): the expiry job and the webhook worker exclude each other', async () => {
     const subId = newSubId();
-    let holderLocked!: () => void;
-    const locked = new Promise<void>((resolve) => (holderLocked = resolve));
-    let releaseHolder!: () => void;
-    const release = new Promise<void>((resolve) => (releaseHolder = resolve));
-    const holder = api.prisma.$transaction(async (tx) => {
-      await repository.lock(tx, subId);
-      holderLocked();
-      await release;
-    });
-    await locked;
+    const holder = await holding((tx) => repository.lock(tx, subId));
     // While lock() is held, lockAndFind waits for it (here: gives up after lock_timeout).
     await expect(
       api.prisma.$transaction(async (tx) => {
@@ -119,8 +120,8 @@ describe('SubscriptionsRepository.lockAndFind', () => {
         return repository.lockAndFind(tx, subId, { lockOwner: false });
       }),
     ).rejects.toThrow(/lock timeout/);
-    releaseHolder();
-    await holder;
+    holder.release();
+    await holder.done;
     await expect(
       api.prisma.$transaction((tx) => repository.lockAndFind(tx, subId, { lockOwner: false })),
     ).resolves.toBeNull();

@@ -118,10 +118,7 @@ export class Unit {
 
   /** @internal Writes what was collected, in the order the writers first collected. */
   async flushCollected(): Promise<void> {
-    for (const [key, entry] of this.collected) {
-      this.collected.delete(key);
-      await entry.flush(entry.items);
-    }
+    for (const key of [...this.collected.keys()]) await this.flush(key);
   }
 
   /** @internal */

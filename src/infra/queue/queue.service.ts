@@ -52,11 +52,15 @@ export class QueueService implements OnModuleDestroy {
     return added.id;
   }
 
-  /** Several jobs of one kind in one round trip to Redis (BullMQ's addBulk); the same job ids dedupe as add's. */
+  /**
+   * Several jobs of one kind in one round trip to Redis (BullMQ's addBulk); the same job ids dedupe as add's.
+   * Each item's options carry its own trace (`withTraceContext`, taken in the context it was enqueued in):
+   * a push shared by several callers runs in one of theirs, which must not become the others' trace.
+   */
   async addMany<T extends object>(job: JobDef, items: { data: T; options?: JobsOptions }[]): Promise<void> {
     if (items.length === 0) return;
     await this.queue(job.queue).addBulk(
-      items.map((item) => ({ name: job.name, data: item.data, opts: withTraceContext(item.options ?? {}) })),
+      items.map((item) => ({ name: job.name, data: item.data, opts: item.options ?? {} })),
     );
   }
 
