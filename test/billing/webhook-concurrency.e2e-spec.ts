@@ -254,14 +254,20 @@ describe('billing webhooks under concurrency and failure', () => {
       subId,
       token: checkoutToken(api, user),
     });
-    // Stored as the receiver stores it, without a job: the test plays both jobs.
-    const accepted = await inbox.accept('billing', {
-      eventId: created.event_id,
-      eventType: created.event_type,
-      occurredAt: new Date(created.occurred_at),
-      payload: created,
-    });
-    const results = await Promise.all(Array.from({ length: 5 }, () => inbox.apply(accepted.id!, false)));
+    // Stored by the receiver's intake statement but without a job (accept() would push one, and this suite's
+    // worker could apply it before the test's jobs run): the test plays all the jobs.
+    const [accepted] = await api.app.get(WebhookInboxRepository).intake([
+      {
+        provider: 'billing',
+        event: {
+          eventId: created.event_id,
+          eventType: created.event_type,
+          occurredAt: new Date(created.occurred_at),
+          payload: created,
+        },
+      },
+    ]);
+    const results = await Promise.all(Array.from({ length: 5 }, () => inbox.apply(accepted!.id, false)));
     expect(results.map((r) => r.outcome).sort()).toEqual([
       'duplicate',
       'duplicate',
