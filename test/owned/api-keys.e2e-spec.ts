@@ -72,6 +72,9 @@ describe('API keys: CRUD through /api/v1/api_keys and authentication with the ke
       const res = await create({ name: 'tomorrow', expires_at: expiresAt });
       expect(res.status).toBe(201);
       expect(res.body.expires_at).toBe(expiresAt);
+      // The create answers from the row its statement returned: the same as a later read.
+      const { secret: _secret, ...stored } = res.body;
+      expect((await api.http.get(`${BASE}/${res.body.id}`).set('Authorization', alice)).body).toEqual(stored);
       for (const expires_at of [
         new Date(Date.now() - 1000).toISOString(),
         'next week',

@@ -452,6 +452,40 @@ describe('saved searches (spec: owned-resource pattern)', () => {
       expect((await create(authorization, { name: 'fits again', query: 'q' })).status).toBe(201);
     });
 
+    it("counts under the owner's lock what the lock's holder committed meanwhile", async () => {
+      const authorization = await api.bearer('user_ss_waiter');
+      await api.http.get(BASE).set('Authorization', authorization);
+      const owner = await userOf('user_ss_waiter');
+      const limit = api.config.project.tiers.FREE.limits.savedSearches;
+      await api.prisma.savedSearch.createMany({
+        data: Array.from({ length: limit - 1 }, (_, i) => ({ userId: owner.id, name: `w${i}`, query: 'q' })),
+      });
+      // Another create holds the owner's lock (the key every create of this resource takes) and has
+      // inserted the last row the tier allows, not yet committed.
+      let holderLocked!: () => void;
+      const locked = new Promise<void>((resolve) => (holderLocked = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const holder = api.prisma.$transaction(async (tx) => {
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`owned:saved_search:${owner.id}`}, 0))`;
+        await tx.savedSearch.create({ data: { userId: owner.id, name: 'held', query: 'q' } });
+        holderLocked();
+        await released;
+      });
+      await locked;
+      const waiting = create(authorization, { name: 'one too many', query: 'q' });
+      const settled = await Promise.race([
+        waiting.then(() => 'answered'),
+        new Promise((resolve) => setTimeout(() => resolve('waiting'), 300)),
+      ]);
+      release();
+      await holder;
+      // It waited for the lock, then counted the holder's row: the limit is reached.
+      expect(settled).toBe('waiting');
+      expectProblem(await waiting, 409, 'limit_reached');
+      expect(await api.prisma.savedSearch.count({ where: { userId: owner.id } })).toBe(limit);
+    });
+
     it('applies the limit of the user tier', async () => {
       const authorization = await api.bearer('user_ss_pro');
       await api.http.get(BASE).set('Authorization', authorization);

@@ -40,6 +40,9 @@ describe('workspaces (built on the owned-resource pattern)', () => {
     });
     const described = await create({ name: 'Team B', description: 'the second one' });
     expect(described.body.description).toBe('the second one');
+    // The create answers from the row its statement returned: the same as a later read.
+    const read = await api.http.get(`${BASE}/${described.body.id}`).set('Authorization', alice);
+    expect(read.body).toEqual(described.body);
     expect((await create({ name: 'w'.repeat(200), description: null })).status).toBe(201);
   });
 

@@ -3,7 +3,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { ConflictError, NotFoundError } from '../../common/errors/app-error.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import { type AuditDetails, fieldsChanged } from '../../modules/audit/audit.details.js';
-import { AuditService, userActor } from '../../modules/audit/audit.service.js';
+import { type AuditEntry, AuditService, userActor } from '../../modules/audit/audit.service.js';
 import type { Principal } from '../../common/principal.js';
 import { isUuid } from '../../common/validation/uuid.js';
 import type { OwnedResourceDefinition } from './owned-resource.js';
@@ -36,7 +36,7 @@ export abstract class OwnedResourceService<
   }
 
   async create(principal: Principal, dto: CreateDto): Promise<Response> {
-    const row = await this.insert(principal, this.resource.toCreate(dto), () => ({}));
+    const row = await this.insert(principal, this.resource.toCreate(dto));
     return this.resource.toResponse(row);
   }
 
@@ -84,18 +84,40 @@ export abstract class OwnedResourceService<
     });
   }
 
-  /** Inserts a row for the principal within the tier limit and audits `<type>.created`. */
-  protected insert(
+  /**
+   * Inserts a row for the principal within the tier limit and audits `<type>.created`, in one statement
+   * (see OwnedRepository.insertWithinLimit). `details` sees the fields inserted, as the audit entry must be
+   * known before the statement runs.
+   */
+  protected async insert(
     principal: Principal,
     data: Record<string, unknown>,
-    details: (row: Row) => AuditDetails,
+    details: AuditDetails = {},
   ): Promise<Row> {
-    return this.prisma.$transaction(async (tx) => {
-      await this.enforceLimit(tx, principal);
-      const row = await this.repository.insert(tx, principal.user.id, data);
-      await this.record(tx, principal, 'created', row.id, details(row));
-      return row;
-    });
+    const limit = this.limitOf(principal);
+    const inserted = await this.repository.insertWithinLimit(
+      this.prisma,
+      principal.user.id,
+      data,
+      limit && {
+        max: limit.max,
+        countedSql: this.resource.limitSql,
+        lockKey: `owned:${this.resource.type}:${principal.user.id}`,
+      },
+      (params, id, insertedRows) =>
+        this.audit.recordManyPart(
+          params,
+          [{ ...this.entry(principal, 'created', id, details), ord: 0 }],
+          insertedRows,
+        ),
+    );
+    if (inserted.refused) {
+      throw new ConflictError(
+        `The ${limit!.tier} plan allows at most ${limit!.max} ${this.resource.plural}. Delete one or upgrade.`,
+        'limit_reached',
+      );
+    }
+    return inserted.row;
   }
 
   protected async findOwnedOrFail(principal: Principal, id: string): Promise<Row> {
@@ -121,31 +143,28 @@ export abstract class OwnedResourceService<
     resourceId: string,
     details: AuditDetails,
   ): Promise<void> {
+    return this.audit.record(tx, this.entry(principal, action, resourceId, details));
+  }
+
+  private entry(principal: Principal, action: string, resourceId: string, details: AuditDetails): AuditEntry {
     const identityUserId = principal.user.identityUserId;
-    return this.audit.record(tx, {
+    return {
       actor: userActor(identityUserId),
       action: `${this.resource.type}.${action}`,
       userId: identityUserId,
       resourceType: this.resource.type,
       resourceId,
       details: { ...details, via: principal.via },
-    });
+    };
   }
 
-  private async enforceLimit(tx: Tx, principal: Principal): Promise<void> {
+  /** The principal's tier limit on this resource, or null when it has none. */
+  private limitOf(principal: Principal): { tier: string; max: number } | null {
     const key = this.resource.limit;
-    if (!key) return;
+    if (!key) return null;
     const { tiers } = this.config.project;
     const tier = tiers[principal.user.currentTier] ? principal.user.currentTier : 'FREE';
-    const limit = tiers[tier]?.limits[key];
-    if (limit === undefined) return;
-    await this.repository.lockOwner(tx, this.resource.type, principal.user.id);
-    const count = await this.repository.count(tx, principal.user.id, this.resource.limitWhere?.());
-    if (count >= limit) {
-      throw new ConflictError(
-        `The ${tier} plan allows at most ${limit} ${this.resource.plural}. Delete one or upgrade.`,
-        'limit_reached',
-      );
-    }
+    const max = tiers[tier]?.limits[key];
+    return max === undefined ? null : { tier, max };
   }
 }

@@ -17,12 +17,18 @@ export interface OwnedResourceDefinition<Row extends OwnedRow, CreateDto, Update
   plural: string;
   /** The Prisma model delegate, on the root client or inside a transaction. */
   table: (db: Db) => OwnedDelegate<Row>;
-  /** The model's table in SQL (`@@map`), for the per-user count sent as plain SQL. */
+  /**
+   * The model's table in SQL (`@@map`), for the statements sent as plain SQL (the count, the create). Its
+   * columns are the model's fields in snake_case, as every owned model maps them.
+   */
   sqlTable: string;
   /** The tier limit enforced on create; none when omitted. */
   limit?: OwnedLimitKey;
-  /** Which rows count against the limit (default: all of the user's rows). */
-  limitWhere?: () => Record<string, unknown>;
+  /**
+   * Which of the user's rows count against the limit, as a condition in SQL on the resource's table (a
+   * constant of the code; default: all of them). It runs under the owner's lock in the create statement.
+   */
+  limitSql?: string;
   /** Model fields of a new row; never the owner (taken from the principal). */
   toCreate: (dto: CreateDto) => Record<string, unknown>;
   /**

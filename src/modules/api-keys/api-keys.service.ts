@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ForbiddenError, ValidationError } from '../../common/errors/app-error.js';
-import type { ApiKey, Prisma } from '../../generated/prisma/client.js';
+import type { ApiKey } from '../../generated/prisma/client.js';
 import { generateApiKey } from '../auth/api-key.util.js';
 import type { Principal } from '../../common/principal.js';
 import { defineOwnedResource } from '../../kit/owned/owned-resource.js';
@@ -18,6 +18,12 @@ export const toApiKeyResponse = (row: ApiKey): ApiKeyDto => ({
   last_used_at: row.lastUsedAt,
   expires_at: row.expiresAt,
   revoked_at: row.revokedAt,
+});
+
+/** The fields of a new key that come from the request. */
+const newKeyFields = (dto: CreateApiKeyDto): { name: string; expiresAt: Date | null } => ({
+  name: dto.name,
+  expiresAt: expiresAt(dto),
 });
 
 function expiresAt(dto: CreateApiKeyDto): Date | null {
@@ -45,22 +51,20 @@ export class ApiKeysService extends OwnedResourceService<ApiKey, CreateApiKeyDto
     table: apiKeyRows,
     sqlTable: 'api_keys',
     limit: 'apiKeys',
-    limitWhere: () => ({ revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] }),
-    toCreate: (dto: CreateApiKeyDto): Pick<Prisma.ApiKeyUncheckedCreateInput, 'name' | 'expiresAt'> => ({
-      name: dto.name,
-      expiresAt: expiresAt(dto),
-    }),
+    limitSql: '"revoked_at" IS NULL AND ("expires_at" IS NULL OR "expires_at" > now())',
+    toCreate: (dto: CreateApiKeyDto) => newKeyFields(dto),
     toResponse: toApiKeyResponse,
   });
 
   override async create(principal: Principal, dto: CreateApiKeyDto): Promise<CreatedApiKeyDto> {
     this.refuseApiKeyPrincipal(principal);
-    const data = this.resource.toCreate(dto);
+    const data = newKeyFields(dto);
     const { key, prefix, secretHash } = generateApiKey();
-    const row = await this.insert(principal, { ...data, prefix, secretHash }, (created) => ({
-      prefix: created.prefix,
-      expires_at: created.expiresAt?.toISOString() ?? null,
-    }));
+    const row = await this.insert(
+      principal,
+      { ...data, prefix, secretHash },
+      { prefix, expires_at: data.expiresAt?.toISOString() ?? null },
+    );
     return { ...toApiKeyResponse(row), secret: key };
   }
 
