@@ -44,6 +44,10 @@ describe('workspaces (built on the owned-resource pattern)', () => {
     const read = await api.http.get(`${BASE}/${described.body.id}`).set('Authorization', alice);
     expect(read.body).toEqual(described.body);
     expect((await create({ name: 'w'.repeat(200), description: null })).status).toBe(201);
+    // An unpaired surrogate in a text field is stored as U+FFFD, as a text parameter is (never a 500).
+    const lone = await create({ name: 'lone \udfff', description: '\ud800 x' });
+    expect(lone.status).toBe(201);
+    expect(lone.body).toMatchObject({ name: 'lone \ufffd', description: '\ufffd x' });
   });
 
   it.each([

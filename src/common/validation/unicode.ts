@@ -6,3 +6,11 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * raising the compile target to ES2024).
  */
 export const hasLoneSurrogate = (value: string): boolean => LONE_SURROGATE.test(value);
+
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/**
+ * The string with each unpaired surrogate replaced by U+FFFD, as encoding it to UTF-8 does (a text
+ * parameter of a statement): for a text value that travels inside JSON, which jsonb would refuse.
+ */
+export const wellFormed = (value: string): string => value.replace(LONE_SURROGATES, '\uFFFD');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, PrismaService } from '../../infra/prisma/prisma.service.js';
 import { SqlParams } from '../../infra/prisma/sql-params.js';
+import { wellFormed } from '../../common/validation/unicode.js';
 
 /** Columns every owned table has (user_id cascades on user delete; index on (user_id, created_at)). */
 export interface OwnedRow {
@@ -95,7 +96,8 @@ export class OwnedRepository<Row extends OwnedRow> {
    * first takes the owner's advisory lock for this resource and counts under it (a fresh snapshot after the
    * wait, see its migration), so two racing creates cannot both pass; the row is inserted only below the
    * limit, and the lock is held until the statement commits. The new row's id is chosen here, so the caller
-   * knows it before the statement runs. The owner comes last so nothing in `data` can override it.
+   * knows it before the statement runs. The owner comes last so nothing in `data` can override it. The
+   * fields travel as one JSON object, read into the table's row type (`jsonb_populate_record`).
    */
   async insertWithinLimit(
     prisma: PrismaService,
@@ -110,7 +112,9 @@ export class OwnedRepository<Row extends OwnedRow> {
       if (value === undefined) continue;
       const column = snakeCase(field);
       if (!IDENTIFIER.test(column)) throw new Error(`not a column name: ${column}`);
-      values[column] = value;
+      // A text field may hold an unpaired surrogate, stored as U+FFFD as a text parameter would be (the
+      // validators refuse them in JSON fields, where it could not be told apart from data).
+      values[column] = typeof value === 'string' ? wellFormed(value) : value;
     }
     values.id = id;
     values.user_id = userId;
