@@ -120,16 +120,20 @@ export async function statusMb(pid, field) {
 }
 
 /** CPU time (user + system) a process has used so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
-export async function cpuMs(pid) {
+export async function cpuMs(pid, { reapedChildren = false } = {}) {
   const { readFile } = await import('node:fs/promises');
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  // utime + stime (fields 14 and 15 of stat), in clock ticks of 10 ms; with reapedChildren also cutime +
+  // cstime (16 and 17): the CPU of the children that exited and were waited for.
+  const own = Number(fields[11]) + Number(fields[12]);
+  return (reapedChildren ? own + Number(fields[13]) + Number(fields[14]) : own) * 10;
 }
 
 /**
- * CPU time (ms) of every PostgreSQL process on this machine (server and backends; the bench runs it
- * locally). Backends that exited between two readings are missed: compare over phases with a fixed pool.
+ * CPU time (ms) of every PostgreSQL process on this machine (the server, its backends, and those that have
+ * exited: the server's reaped children). The bench runs PostgreSQL locally. Before 2026-11-28 exited
+ * backends were missed, and a phase in which a pool closed connections could show a negative figure.
  */
 export async function postgresCpuMs() {
   const { readdir, readFile } = await import('node:fs/promises');
@@ -137,7 +141,9 @@ export async function postgresCpuMs() {
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    // Backends and auxiliary processes name themselves `postgres: ...`; the server is the postgres binary.
     if (cmd.startsWith('postgres')) total += await cpuMs(pid);
+    else if (/\/bin\/postgres\0/.test(cmd)) total += await cpuMs(pid, { reapedChildren: true });
   }
   return total;
 }
