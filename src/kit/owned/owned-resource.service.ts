@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { ConflictError, NotFoundError } from '../../common/errors/app-error.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
+import type { SqlParams } from '../../infra/prisma/sql-params.js';
 import { type AuditDetails, fieldsChanged } from '../../modules/audit/audit.details.js';
 import { type AuditEntry, AuditService, userActor } from '../../modules/audit/audit.service.js';
 import type { Principal } from '../../common/principal.js';
@@ -60,28 +61,36 @@ export abstract class OwnedResourceService<
     return this.resource.toResponse(await this.findOwnedOrFail(principal, id));
   }
 
-  /** Changes only the supplied fields. An empty patch changes nothing and writes no audit entry. */
+  /**
+   * Changes only the supplied fields, audited in the same statement. An empty patch changes nothing and
+   * writes no audit entry.
+   */
   async update(principal: Principal, id: string, dto: UpdateDto): Promise<Response> {
     const toUpdate = this.resource.toUpdate;
     if (!toUpdate) throw new Error(`${this.resource.type} has no update`);
     const changed = fieldsChanged(dto);
     if (changed.length === 0) return this.get(principal, id);
     this.assertId(id);
-    const row = await this.prisma.$transaction(async (tx) => {
-      const updated = await this.repository.updateOwned(tx, principal.user.id, id, toUpdate(dto));
-      if (!updated) throw this.notFound();
-      await this.record(tx, principal, 'updated', updated.id, { fields_changed: changed });
-      return updated;
-    });
+    const row = await this.repository.updateOwnedWritten(
+      this.prisma,
+      principal.user.id,
+      id,
+      toUpdate(dto),
+      this.auditPart(principal, 'updated', id, { fields_changed: changed }),
+    );
+    if (!row) throw this.notFound();
     return this.resource.toResponse(row);
   }
 
   async remove(principal: Principal, id: string): Promise<void> {
     this.assertId(id);
-    await this.prisma.$transaction(async (tx) => {
-      if (!(await this.repository.deleteOwned(tx, principal.user.id, id))) throw this.notFound();
-      await this.record(tx, principal, 'deleted', id, {});
-    });
+    const deleted = await this.repository.deleteOwnedWritten(
+      this.prisma,
+      principal.user.id,
+      id,
+      this.auditPart(principal, 'deleted', id, {}),
+    );
+    if (!deleted) throw this.notFound();
   }
 
   /**
@@ -104,12 +113,7 @@ export abstract class OwnedResourceService<
         countedSql: this.resource.limitSql,
         lockKey: `owned:${this.resource.type}:${principal.user.id}`,
       },
-      (params, id, insertedRows) =>
-        this.audit.recordManyPart(
-          params,
-          [{ ...this.entry(principal, 'created', id, details), ord: 0 }],
-          insertedRows,
-        ),
+      (params, id, writtenRows) => this.auditPart(principal, 'created', id, details)(params, writtenRows),
     );
     if (inserted.refused) {
       throw new ConflictError(
@@ -144,6 +148,21 @@ export abstract class OwnedResourceService<
     details: AuditDetails,
   ): Promise<void> {
     return this.audit.record(tx, this.entry(principal, action, resourceId, details));
+  }
+
+  /** The audit entry of a change as a part of the statement that makes it (see OwnedRepository.written). */
+  private auditPart(
+    principal: Principal,
+    action: string,
+    resourceId: string,
+    details: AuditDetails,
+  ): (params: SqlParams, writtenRows: string) => string {
+    return (params, writtenRows) =>
+      this.audit.recordManyPart(
+        params,
+        [{ ...this.entry(principal, action, resourceId, details), ord: 0 }],
+        writtenRows,
+      );
   }
 
   private entry(principal: Principal, action: string, resourceId: string, details: AuditDetails): AuditEntry {

@@ -42,7 +42,6 @@ export interface OwnedDelegate<Row extends OwnedRow> {
   findFirst(args: Args): PromiseLike<Row | null>;
   findMany(args: Args): PromiseLike<Row[]>;
   updateManyAndReturn(args: Args): PromiseLike<Row[]>;
-  deleteMany(args: Args): PromiseLike<{ count: number }>;
 }
 /* eslint-enable @typescript-eslint/no-explicit-any */
 
@@ -90,65 +89,130 @@ export class OwnedRepository<Row extends OwnedRow> {
   }
 
   /**
-   * Inserts the owner's new row and, in the same statement, what `alsoWrite` adds (the audit entry's part,
-   * which writes only when the CTE `inserted_rows` (column `ord`, 0) has the row): ONE round trip instead of
-   * a transaction of five statements through Prisma (issue 15 item 6). With a limit, `owned_lock_and_count`
-   * first takes the owner's advisory lock for this resource and counts under it (a fresh snapshot after the
-   * wait, see its migration), so two racing creates cannot both pass; the row is inserted only below the
-   * limit, and the lock is held until the statement commits. The new row's id is chosen here, so the caller
-   * knows it before the statement runs. The owner comes last so nothing in `data` can override it. The
-   * fields travel as one JSON object, read into the table's row type (`jsonb_populate_record`).
+   * Inserts the owner's new row and, in the same statement, what `alsoWrite` adds (the audit entry's part;
+   * see `written`): ONE round trip instead of a transaction of five statements through Prisma (issue 15
+   * item 6). With a limit, `owned_lock_and_count` first takes the owner's advisory lock for this resource
+   * and counts under it (a fresh snapshot after the wait, see its migration), so two racing creates cannot
+   * both pass; the row is inserted only below the limit, and the lock is held until the statement commits.
+   * The new row's id is chosen here, so the caller knows it before the statement runs. The owner comes
+   * last so nothing in `data` can override it.
    */
   async insertWithinLimit(
     prisma: PrismaService,
     userId: string,
     data: Data,
     limit: OwnedLimit | null,
-    alsoWrite: (params: SqlParams, id: string, insertedRows: string) => string,
+    alsoWrite: (params: SqlParams, id: string, writtenRows: string) => string,
   ): Promise<Inserted<Row>> {
     const id = randomUUID();
-    const values: Data = {};
-    for (const [field, value] of Object.entries(data)) {
-      if (value === undefined) continue;
-      const column = snakeCase(field);
-      if (!IDENTIFIER.test(column)) throw new Error(`not a column name: ${column}`);
-      // A text field may hold an unpaired surrogate, stored as U+FFFD as a text parameter would be (the
-      // validators refuse them in JSON fields, where it could not be told apart from data).
-      values[column] = typeof value === 'string' ? wellFormed(value) : value;
-    }
-    values.id = id;
-    values.user_id = userId;
-    const columns = Object.keys(values)
-      .map((column) => `"${column}"`)
-      .join(', ');
     const params = new SqlParams();
-    const record = params.add(JSON.stringify(values));
+    const { columns, record } = this.fields(params, { ...data, id, userId });
     const counted = limit
       ? `counted AS (SELECT owned_lock_and_count(${params.add(limit.lockKey)}, ${params.add(
           this.countSql + (limit.countedSql ? ` AND (${limit.countedSql})` : ''),
         )}, ${params.add(userId)}::uuid) AS n),`
       : '';
     const below = limit ? `WHERE (SELECT n FROM counted) < ${params.add(limit.max)}::int` : '';
-    const also = alsoWrite(params, id, 'inserted_rows');
+    const row = await this.written(
+      prisma,
+      params,
+      counted,
+      `INSERT INTO "${this.sqlTable}" (${columns}) SELECT ${columns} FROM ${record} ${below} RETURNING *`,
+      (rows) => alsoWrite(params, id, rows),
+    );
+    return row ? { row, refused: false } : { row: null, refused: true };
+  }
+
+  /**
+   * `UPDATE ... SET <data>, updated_at = now() WHERE id AND user_id RETURNING *` and what `alsoWrite` adds,
+   * in one statement (see `written`): null when nothing matched (a 404; a concurrent delete is not an error).
+   */
+  updateOwnedWritten(
+    prisma: PrismaService,
+    userId: string,
+    id: string,
+    data: Data,
+    alsoWrite: (params: SqlParams, writtenRows: string) => string,
+  ): Promise<Row | null> {
+    const params = new SqlParams();
+    const { columns, record } = this.fields(params, data);
+    return this.written(
+      prisma,
+      params,
+      '',
+      `UPDATE "${this.sqlTable}" SET (${columns}, "updated_at") = (SELECT ${columns}, now() FROM ${record})
+       WHERE "id" = ${params.add(id)}::uuid AND "user_id" = ${params.add(userId)}::uuid RETURNING *`,
+      (rows) => alsoWrite(params, rows),
+    );
+  }
+
+  /** `DELETE ... WHERE id AND user_id` and what `alsoWrite` adds, in one statement; false when nothing matched. */
+  async deleteOwnedWritten(
+    prisma: PrismaService,
+    userId: string,
+    id: string,
+    alsoWrite: (params: SqlParams, writtenRows: string) => string,
+  ): Promise<boolean> {
+    const params = new SqlParams();
+    const row = await this.written(
+      prisma,
+      params,
+      '',
+      `DELETE FROM "${this.sqlTable}" WHERE "id" = ${params.add(id)}::uuid AND "user_id" = ${params.add(userId)}::uuid
+       RETURNING *`,
+      (rows) => alsoWrite(params, rows),
+    );
+    return row !== null;
+  }
+
+  /**
+   * Runs `change` (a data-modifying statement on this table that returns its row) with `before` CTEs in
+   * front and, after it, the part `alsoWrite` returns: it reads the CTE it is given (column `ord`, 0 when
+   * the change wrote a row), so the audit entry is written exactly when the row was. Answers the row with
+   * its columns as the model's fields (pg's type parsing), or null when the change wrote none.
+   */
+  private async written(
+    prisma: PrismaService,
+    params: SqlParams,
+    before: string,
+    change: string,
+    alsoWrite: (writtenRows: string) => string,
+  ): Promise<Row | null> {
+    const also = alsoWrite('written_rows');
     const { rows } = await prisma.pool.query<Record<string, unknown>>(
-      `WITH ${counted}
-       inserted AS (
-         INSERT INTO "${this.sqlTable}" (${columns})
-         SELECT ${columns} FROM jsonb_populate_record(NULL::"${this.sqlTable}", ${record}::jsonb) AS r
-         ${below}
-         RETURNING *),
-       inserted_rows AS (SELECT 0 AS ord FROM inserted),
+      `WITH ${before}
+       changed AS (${change}),
+       written_rows AS (SELECT 0 AS ord FROM changed),
        also_written AS (${also})
-       SELECT inserted.*
-       FROM (SELECT 1) AS one LEFT JOIN inserted ON true`,
+       SELECT changed.* FROM (SELECT 1) AS one LEFT JOIN changed ON true`,
       params.values,
     );
-    const inserted = rows[0];
-    if (inserted.id === null) return { row: null, refused: true };
+    if (rows[0].id === null) return null;
     const row = Object.fromEntries(
-      Object.entries(inserted).map(([column, value]) => [camelCase(column), value]),
+      Object.entries(rows[0]).map(([column, value]) => [camelCase(column), value]),
     );
-    return { row: row as unknown as Row, refused: false };
+    return row as unknown as Row;
+  }
+
+  /**
+   * The fields of `data` (model field names, in snake_case the table's columns; undefined ones left out) as
+   * one JSON parameter read into the table's row type: `columns` names them, `record` is the row to select
+   * them from (`jsonb_populate_record`). A text field may hold an unpaired surrogate: it is stored as U+FFFD,
+   * as a text parameter would be (the validators refuse them in JSON fields, where jsonb could not take it).
+   */
+  private fields(params: SqlParams, data: Data): { columns: string; record: string } {
+    const values: Data = {};
+    for (const [field, value] of Object.entries(data)) {
+      if (value === undefined) continue;
+      const column = snakeCase(field);
+      if (!IDENTIFIER.test(column)) throw new Error(`not a column name: ${column}`);
+      values[column] = typeof value === 'string' ? wellFormed(value) : value;
+    }
+    const columns = Object.keys(values)
+      .map((column) => `"${column}"`)
+      .join(', ');
+    const json = params.add(JSON.stringify(values));
+    return { columns, record: `jsonb_populate_record(NULL::"${this.sqlTable}", ${json}::jsonb) AS r` };
   }
 
   /**
@@ -158,10 +222,5 @@ export class OwnedRepository<Row extends OwnedRow> {
   async updateOwned(db: Db, userId: string, id: string, data: Data, where: Where = {}): Promise<Row | null> {
     const rows = await this.table(db).updateManyAndReturn({ where: { ...where, id, userId }, data });
     return rows[0] ?? null;
-  }
-
-  /** One `DELETE ... WHERE id AND user_id`; false when nothing matched. */
-  async deleteOwned(db: Db, userId: string, id: string): Promise<boolean> {
-    return (await this.table(db).deleteMany({ where: { id, userId } })).count > 0;
   }
 }
