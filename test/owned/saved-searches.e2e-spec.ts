@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { OwnedRepository } from '../../src/kit/owned/owned.repository.js';
+import { savedSearchRows } from '../../src/modules/saved-searches/saved-searches.repository.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import {
   captureSql,
@@ -266,6 +268,21 @@ describe('saved searches (spec: owned-resource pattern)', () => {
   });
 
   describe('PATCH', () => {
+    it('writes an update with no model field as updated_at alone, with its other part (repository)', async () => {
+      const created = await create(alice, { name: 'untouched', query: 'q' });
+      const owner = await userOf('user_ss_alice');
+      const repository = new OwnedRepository(savedSearchRows, 'saved_searches');
+      const row = await repository.updateOwnedWritten(
+        api.prisma,
+        owner.id,
+        created.body.id,
+        { name: undefined },
+        (_params, writtenRows) => `SELECT ord FROM ${writtenRows}`,
+      );
+      expect(row).toMatchObject({ id: created.body.id, name: 'untouched', query: 'q' });
+      expect(row!.updatedAt.getTime()).toBeGreaterThan(Date.parse(created.body.updated_at));
+    });
+
     it('changes only the supplied fields and moves updated_at', async () => {
       const created = await create(alice, { name: 'before', query: 'q1', filters: { a: 1 } });
       const res = await api.http

@@ -136,11 +136,14 @@ export class OwnedRepository<Row extends OwnedRow> {
   ): Promise<Row | null> {
     const params = new SqlParams();
     const { columns, record } = this.fields(params, data);
+    const set = columns
+      ? `(${columns}, "updated_at") = (SELECT ${columns}, now() FROM ${record})`
+      : `"updated_at" = now()`;
     return this.written(
       prisma,
       params,
       '',
-      `UPDATE "${this.sqlTable}" SET (${columns}, "updated_at") = (SELECT ${columns}, now() FROM ${record})
+      `UPDATE "${this.sqlTable}" SET ${set}
        WHERE "id" = ${params.add(id)}::uuid AND "user_id" = ${params.add(userId)}::uuid RETURNING *`,
       (rows) => alsoWrite(params, rows),
     );
@@ -211,6 +214,7 @@ export class OwnedRepository<Row extends OwnedRow> {
     const columns = Object.keys(values)
       .map((column) => `"${column}"`)
       .join(', ');
+    if (!columns) return { columns, record: '' };
     const json = params.add(JSON.stringify(values));
     return { columns, record: `jsonb_populate_record(NULL::"${this.sqlTable}", ${json}::jsonb) AS r` };
   }
