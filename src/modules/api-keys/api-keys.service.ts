@@ -52,7 +52,7 @@ export class ApiKeysService extends OwnedResourceService<ApiKey, CreateApiKeyDto
     sqlTable: 'api_keys',
     limit: 'apiKeys',
     limitSql: '"revoked_at" IS NULL AND ("expires_at" IS NULL OR "expires_at" > now())',
-    toCreate: (dto: CreateApiKeyDto) => newKeyFields(dto),
+    toCreate: newKeyFields,
     toResponse: toApiKeyResponse,
   });
 
