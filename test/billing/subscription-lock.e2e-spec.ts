@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SubscriptionsRepository } from '../../src/modules/billing/subscriptions/subscriptions.repository.js';
 import { createUser } from '../factories/user.factory.js';
 import { newSubId } from '../support/billing.js';
+import { holding } from '../support/lock-holder.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 /**
@@ -39,28 +40,10 @@ describe('SubscriptionsRepository.lockAndFind', () => {
       },
     });
 
-  /**
-   * A transaction that runs `work` and then stays open until released: `locked` resolves once `work` is
-   * done, `release()` lets it commit, `done` is its end.
-   */
-  async function holding(work: (tx: Parameters<SubscriptionsRepository['lock']>[0]) => Promise<void>) {
-    let holderLocked!: () => void;
-    const locked = new Promise<void>((resolve) => (holderLocked = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const done = api.prisma.$transaction(async (tx) => {
-      await work(tx);
-      holderLocked();
-      await released;
-    });
-    await locked;
-    return { release, done };
-  }
-
   it('makes a waiter see the row the lock holder inserted, with its owner locked', async () => {
     const user = await createUser(api.prisma);
     const subId = newSubId();
-    const holder = await holding(async (tx) => {
+    const holder = await holding(api.prisma, async (tx) => {
       expect(await repository.lockAndFind(tx, subId, { lockOwner: true })).toBeNull();
       await insertSubscription(tx, user.id, subId);
     });
@@ -112,7 +95,7 @@ describe('SubscriptionsRepository.lockAndFind', () => {
 
   it('takes the same lock as lock(): the expiry job and the webhook worker exclude each other', async () => {
     const subId = newSubId();
-    const holder = await holding((tx) => repository.lock(tx, subId));
+    const holder = await holding(api.prisma, (tx) => repository.lock(tx, subId));
     // While lock() is held, lockAndFind waits for it (here: gives up after lock_timeout).
     await expect(
       api.prisma.$transaction(async (tx) => {

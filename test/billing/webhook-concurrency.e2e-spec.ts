@@ -35,6 +35,22 @@ describe('billing webhooks under concurrency and failure', () => {
   });
   afterAll(() => env.close());
 
+  /** The receiver's intake statement alone: the event archived RECEIVED and claimed, no job pushed. */
+  const intakeOnly = async (event: ReturnType<typeof subscriptionEvent>) =>
+    (
+      await api.app.get(WebhookInboxRepository).intake([
+        {
+          provider: 'billing',
+          event: {
+            eventId: event.event_id,
+            eventType: event.event_type,
+            occurredAt: new Date(event.occurred_at),
+            payload: event,
+          },
+        },
+      ])
+    )[0];
+
   /** One checkout's created and activated events, sharing occurred_at as the provider often sends them. */
   async function checkoutPair(options: { createdStatus: 'active' | 'trialing'; activatedToken: boolean }) {
     const user = await createUser(api.prisma);
@@ -256,17 +272,7 @@ describe('billing webhooks under concurrency and failure', () => {
     });
     // Stored by the receiver's intake statement but without a job (accept() would push one, and this suite's
     // worker could apply it before the test's jobs run): the test plays all the jobs.
-    const [accepted] = await api.app.get(WebhookInboxRepository).intake([
-      {
-        provider: 'billing',
-        event: {
-          eventId: created.event_id,
-          eventType: created.event_type,
-          occurredAt: new Date(created.occurred_at),
-          payload: created,
-        },
-      },
-    ]);
+    const accepted = await intakeOnly(created);
     const results = await Promise.all(Array.from({ length: 5 }, () => inbox.apply(accepted!.id, false)));
     expect(results.map((r) => r.outcome).sort()).toEqual([
       'duplicate',
@@ -294,17 +300,7 @@ describe('billing webhooks under concurrency and failure', () => {
       token: checkoutToken(api, user),
     });
     // The intake statement ran but the push never happened (Redis was down when it tried).
-    const [accepted] = await repo.intake([
-      {
-        provider: 'billing',
-        event: {
-          eventId: created.event_id,
-          eventType: created.event_type,
-          occurredAt: new Date(created.occurred_at),
-          payload: created,
-        },
-      },
-    ]);
+    const accepted = await intakeOnly(created);
     expect(accepted).not.toBeNull();
     await api.prisma.webhookEvent.update({
       where: { id: accepted!.id },

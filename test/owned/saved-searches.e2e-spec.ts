@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OwnedRepository } from '../../src/kit/owned/owned.repository.js';
 import { savedSearchRows } from '../../src/modules/saved-searches/saved-searches.repository.js';
+import { holding } from '../support/lock-holder.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import {
   captureSql,
@@ -447,14 +448,21 @@ describe('saved searches (spec: owned-resource pattern)', () => {
   });
 
   describe('tier limit', () => {
-    it('refuses a create beyond the tier limit with 409 limit_reached, even when creates race', async () => {
-      const authorization = await api.bearer('user_ss_quota');
+    const freeLimit = () => api.config.project.tiers.FREE.limits.savedSearches;
+    /** A FREE user (created by a first request) who already holds `rows` saved searches. */
+    const ownerHolding = async (identityUserId: string, rows: number) => {
+      const authorization = await api.bearer(identityUserId);
       await api.http.get(BASE).set('Authorization', authorization);
-      const owner = await userOf('user_ss_quota');
-      const limit = api.config.project.tiers.FREE.limits.savedSearches;
+      const owner = await userOf(identityUserId);
       await api.prisma.savedSearch.createMany({
-        data: Array.from({ length: limit - 2 }, (_, i) => ({ userId: owner.id, name: `q${i}`, query: 'q' })),
+        data: Array.from({ length: rows }, (_, i) => ({ userId: owner.id, name: `s${i}`, query: 'q' })),
       });
+      return { authorization, owner };
+    };
+
+    it('refuses a create beyond the tier limit with 409 limit_reached, even when creates race', async () => {
+      const limit = freeLimit();
+      const { authorization, owner } = await ownerHolding('user_ss_quota', limit - 2);
       const results = await Promise.all(
         Array.from({ length: 6 }, (_, i) => create(authorization, { name: `race${i}`, query: 'q' })),
       );
@@ -470,33 +478,21 @@ describe('saved searches (spec: owned-resource pattern)', () => {
     });
 
     it("counts under the owner's lock what the lock's holder committed meanwhile", async () => {
-      const authorization = await api.bearer('user_ss_waiter');
-      await api.http.get(BASE).set('Authorization', authorization);
-      const owner = await userOf('user_ss_waiter');
-      const limit = api.config.project.tiers.FREE.limits.savedSearches;
-      await api.prisma.savedSearch.createMany({
-        data: Array.from({ length: limit - 1 }, (_, i) => ({ userId: owner.id, name: `w${i}`, query: 'q' })),
-      });
+      const limit = freeLimit();
+      const { authorization, owner } = await ownerHolding('user_ss_waiter', limit - 1);
       // Another create holds the owner's lock (the key every create of this resource takes) and has
       // inserted the last row the tier allows, not yet committed.
-      let holderLocked!: () => void;
-      const locked = new Promise<void>((resolve) => (holderLocked = resolve));
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => (release = resolve));
-      const holder = api.prisma.$transaction(async (tx) => {
+      const holder = await holding(api.prisma, async (tx) => {
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`owned:saved_search:${owner.id}`}, 0))`;
         await tx.savedSearch.create({ data: { userId: owner.id, name: 'held', query: 'q' } });
-        holderLocked();
-        await released;
       });
-      await locked;
       const waiting = create(authorization, { name: 'one too many', query: 'q' });
       const settled = await Promise.race([
         waiting.then(() => 'answered'),
         new Promise((resolve) => setTimeout(() => resolve('waiting'), 300)),
       ]);
-      release();
-      await holder;
+      holder.release();
+      await holder.done;
       // It waited for the lock, then counted the holder's row: the limit is reached.
       expect(settled).toBe('waiting');
       expectProblem(await waiting, 409, 'limit_reached');
@@ -504,19 +500,8 @@ describe('saved searches (spec: owned-resource pattern)', () => {
     });
 
     it('applies the limit of the user tier', async () => {
-      const authorization = await api.bearer('user_ss_pro');
-      await api.http.get(BASE).set('Authorization', authorization);
-      const owner = await api.prisma.user.update({
-        where: { identityUserId: 'user_ss_pro' },
-        data: { currentTier: 'PRO' },
-      });
-      await api.prisma.savedSearch.createMany({
-        data: Array.from({ length: api.config.project.tiers.FREE.limits.savedSearches }, (_, i) => ({
-          userId: owner.id,
-          name: `p${i}`,
-          query: 'q',
-        })),
-      });
+      const { authorization, owner } = await ownerHolding('user_ss_pro', freeLimit());
+      await api.prisma.user.update({ where: { id: owner.id }, data: { currentTier: 'PRO' } });
       expect((await create(authorization, { name: 'pro can', query: 'q' })).status).toBe(201);
     });
   });

@@ -104,7 +104,7 @@ export abstract class OwnedResourceService<
     details: AuditDetails = {},
   ): Promise<Row> {
     const limit = this.limitOf(principal);
-    const inserted = await this.repository.insertWithinLimit(
+    const row = await this.repository.insertWithinLimit(
       this.prisma,
       principal.user.id,
       data,
@@ -115,13 +115,13 @@ export abstract class OwnedResourceService<
       },
       (params, id, writtenRows) => this.auditPart(principal, 'created', id, details)(params, writtenRows),
     );
-    if (inserted.refused) {
+    if (!row) {
       throw new ConflictError(
         `The ${limit!.tier} plan allows at most ${limit!.max} ${this.resource.plural}. Delete one or upgrade.`,
         'limit_reached',
       );
     }
-    return inserted.row;
+    return row;
   }
 
   protected async findOwnedOrFail(principal: Principal, id: string): Promise<Row> {

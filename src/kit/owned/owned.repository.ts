@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, PrismaService } from '../../infra/prisma/prisma.service.js';
 import { SqlParams } from '../../infra/prisma/sql-params.js';
+import { camelCase, snakeCase } from '../../common/naming.js';
 import { wellFormed } from '../../common/validation/unicode.js';
 
 /** Columns every owned table has (user_id cascades on user delete; index on (user_id, created_at)). */
@@ -24,12 +25,7 @@ export interface OwnedLimit {
   countedSql?: string;
 }
 
-/** What a create inserted, or that the limit refused it. */
-export type Inserted<Row> = { row: Row; refused: false } | { row: null; refused: true };
-
 const IDENTIFIER = /^[a-z_]+$/;
-const snakeCase = (field: string): string => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-const camelCase = (column: string): string => column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 /* eslint-disable @typescript-eslint/no-explicit-any -- Prisma's per-model argument types are not
    expressible generically; the repository below is the only caller and builds every argument itself. */
 type Args = any;
@@ -95,15 +91,15 @@ export class OwnedRepository<Row extends OwnedRow> {
    * and counts under it (a fresh snapshot after the wait, see its migration), so two racing creates cannot
    * both pass; the row is inserted only below the limit, and the lock is held until the statement commits.
    * The new row's id is chosen here, so the caller knows it before the statement runs. The owner comes
-   * last so nothing in `data` can override it.
+   * last so nothing in `data` can override it. Answers the row, or null when the limit refused it.
    */
-  async insertWithinLimit(
+  insertWithinLimit(
     prisma: PrismaService,
     userId: string,
     data: Data,
     limit: OwnedLimit | null,
     alsoWrite: (params: SqlParams, id: string, writtenRows: string) => string,
-  ): Promise<Inserted<Row>> {
+  ): Promise<Row | null> {
     const id = randomUUID();
     const params = new SqlParams();
     const { columns, record } = this.fields(params, { ...data, id, userId });
@@ -113,14 +109,13 @@ export class OwnedRepository<Row extends OwnedRow> {
         )}, ${params.add(userId)}::uuid) AS n),`
       : '';
     const below = limit ? `WHERE (SELECT n FROM counted) < ${params.add(limit.max)}::int` : '';
-    const row = await this.written(
+    return this.written(
       prisma,
       params,
       counted,
       `INSERT INTO "${this.sqlTable}" (${columns}) SELECT ${columns} FROM ${record} ${below} RETURNING *`,
       (rows) => alsoWrite(params, id, rows),
     );
-    return row ? { row, refused: false } : { row: null, refused: true };
   }
 
   /**

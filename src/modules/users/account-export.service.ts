@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import { NotFoundError } from '../../common/errors/app-error.js';
+import { snakeCase } from '../../common/naming.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
@@ -8,13 +9,11 @@ import { creditSummaryOf } from '../credits/credit-summary.js';
 import { AccountExportRepository, type ExportCursor, type ExportRow } from './account-export.repository.js';
 import { UsersRepository } from './users.repository.js';
 
-const snakeKey = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-
 /** Top-level keys to snake_case (JSON column contents stay as stored), dates to ISO strings. */
 export function toExportJson(row: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(row)) {
-    out[snakeKey(key)] = value instanceof Date ? value.toISOString() : value;
+    out[snakeCase(key)] = value instanceof Date ? value.toISOString() : value;
   }
   return out;
 }
