@@ -129,7 +129,8 @@ describe('OpenTelemetry tracing', () => {
       const res = await deliverIdentity(api, delivery, { traceparent: `00-${traceId}-${callerSpan}-01` });
       expect(res.status).toBe(200);
 
-      // The welcome e-mail is sent by the post-signup job, which the webhook job's commit enqueued.
+      // The welcome e-mail is sent by the post-signup job, which the intake statement's webhook job's commit
+      // enqueued.
       await waitFor(async () => email.requests.length > 0, 15_000);
       // A parent span ends (and is exported) after its children: wait until the chain is complete.
       const inTrace = await waitFor(async () => {
@@ -147,7 +148,7 @@ describe('OpenTelemetry tracing', () => {
       expect(server).toMatchObject({ name: 'POST /webhooks/identity', parentSpanId: callerSpan });
       expect(attribute(server!, 'http.response.status_code')).toEqual(expect.anything());
 
-      const webhookJob = inTrace.find((s) => s.name === 'job webhooks/process-webhook');
+      const webhookJob = inTrace.find((s) => s.name === 'job webhooks/apply-webhooks');
       expect(webhookJob).toMatchObject({ kind: CONSUMER, parentSpanId: server!.spanId });
       const signupJob = inTrace.find((s) => s.name === 'job users/post-signup');
       expect(signupJob).toMatchObject({ kind: CONSUMER });
@@ -164,7 +165,7 @@ describe('OpenTelemetry tracing', () => {
       expect(ancestry).toEqual([
         'POST email',
         'job users/post-signup',
-        'job webhooks/process-webhook',
+        'job webhooks/apply-webhooks',
         'POST /webhooks/identity',
       ]);
     });

@@ -31,7 +31,16 @@ export const JOBS = {
   hardDeleteAccounts: { queue: QUEUES.users, name: 'hard-delete-accounts' },
   /** The identity provider changed a user's e-mail: runs the `email_changed` user hooks. */
   emailChanged: { queue: QUEUES.users, name: 'email-changed' },
-  /** Apply one accepted webhook (payload {id, provider}; job id `webhook-<archive row id>`). */
+  /**
+   * Apply the webhooks one intake statement accepted (payload {ids}: archive row ids; job id
+   * `webhooks-<intake_batch>`, the statement's transaction id). A failing event fails the job, whose retry
+   * applies only what is still RECEIVED.
+   */
+  applyWebhooks: { queue: QUEUES.webhooks, name: 'apply-webhooks' },
+  /**
+   * Apply one webhook archive row: a replay's or the relay's (payload {id, provider}; job id
+   * `webhook-<archive row id>-<received_at ms>`).
+   */
   processWebhook: { queue: QUEUES.webhooks, name: 'process-webhook' },
   /** Every 10 s: give every RECEIVED webhook older than 15 s a job (its push failed: Redis was down). */
   relayWebhooks: { queue: QUEUES.webhooks, name: 'relay-webhooks' },

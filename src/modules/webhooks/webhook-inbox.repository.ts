@@ -20,11 +20,16 @@ export interface AcceptedInput {
   event: InboundEvent;
 }
 
-/** An archive row waiting for the worker (its job id derives from id and receivedAt). */
+/**
+ * An archive row waiting for the worker. `batch` is the transaction id of the intake statement that accepted
+ * it (its batch job's name, see batchJobIdOf), null for a row reopened by a replay; a job of the row alone
+ * derives its id from id and receivedAt (jobIdOf).
+ */
 export interface AcceptedRow {
   id: string;
   provider: string;
   receivedAt: Date;
+  batch: string | null;
 }
 
 /** An accepted event as the worker reads it back. */
@@ -76,6 +81,7 @@ export class WebhookInboxRepository {
       provider: string;
       event_id: string;
       received_at: Date;
+      intake_batch: string;
     }>(INTAKE_SQL, [
       events.map((e) => e.provider),
       events.map((e) => e.event.eventId),
@@ -87,7 +93,7 @@ export class WebhookInboxRepository {
     const byKey = new Map(rows.map((row) => [`${row.provider}\u0000${row.event_id}`, row]));
     return events.map(({ provider, event }) => {
       const row = byKey.get(`${provider}\u0000${event.eventId}`);
-      return row ? { id: row.id, provider, receivedAt: row.received_at } : null;
+      return row ? { id: row.id, provider, receivedAt: row.received_at, batch: row.intake_batch } : null;
     });
   }
 
@@ -175,12 +181,19 @@ export class WebhookInboxRepository {
 
   /** RECEIVED rows older than `olderThanMs`: the relay makes sure each has a job. */
   async stale(db: Db, olderThanMs: number, limit: number): Promise<AcceptedRow[]> {
-    const rows = await db.$queryRaw<{ id: string; provider: string; received_at: Date }[]>`
-      SELECT id, provider, received_at FROM webhook_events
+    const rows = await db.$queryRaw<
+      { id: string; provider: string; received_at: Date; intake_batch: string | null }[]
+    >`
+      SELECT id, provider, received_at, intake_batch::text AS intake_batch FROM webhook_events
       WHERE status = 'RECEIVED' AND received_at < now() - make_interval(secs => ${olderThanMs / 1000})
       ORDER BY received_at
       LIMIT ${limit}`;
-    return rows.map((row) => ({ id: row.id, provider: row.provider, receivedAt: row.received_at }));
+    return rows.map((row) => ({
+      id: row.id,
+      provider: row.provider,
+      receivedAt: row.received_at,
+      batch: row.intake_batch,
+    }));
   }
 
   /**
@@ -244,7 +257,8 @@ export class WebhookInboxRepository {
     if (!row) return null;
     if (row.status === 'FAILED' || row.status === 'SKIPPED') {
       await tx.$executeRaw`
-        UPDATE webhook_events SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL
+        UPDATE webhook_events
+        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, intake_batch = NULL
         WHERE id = ${id}::uuid`;
       await tx.$executeRaw`
         INSERT INTO processed_webhook_events (provider, event_id, event_type)
@@ -262,7 +276,8 @@ export class WebhookInboxRepository {
     const rows = await db.$queryRaw<{ id: string; provider: string; received_at: Date }[]>`
       WITH reopened AS (
         UPDATE webhook_events
-        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now()
+        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now(),
+            intake_batch = NULL
         WHERE status = ${filter.status}::"WebhookEventStatus"
           AND (${provider}::text IS NULL OR provider = ${provider}::text)
           AND (${from}::timestamptz IS NULL OR received_at >= ${from}::timestamptz)
@@ -274,7 +289,12 @@ export class WebhookInboxRepository {
         ON CONFLICT DO NOTHING
       )
       SELECT id, provider, received_at FROM reopened`;
-    return rows.map((row) => ({ id: row.id, provider: row.provider, receivedAt: row.received_at }));
+    return rows.map((row) => ({
+      id: row.id,
+      provider: row.provider,
+      receivedAt: row.received_at,
+      batch: null,
+    }));
   }
 
   /* The archive: parked events, retention and erasure (this file is the one writer of both webhook tables). */
@@ -385,13 +405,14 @@ const INTAKE_SQL = `
     ON CONFLICT DO NOTHING
     RETURNING provider, event_id
   )
-  INSERT INTO webhook_events (id, provider, event_id, event_type, payload, status, occurred_at, attempts, source)
+  INSERT INTO webhook_events
+    (id, provider, event_id, event_type, payload, status, occurred_at, attempts, source, intake_batch)
   SELECT gen_random_uuid(), i.provider, i.event_id, i.event_type, i.payload::jsonb,
-         'RECEIVED'::"WebhookEventStatus", i.occurred_at, 0, i.source
+         'RECEIVED'::"WebhookEventStatus", i.occurred_at, 0, i.source, pg_current_xact_id()::text::bigint
   FROM claim JOIN input i USING (provider, event_id)
   ON CONFLICT (provider, event_id) DO UPDATE
     SET status = 'RECEIVED'::"WebhookEventStatus", payload = EXCLUDED.payload, error = NULL,
         processed_at = NULL, event_type = EXCLUDED.event_type, occurred_at = EXCLUDED.occurred_at,
-        received_at = now(), source = EXCLUDED.source
+        received_at = now(), source = EXCLUDED.source, intake_batch = EXCLUDED.intake_batch
     WHERE webhook_events.status = 'FAILED'
-  RETURNING id, provider, event_id, received_at`;
+  RETURNING id, provider, event_id, received_at, intake_batch::text AS intake_batch`;

@@ -55,10 +55,19 @@ export interface ApplyResult {
   outcome: 'processed' | 'skipped' | 'duplicate' | 'failed';
 }
 
-/** A processWebhook job as pushed: the archive row it applies. */
-interface WebhookJob {
-  data: { id: string; provider: string };
+/** What an applyWebhooks job did: how many of its events ended how (kept as the job's result). */
+export type BatchResult = Record<ApplyResult['outcome'], number>;
+
+/** A job as pushed: applyWebhooks' {ids} (an intake statement's rows) or processWebhook's {id, provider}. */
+interface WebhookJob<T> {
+  data: T;
   options: JobsOptions;
+}
+
+/** An accepted delivery at intake: its archive row, and the push of its statement's job (never rejects). */
+interface Intake {
+  row: AcceptedRow;
+  pushed: Promise<void>;
 }
 
 /** Older RECEIVED rows than this get their job re-pushed by the relay. */
@@ -102,7 +111,8 @@ const notInBatch = (input: AcceptedInput, batch: readonly AcceptedInput[]): bool
 
 /**
  * The webhook pipeline (issue 15). The receiver verifies, validates and calls accept(): ONE statement claims
- * the event id and archives the payload as RECEIVED, then the job is pushed and the provider gets its 200.
+ * the event id and archives the payload as RECEIVED (concurrent deliveries share the statement), then the
+ * statement's job is pushed and the provider gets its 200.
  * The worker's apply() runs the provider's handler in a transaction that also moves the row to PROCESSED or
  * SKIPPED, so a redelivered job finds it done (exactly once). A failed attempt rolls back and is retried with
  * backoff; after the last attempt, or at once for a payload that can never succeed, the row is FAILED with a
@@ -117,9 +127,12 @@ export class WebhookInboxService {
     string,
     { apply: StoredEventHandler; prepare: StoredEventsPreparer | undefined }
   >();
-  /** Concurrent deliveries share one intake statement (one commit); a lone delivery goes out at once. */
-  private readonly intakes = new Coalescer<AcceptedInput, AcceptedRow | null>(
-    (events) => this.inbox.intake(events),
+  /**
+   * Concurrent deliveries share one intake statement (one commit); a lone delivery goes out at once. The
+   * statement's accepted rows get one job (see intakeBatch).
+   */
+  private readonly intakes = new Coalescer<AcceptedInput, Intake | null>(
+    (events) => this.intakeBatch(events),
     {
       maxBatch: INTAKE_BATCH,
       maxInFlight: INTAKE_IN_FLIGHT,
@@ -128,10 +141,10 @@ export class WebhookInboxService {
     },
   );
 
-  /** Concurrent acceptances share one push to Redis (addBulk); a lone one is pushed at once. */
-  private readonly pushes = new Coalescer<WebhookJob, void>(
+  /** Concurrent intake statements share one push of their jobs to Redis (addBulk); a lone one goes at once. */
+  private readonly pushes = new Coalescer<WebhookJob<{ ids: string[] }>, void>(
     async (jobs) => {
-      await this.queues.addMany(JOBS.processWebhook, jobs);
+      await this.queues.addMany(JOBS.applyWebhooks, jobs);
       return jobs.map(() => undefined);
     },
     { maxBatch: INTAKE_BATCH, maxInFlight: INTAKE_IN_FLIGHT },
@@ -167,25 +180,37 @@ export class WebhookInboxService {
       this.metrics.webhookEvents.inc({ provider, outcome: 'duplicate' });
       return { duplicate: true };
     }
-    const id = accepted.id;
     this.metrics.webhookEvents.inc({ provider, outcome: 'accepted' });
     // The provider times out after a few seconds and the row is already durable: wait for the push at
     // most DISPATCH_WAIT_MS (with Redis unreachable it can take the full command timeout).
-    const pushed = this.pushes
-      .run(this.jobOf(accepted))
-      .catch((err: Error) =>
-        this.logger.warn(
-          { provider, event_id: event.eventId, err: err.message },
-          'webhook accepted; its job will be pushed by the relay',
-        ),
-      );
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      pushed,
+      accepted.pushed,
       new Promise<void>((resolve) => (timer = setTimeout(resolve, DISPATCH_WAIT_MS))),
     ]);
     clearTimeout(timer);
-    return { duplicate: false, id };
+    return { duplicate: false, id: accepted.row.id };
+  }
+
+  /**
+   * One intake statement for a batch of deliveries, and one job for the rows it accepted: the job is named
+   * after the statement's transaction (batchJobIdOf), so the relay can tell whether a row still has one. The
+   * push starts here and is awaited by each delivery (accept); a failed push is logged once for the batch
+   * and left to the relay.
+   */
+  private async intakeBatch(events: AcceptedInput[]): Promise<(Intake | null)[]> {
+    const rows = await this.inbox.intake(events);
+    const accepted = rows.filter((row): row is AcceptedRow => row !== null);
+    if (accepted.length === 0) return rows.map(() => null);
+    const pushed = this.pushes
+      .run(this.batchJobOf(accepted))
+      .catch((err: Error) =>
+        this.logger.warn(
+          { ids: accepted.map((row) => row.id), err: err.message },
+          'webhooks accepted; their job will be pushed by the relay',
+        ),
+      );
+    return rows.map((row) => row && { row, pushed });
   }
 
   /**
@@ -241,6 +266,24 @@ export class WebhookInboxService {
       await this.inbox.recordAttempt(this.prisma, id, recordableError(err)).catch(() => undefined);
     }
     throw err;
+  }
+
+  /**
+   * Worker: applies the events of one intake statement (an applyWebhooks job). Each event is apply()'d as a
+   * job of its own would be (they still share transactions with other jobs' events, see applyBatch). When an
+   * event fails on a non-final attempt, the job fails after all its events ran, and BullMQ retries it with
+   * backoff: the retry finds the applied ones no longer RECEIVED (duplicates) and applies only the rest.
+   */
+  async applyMany(ids: readonly string[], final: boolean): Promise<BatchResult> {
+    const settled = await Promise.allSettled(ids.map((id) => this.apply(id, final)));
+    const result: BatchResult = { processed: 0, skipped: 0, duplicate: 0, failed: 0 };
+    let failure: unknown;
+    for (const outcome of settled) {
+      if (outcome.status === 'fulfilled') result[outcome.value.outcome] += 1;
+      else failure ??= outcome.reason;
+    }
+    if (failure !== undefined) throw failure;
+    return result;
   }
 
   /**
@@ -420,17 +463,30 @@ export class WebhookInboxService {
     return rows.length;
   }
 
-  /** Re-pushes the job of every RECEIVED row older than `olderThanMs` that has no live job. */
+  /**
+   * Pushes a job of its own for every RECEIVED row older than `olderThanMs` that has no live job: neither
+   * its intake statement's job (one look per statement) nor an earlier job of the row alone. A job that is
+   * done (completed, or failed without its failure record because the database was down) does not count.
+   */
   async relay(olderThanMs = RELAY_AFTER_MS): Promise<number> {
     const rows = await this.inbox.stale(this.prisma, olderThanMs, RELAY_BATCH);
+    const queue = this.queues.queue(JOBS.processWebhook.queue);
+    const done = (state: string) => state === 'failed' || state === 'completed';
+    const batchLive = new Map<string, boolean>();
     let pushed = 0;
     for (const row of rows) {
-      const queue = this.queues.queue(JOBS.processWebhook.queue);
+      if (row.batch !== null) {
+        let live = batchLive.get(row.batch);
+        if (live === undefined) {
+          const state = await queue.getJobState(batchJobIdOf(row.batch));
+          live = state !== 'unknown' && !done(state);
+          batchLive.set(row.batch, live);
+        }
+        if (live) continue;
+      }
       const job = await queue.getJob(jobIdOf(row));
       if (job) {
-        const state = await job.getState();
-        // A job whose last attempt failed without its failure record (the database was down) is retried.
-        if (state !== 'failed' && state !== 'completed') continue;
+        if (!done(await job.getState())) continue;
         await job.remove();
       }
       await this.push(row);
@@ -444,17 +500,28 @@ export class WebhookInboxService {
     await this.queues.addMany(JOBS.processWebhook, [this.jobOf(row)]);
   }
 
-  /** The row's job, with the trace of the caller (taken now: a shared push runs in another's context). */
-  private jobOf(row: AcceptedRow): WebhookJob {
-    const { attempts, retryBaseMs } = this.config.webhookProcessing;
+  /** The row's own job, with the trace of the caller (taken now: a shared push runs in another's context). */
+  private jobOf(row: AcceptedRow): WebhookJob<{ id: string; provider: string }> {
     return {
       data: { id: row.id, provider: row.provider },
-      options: withTraceContext({
-        jobId: jobIdOf(row),
-        attempts,
-        backoff: { type: 'exponential', delay: retryBaseMs },
-      }),
+      options: withTraceContext({ jobId: jobIdOf(row), ...this.retries() }),
     };
+  }
+
+  /**
+   * The job of an intake statement's rows (all of one batch). It continues the trace of the delivery whose
+   * call started the statement; the others' requests are not its parents.
+   */
+  private batchJobOf(rows: readonly AcceptedRow[]): WebhookJob<{ ids: string[] }> {
+    return {
+      data: { ids: rows.map((row) => row.id) },
+      options: withTraceContext({ jobId: batchJobIdOf(rows[0].batch!), ...this.retries() }),
+    };
+  }
+
+  private retries(): Pick<JobsOptions, 'attempts' | 'backoff'> {
+    const { attempts, retryBaseMs } = this.config.webhookProcessing;
+    return { attempts, backoff: { type: 'exponential', delay: retryBaseMs } };
   }
 
   /**
@@ -512,6 +579,12 @@ export class WebhookInboxService {
  * acceptance is deduplicated by BullMQ. Job ids may not contain ':'.
  */
 export const jobIdOf = (row: AcceptedRow): string => `webhook-${row.id}-${row.receivedAt.getTime()}`;
+
+/**
+ * The job of the rows one intake statement accepted, named after the statement's transaction id (unique for
+ * the cluster's life): the relay finds it from any of its rows (AcceptedRow.batch).
+ */
+export const batchJobIdOf = (batch: string): string => `webhooks-${batch}`;
 
 /** The whole error for the log line (the failure record keeps only recordableError's text, issue 14 item 8). */
 const fullText = (err: unknown): string =>

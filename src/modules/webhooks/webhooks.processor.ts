@@ -22,6 +22,11 @@ export class WebhooksProcessor extends JobProcessor {
     super(registry);
   }
 
+  @OnJob(JOBS.applyWebhooks)
+  applyMany(job: Job<{ ids: string[] }>) {
+    return this.inbox.applyMany(job.data.ids, isFinalAttempt(job));
+  }
+
   @OnJob(JOBS.processWebhook)
   apply(job: Job<{ id: string }>) {
     return this.inbox.apply(job.data.id, isFinalAttempt(job));
