@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Job } from 'bullmq';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
-import { BillingWebhookService } from '../../src/modules/billing/intake/billing-webhook.service.js';
+import {
+  type BillingEnvelope,
+  BillingWebhookService,
+} from '../../src/modules/billing/intake/billing-webhook.service.js';
 import {
   batchJobIdOf,
   jobIdOf,
@@ -31,6 +34,8 @@ describe('billing webhooks: one job per intake statement', () => {
   afterAll(() => env.close());
 
   const queue = () => api.app.get(QueueService).queue(JOBS.applyWebhooks.queue);
+  /** The receiver's intake after the signature check: the envelope validated, then accept(). */
+  const ingest = (event: object) => api.app.get(BillingWebhookService).ingest(event as BillingEnvelope);
 
   /** Signed-and-verified subscription.created envelopes of fresh users, as the receiver passes them on. */
   async function envelopes(count: number) {
@@ -66,9 +71,7 @@ describe('billing webhooks: one job per intake statement', () => {
   it('gives the deliveries of one intake statement one job, and every accepted row exactly one job', async () => {
     const sent = await envelopes(20);
     // All at once, as concurrent deliveries arrive: the first statement goes out alone, the rest share.
-    const acceptances = await Promise.all(
-      sent.map(({ event }) => api.app.get(BillingWebhookService).ingest(event as never)),
-    );
+    const acceptances = await Promise.all(sent.map(({ event }) => ingest(event)));
     expect(acceptances.every((a) => !a.duplicate)).toBe(true);
 
     const rows = await rowsOf(sent.map(({ event }) => event.event_id));
@@ -110,9 +113,7 @@ describe('billing webhooks: one job per intake statement', () => {
   it('fails a job whose event failed after applying the others; its retry applies only that one', async () => {
     const sent = await envelopes(4);
     const bad = sent[2];
-    const acceptances = await Promise.all(
-      sent.map(({ event }) => api.app.get(BillingWebhookService).ingest(event as never)),
-    );
+    const acceptances = await Promise.all(sent.map(({ event }) => ingest(event)));
     const ids = acceptances.map((a) => a.id!);
     // A fault in the database for the bad event's grant: not the payload's fault, so it is retried.
     await api.prisma.$executeRawUnsafe(`
@@ -147,7 +148,7 @@ describe('billing webhooks: one job per intake statement', () => {
 
   it('relays a stale row only when its statement job is gone, then once as a job of its own', async () => {
     const [{ event }] = await envelopes(1);
-    const { id } = await api.app.get(BillingWebhookService).ingest(event as never);
+    const { id } = await ingest(event);
     const [row] = await rowsOf([event.event_id]);
     await api.prisma.webhookEvent.update({
       where: { id: id! },
