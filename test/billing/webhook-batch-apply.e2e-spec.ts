@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
-import { createUser } from '../factories/user.factory.js';
-import { checkoutToken, newSubId, PRICE, send, subscriptionEvent } from '../support/billing.js';
+import { checkoutCreated, send } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 /**
@@ -25,13 +24,7 @@ describe('billing webhooks: batched apply', () => {
 
   /** A signed subscription.created for a fresh user, accepted at intake; its archive row id. */
   async function accepted() {
-    const user = await createUser(api.prisma);
-    const event = subscriptionEvent({
-      type: 'subscription.created',
-      subId: newSubId(),
-      priceId: PRICE.PRO,
-      token: checkoutToken(api, user, 'PRO'),
-    });
+    const { user, created: event } = await checkoutCreated(api);
     const res = await send(api, event);
     expect(res.body).toEqual({ received: true, status: 'accepted' });
     const row = await api.prisma.webhookEvent.findUniqueOrThrow({

@@ -11,8 +11,7 @@ import {
   jobIdOf,
   WebhookInboxService,
 } from '../../src/modules/webhooks/webhook-inbox.service.js';
-import { createUser } from '../factories/user.factory.js';
-import { checkoutToken, newSubId, PRICE, subscriptionEvent } from '../support/billing.js';
+import { checkoutCreated } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 /**
@@ -41,14 +40,8 @@ describe('billing webhooks: one job per intake statement', () => {
   async function envelopes(count: number) {
     const out = [];
     for (let i = 0; i < count; i++) {
-      const user = await createUser(api.prisma);
-      const event = subscriptionEvent({
-        type: 'subscription.created',
-        subId: newSubId(),
-        priceId: PRICE.PRO,
-        token: checkoutToken(api, user, 'PRO'),
-      });
-      out.push({ user, event });
+      const { user, created } = await checkoutCreated(api);
+      out.push({ user, event: created });
     }
     return out;
   }
@@ -87,6 +80,8 @@ describe('billing webhooks: one job per intake statement', () => {
       expect(job.id).toBe(batchJobIdOf([...batches][0]));
     }
     expect(Math.max(...jobs.map((job) => job.data.ids.length))).toBeGreaterThan(1);
+    // SPEC: job results are kept 24 hours; a statement's job keeps its result (the outcome counts) as long.
+    for (const job of jobs) expect(job.opts.removeOnComplete).toEqual({ age: 24 * 3600 });
 
     // The worker's part: each job applies its rows once; a second run of a job finds them done.
     for (const job of jobs) {

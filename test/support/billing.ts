@@ -207,12 +207,8 @@ export async function grants(api: ApiApp, userId: string) {
   });
 }
 
-/** A user with a subscription created through a signed checkout token, as a real checkout would. */
-export async function subscribe(
-  api: ApiApp,
-  tier: 'PRO' | 'TEAM' = 'PRO',
-  at = new Date(Date.now() - 60_000),
-) {
+/** A fresh user and the subscription.created its checkout (a signed checkout token) leads to, not sent. */
+export async function checkoutCreated(api: ApiApp, tier: 'PRO' | 'TEAM' = 'PRO', occurredAt?: Date) {
   const user = await createUser(api.prisma);
   const subId = newSubId();
   const created = subscriptionEvent({
@@ -220,8 +216,18 @@ export async function subscribe(
     subId,
     priceId: PRICE[tier],
     token: checkoutToken(api, user, tier),
-    occurredAt: at,
+    occurredAt,
   });
+  return { user, subId, created };
+}
+
+/** A user with a subscription created through a signed checkout token, as a real checkout would. */
+export async function subscribe(
+  api: ApiApp,
+  tier: 'PRO' | 'TEAM' = 'PRO',
+  at = new Date(Date.now() - 60_000),
+) {
+  const { user, subId, created } = await checkoutCreated(api, tier, at);
   const res = await deliver(api, created);
   if (res.status !== 200) throw new Error(`created answered ${res.status}: ${JSON.stringify(res.body)}`);
   return { user, subId, created, at };
