@@ -148,6 +148,33 @@ export async function postgresCpuMs() {
   return total;
 }
 
+/** CPU time (ms) of the processes whose command line matches `pattern` (e.g. Redis, the TLS terminator). */
+export async function matchingCpuMs(pattern) {
+  const { readdir, readFile } = await import('node:fs/promises');
+  let total = 0;
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (pattern.test(cmd)) total += await cpuMs(pid);
+  }
+  return total;
+}
+
+/**
+ * Busy CPU time (ms) of the whole machine so far, every core summed (/proc/stat: all but idle and iowait).
+ * Over a phase, divided by its events: what one event cost the machine, whoever spent it.
+ */
+export async function machineCpuMs() {
+  const { readFile } = await import('node:fs/promises');
+  const [user, nice, system, , , irq, softirq, steal] = (await readFile('/proc/stat', 'utf8'))
+    .split('\n')[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return (user + nice + system + irq + softirq + steal) * 10;
+}
+
 /**
  * A load run that also reports the CPU one process spent per answered request: on a shared, noisy machine
  * a steadier figure of what a request costs than the throughput.

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { cpuMs, fmt, load, paddleSignature, postgresCpuMs, ratio, scratchDatabase, statusMb, withClient } from './lib.mjs';
+import { cpuMs, fmt, load, machineCpuMs, matchingCpuMs, paddleSignature, postgresCpuMs, ratio, scratchDatabase, statusMb, withClient } from './lib.mjs';
 
 const run = promisify(execFile);
 const SUBSCRIPTIONS = 500;
@@ -86,12 +86,16 @@ async function pgbench(duration) {
   const db = await scratchDatabase('pgbench', { migrate: false });
   try {
     await run('pgbench', ['-i', '-q', '-s', '10', db.url], { maxBuffer: 1 << 24 });
+    const before = await Promise.all([machineCpuMs(), postgresCpuMs()]);
     const { stdout } = await run('pgbench', ['-n', '-c', String(CONNECTIONS), '-j', '2', '-T', String(duration), db.url], {
       maxBuffer: 1 << 24,
     });
+    const after = await Promise.all([machineCpuMs(), postgresCpuMs()]);
     const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1]);
     if (!Number.isFinite(tps)) throw new Error(`pgbench printed no tps:\n${stdout}`);
-    return tps;
+    const transactions = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]) || tps * duration;
+    const [machine, postgres] = after.map((value, i) => (value - before[i]) / transactions);
+    return { tps, machine, postgres };
   } finally {
     await db.drop();
   }
@@ -134,6 +138,38 @@ async function ledger(db, pattern) {
     return rows[0];
   });
 }
+
+/**
+ * CPU time so far of every process a webhook costs: ours, PostgreSQL, Redis, the TLS terminator, this
+ * process (the load generator), and the whole machine (the rest is what nothing above accounts for).
+ */
+async function cpuSnapshot(ctx) {
+  const pid = ctx.workerPid?.();
+  const [api, worker, postgres, redis, tls, machine] = await Promise.all([
+    cpuMs(ctx.apiPid),
+    pid ? cpuMs(pid) : NaN,
+    postgresCpuMs(),
+    matchingCpuMs(/^redis-server/),
+    matchingCpuMs(/tls-proxy\.mjs/),
+    machineCpuMs(),
+  ]);
+  const { user, system } = process.cpuUsage();
+  return { api, worker, postgres, redis, tls, generator: (user + system) / 1000, machine };
+}
+
+/** Each figure of a snapshot's difference, per event. */
+function perEvent(before, after, events) {
+  return Object.fromEntries(Object.keys(after).map((key) => [key, (after[key] - before[key]) / Math.max(1, events)]));
+}
+
+const cpuText = (cpu) => {
+  const rest = cpu.machine - ['api', 'worker', 'postgres', 'redis', 'tls', 'generator'].reduce((sum, key) => sum + (cpu[key] || 0), 0);
+  return (
+    `machine ${fmt(cpu.machine, 2)} ms = API ${fmt(cpu.api, 2)}, worker ${fmt(cpu.worker, 2)}, PostgreSQL ` +
+    `${fmt(cpu.postgres, 2)}, Redis ${fmt(cpu.redis, 2)}, TLS terminator ${fmt(cpu.tls, 2)}, load generator ` +
+    `${fmt(cpu.generator, 2)}, rest ${fmt(rest, 2)}`
+  );
+};
 
 /** Sends all-distinct subscription.updated events with `connections` senders (optionally at a fixed rate). */
 async function send(ctx, { subIds, start, runId, tag, connections, rate }) {
@@ -180,7 +216,8 @@ export async function benchWebhooks(ctx) {
   const { subIds, start } = await createSubscriptions(ctx, runId);
   // The created events are applied by the worker: the updates must find their subscriptions.
   if (!(await drained(ctx.db.url, `evt_bench_c_${runId}_%`))) throw new Error('created events were not applied');
-  const tps = await pgbench(ctx.duration);
+  const bench = await pgbench(ctx.duration);
+  const tps = bench.tps;
   const rows = [];
   // BENCH_WEBHOOKS_BACKLOG_ONLY=1: only the backlog figures (a quicker loop while profiling the worker).
   const phases = process.env.BENCH_WEBHOOKS_BACKLOG_ONLY === '1' ? [] : [CONNECTIONS, 64];
@@ -189,12 +226,10 @@ export async function benchWebhooks(ctx) {
     // Each run's events are newer than the previous run's for every subscription.
     // CPU per event of the API and the worker over the phase (sending and draining): steadier than rates
     // on a machine whose speed drifts between runs.
-    const pids = [ctx.apiPid, ctx.workerPid?.()];
-    const cpuBefore = await Promise.all([...pids.map((pid) => (pid ? cpuMs(pid) : NaN)), postgresCpuMs()]);
+    const cpuBefore = await cpuSnapshot(ctx);
     const run = await send(ctx, { subIds, start: start + index * 5_000_000, runId, tag, connections });
     const done = await drained(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
-    const cpuAfter = await Promise.all([...pids.map((pid) => (pid ? cpuMs(pid) : NaN)), postgresCpuMs()]);
-    const [apiCpu, workerCpu, pgCpu] = cpuAfter.map((after, i) => (after - cpuBefore[i]) / Math.max(1, run.accepted));
+    const cpu = perEvent(cpuBefore, await cpuSnapshot(ctx), run.accepted);
     const stored = await ledger(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
     const consistent = done && consistentOf(stored, run);
     const applied = stored.archived / Number(stored.span_s);
@@ -204,7 +239,9 @@ export async function benchWebhooks(ctx) {
       value:
         `${Math.round(run.rps)} events/s, p50 ${run.p50} ms, p99 ${run.p99} ms; ${run.accepted} accepted` +
         `${run.errors ? `, ${run.errors} errors` : ''}`,
-      baseline: `pgbench TPC-B (scale 10, ${CONNECTIONS} clients) ${Math.round(tps)} tps`,
+      baseline:
+        `pgbench TPC-B (scale 10, ${CONNECTIONS} clients) ${Math.round(tps)} tps; CPU/transaction: machine ` +
+        `${fmt(bench.machine, 2)} ms, PostgreSQL ${fmt(bench.postgres, 2)} ms`,
       ratio: intakeRatio,
       goal: connections === CONNECTIONS ? '>= 1,000 events/s and >= 0.5x; p99 < 50 ms' : '>= 1,000 events/s and >= 0.5x',
       met: run.rps >= 1000 && intakeRatio >= 0.5 && (connections !== CONNECTIONS || run.p99 < 50) && run.errors === 0,
@@ -212,8 +249,7 @@ export async function benchWebhooks(ctx) {
     rows.push({
       figure: `billing webhooks applied end to end (first send to last effect), after ${connections} senders`,
       value:
-        `${Math.round(applied)} events/s (CPU/event: API ${fmt(apiCpu, 2)} ms, worker ${fmt(workerCpu, 2)} ms, ` +
-        `PostgreSQL ${fmt(pgCpu, 2)} ms); ` +
+        `${Math.round(applied)} events/s (CPU/event: ${cpuText(cpu)}); ` +
         `${stored.archived} archived, ${stored.effects} applied, ` +
         `${stored.unprocessed} not processed, ${stored.duplicates} duplicates`,
       baseline: `pgbench TPC-B ${Math.round(tps)} tps`,
@@ -251,7 +287,9 @@ export async function benchWebhooks(ctx) {
 async function backlog(ctx, { subIds, start, runId, tps }) {
   const tag = 'backlog';
   await ctx.stopWorker();
+  const intakeBefore = await cpuSnapshot(ctx);
   const run = await send(ctx, { subIds, start, runId, tag, connections: CONNECTIONS });
+  const intakeCpu = perEvent(intakeBefore, await cpuSnapshot(ctx), run.accepted);
   const started = await withClient(ctx.db.url, async (client) => (await client.query('SELECT now() AS t')).rows[0].t);
   const pid = await ctx.restartWorker();
   const cpuBefore = await cpuMs(pid);
@@ -270,7 +308,9 @@ async function backlog(ctx, { subIds, start, runId, tps }) {
   return [
     {
       figure: `billing webhook intake with no worker running, ${CONNECTIONS} senders`,
-      value: `${Math.round(run.rps)} events/s, p50 ${run.p50} ms, p99 ${run.p99} ms; ${run.accepted} accepted${run.errors ? `, ${run.errors} errors` : ''}`,
+      value:
+        `${Math.round(run.rps)} events/s, p50 ${run.p50} ms, p99 ${run.p99} ms; ${run.accepted} accepted` +
+        `${run.errors ? `, ${run.errors} errors` : ''} (CPU/event: ${cpuText(intakeCpu)})`,
       baseline: `pgbench TPC-B ${Math.round(tps)} tps`,
       ratio: ratio(run.rps, tps),
       goal: '- (shows the intake half alone)',
