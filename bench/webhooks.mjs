@@ -224,8 +224,8 @@ export async function benchWebhooks(ctx) {
   for (const [index, connections] of phases.entries()) {
     const tag = `u${connections}`;
     // Each run's events are newer than the previous run's for every subscription.
-    // CPU per event of the API and the worker over the phase (sending and draining): steadier than rates
-    // on a machine whose speed drifts between runs.
+    // CPU per event of every process and of the machine over the phase (sending and draining): next to
+    // pgbench's CPU per transaction, what the ratio is made of (bench/RESULTS.md, fifth session).
     const cpuBefore = await cpuSnapshot(ctx);
     const run = await send(ctx, { subIds, start: start + index * 5_000_000, runId, tag, connections });
     const done = await drained(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
