@@ -131,33 +131,33 @@ export async function cpuMs(pid, { reapedChildren = false } = {}) {
 }
 
 /**
- * CPU time (ms) of every PostgreSQL process on this machine (the server, its backends, and those that have
- * exited: the server's reaped children). The bench runs PostgreSQL locally. Before 2026-11-28 exited
- * backends were missed, and a phase in which a pool closed connections could show a negative figure.
+ * CPU time (ms) of the processes on this machine that `pick` chooses by command line: 'own' counts the
+ * process, 'reaped' also the children it has waited for; anything else skips it.
  */
-export async function postgresCpuMs() {
+async function processesCpuMs(pick) {
   const { readdir, readFile } = await import('node:fs/promises');
   let total = 0;
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    // Backends and auxiliary processes name themselves `postgres: ...`; the server is the postgres binary.
-    if (cmd.startsWith('postgres')) total += await cpuMs(pid);
-    else if (/\/bin\/postgres\0/.test(cmd)) total += await cpuMs(pid, { reapedChildren: true });
+    const how = pick(await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => ''));
+    if (how === 'own' || how === 'reaped') total += await cpuMs(pid, { reapedChildren: how === 'reaped' });
   }
   return total;
 }
 
+/**
+ * CPU time (ms) of every PostgreSQL process on this machine (the server, its backends, and those that have
+ * exited: the server's reaped children). The bench runs PostgreSQL locally. Before 2026-11-28 exited
+ * backends were missed, and a phase in which a pool closed connections could show a negative figure.
+ */
+export function postgresCpuMs() {
+  // Backends and auxiliary processes name themselves `postgres: ...`; the server is the postgres binary.
+  return processesCpuMs((cmd) => (cmd.startsWith('postgres') ? 'own' : /\/bin\/postgres\0/.test(cmd) ? 'reaped' : null));
+}
+
 /** CPU time (ms) of the processes whose command line matches `pattern` (e.g. Redis, the TLS terminator). */
-export async function matchingCpuMs(pattern) {
-  const { readdir, readFile } = await import('node:fs/promises');
-  let total = 0;
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (pattern.test(cmd)) total += await cpuMs(pid);
-  }
-  return total;
+export function matchingCpuMs(pattern) {
+  return processesCpuMs((cmd) => (pattern.test(cmd) ? 'own' : null));
 }
 
 /**

@@ -181,19 +181,12 @@ export class WebhookInboxRepository {
 
   /** RECEIVED rows older than `olderThanMs`: the relay makes sure each has a job. */
   async stale(db: Db, olderThanMs: number, limit: number): Promise<AcceptedRow[]> {
-    const rows = await db.$queryRaw<
-      { id: string; provider: string; received_at: Date; intake_batch: string | null }[]
-    >`
+    const rows = await db.$queryRaw<WaitingRow[]>`
       SELECT id, provider, received_at, intake_batch::text AS intake_batch FROM webhook_events
       WHERE status = 'RECEIVED' AND received_at < now() - make_interval(secs => ${olderThanMs / 1000})
       ORDER BY received_at
       LIMIT ${limit}`;
-    return rows.map((row) => ({
-      id: row.id,
-      provider: row.provider,
-      receivedAt: row.received_at,
-      batch: row.intake_batch,
-    }));
+    return rows.map(acceptedRowOf);
   }
 
   /**
@@ -273,7 +266,7 @@ export class WebhookInboxRepository {
     const provider = filter.provider ?? null;
     const from = filter.from ?? null;
     const to = filter.to ?? null;
-    const rows = await db.$queryRaw<{ id: string; provider: string; received_at: Date }[]>`
+    const rows = await db.$queryRaw<WaitingRow[]>`
       WITH reopened AS (
         UPDATE webhook_events
         SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now(),
@@ -288,13 +281,8 @@ export class WebhookInboxRepository {
         SELECT provider, event_id, event_type FROM reopened
         ON CONFLICT DO NOTHING
       )
-      SELECT id, provider, received_at FROM reopened`;
-    return rows.map((row) => ({
-      id: row.id,
-      provider: row.provider,
-      receivedAt: row.received_at,
-      batch: null,
-    }));
+      SELECT id, provider, received_at, NULL::text AS intake_batch FROM reopened`;
+    return rows.map(acceptedRowOf);
   }
 
   /* The archive: parked events, retention and erasure (this file is the one writer of both webhook tables). */
@@ -393,6 +381,21 @@ function whereOf(filter: ArchiveFilter): Prisma.WebhookEventWhereInput {
       : {}),
   };
 }
+
+/** A RECEIVED archive row as the relay and the bulk replay read it. */
+interface WaitingRow {
+  id: string;
+  provider: string;
+  received_at: Date;
+  intake_batch: string | null;
+}
+
+const acceptedRowOf = (row: WaitingRow): AcceptedRow => ({
+  id: row.id,
+  provider: row.provider,
+  receivedAt: row.received_at,
+  batch: row.intake_batch,
+});
 
 /** The intake statement: the claims, then the archive rows of what was claimed, for a batch of events. */
 const INTAKE_SQL = `
