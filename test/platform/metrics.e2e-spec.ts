@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
+import { Redis } from 'ioredis';
 import request from 'supertest';
 import { CreditsService } from '../../src/modules/credits/credits.service.js';
 import { EmailService } from '../../src/modules/email/email.service.js';
@@ -47,6 +48,25 @@ describe('Prometheus metrics', () => {
     expect(res.text).toMatch(
       /queue_jobs\{queue="email",state="waiting",service="subscription-service"\} \d+/,
     );
+  });
+
+  it("exports Redis's memory and maxmemory as INFO reports them (completed jobs are kept 24 h)", async () => {
+    const redis = new Redis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
+    try {
+      const info = async (field: string) =>
+        Number(new RegExp(`^${field}:(\\d+)`, 'm').exec(await redis.info('memory'))?.[1]);
+      const before = await info('used_memory');
+      const text = (await request(worker.getHttpServer()).get('/metrics')).text;
+      const after = await info('used_memory');
+      const gauge = (name: string) =>
+        Number(new RegExp(`^${name}\\{service="subscription-service"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+      // Other test files share this Redis: the reading lies between the two around it, give or take 1 MB.
+      expect(gauge('redis_memory_used_bytes')).toBeGreaterThan(Math.min(before, after) - 2 ** 20);
+      expect(gauge('redis_memory_used_bytes')).toBeLessThan(Math.max(before, after) + 2 ** 20);
+      expect(gauge('redis_memory_max_bytes')).toBe(await info('maxmemory'));
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('exports the outbox backlog and the last run of each scheduled job', async () => {

@@ -109,6 +109,27 @@ export class MetricsService {
         }
       },
     });
+    // Redis runs with noeviction (BullMQ): full, it refuses job pushes. Completed jobs are kept 24 h.
+    const redisMemory = (kind: 'used' | 'max') =>
+      async function (this: Gauge) {
+        try {
+          this.set((await queues.redisMemory())[kind]);
+        } catch {
+          // Redis is down: the scrape still answers, with the last reading (readiness reports the outage).
+        }
+      };
+    new Gauge({
+      name: 'redis_memory_used_bytes',
+      help: 'Memory Redis uses (INFO used_memory, read at scrape time): queues, job results kept 24 h, rate limits',
+      registers: [this.registry],
+      collect: redisMemory('used'),
+    });
+    new Gauge({
+      name: 'redis_memory_max_bytes',
+      help: "Redis's maxmemory (INFO maxmemory, read at scrape time); 0 when it has no limit",
+      registers: [this.registry],
+      collect: redisMemory('max'),
+    });
     new Gauge({
       name: 'webhook_events_pending',
       help: 'Archived webhook events by provider that wait for the worker (RECEIVED) or failed for good (FAILED, replayable)',

@@ -26,12 +26,8 @@ export class QueueService implements OnModuleDestroy {
     if (current && !current.broken) return current.queue;
     // Closing never touches the shared connection (BullMQ leaves a passed-in client alone).
     if (current) void current.queue.close().catch(() => undefined);
-    if (!this.connection) {
-      this.connection = createRedis(this.config, { commandTimeout: 5000 });
-      this.connection.on('error', () => undefined);
-    }
     const queue = new Queue(name, {
-      connection: this.connection,
+      connection: this.client(),
       prefix: this.prefix,
       defaultJobOptions: DEFAULT_JOB_OPTIONS,
       skipWaitingForReady: true,
@@ -44,6 +40,25 @@ export class QueueService implements OnModuleDestroy {
     queue.waitUntilReady().catch(() => (entry.broken = true));
     this.queues.set(name, entry);
     return queue;
+  }
+
+  /**
+   * Redis's memory as INFO reports it: bytes in use, and its maxmemory (0 when it has no limit). Completed
+   * jobs are kept 24 h (SPEC), so a busy day of webhooks grows it (docs/operations.md, "Redis sizing").
+   */
+  async redisMemory(): Promise<{ used: number; max: number }> {
+    const info = await this.client().info('memory');
+    const field = (name: string): number => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1]);
+    return { used: field('used_memory'), max: field('maxmemory') };
+  }
+
+  /** The one connection the queues share (created on first use). */
+  private client(): Redis {
+    if (!this.connection) {
+      this.connection = createRedis(this.config, { commandTimeout: 5000 });
+      this.connection.on('error', () => undefined);
+    }
+    return this.connection;
   }
 
   async add<T extends object>(job: JobDef, data: T, options: JobsOptions = {}): Promise<string | undefined> {
