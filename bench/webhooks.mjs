@@ -1,11 +1,13 @@
-// Billing webhooks: signed, all-distinct `subscription.updated` events for 500 live subscriptions. Intake
+// Billing webhooks: signed, all-distinct `subscription.updated` events (Paddle's own fixture, re-keyed) for 500 live subscriptions. Intake
 // (the API verifies, validates and stores each in one statement) at 16 and 64 senders; applied end to end
 // (the worker, from the first send to the last effect committed); lag at a steady 300 events/s; next to
 // pgbench's TPC-B on a scratch database of the same server in the same run. Afterwards every accepted event
 // must have exactly one claim, one archive row (PROCESSED, or SKIPPED as stale) and one effect.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
 import { cpuMs, fmt, load, machineCpuMs, matchingCpuMs, paddleSignature, postgresCpuMs, ratio, scratchDatabase, statusMb, withClient } from './lib.mjs';
 
 const run = promisify(execFile);
@@ -42,6 +44,46 @@ function subscriptionEvent({ type, subId, eventId, occurredAt, token, status = '
       custom_data: token ? { checkout_token: token } : null,
     },
   };
+}
+
+/**
+ * The load's `subscription.updated` as Paddle sends it: the node SDK's own fixture (two items with their
+ * products, 2.9 KB; test/contracts/fixtures/README.md), re-keyed to one of the bench's subscriptions. Its first
+ * item's price is the configured PRO price (the handler reads the first item); the rest is the fixture's. A
+ * payload over PostgreSQL's 2 KB row threshold is compressed and stored out of line, as real traffic is.
+ * BENCH_WEBHOOK_PAYLOAD=small sends the bench's older minimal event instead (0.7 KB), to compare with runs
+ * before 2026-11-28 16:00.
+ */
+const PADDLE_UPDATED = JSON.parse(
+  readFileSync(new URL('../test/contracts/fixtures/paddle/node-sdk.subscription-updated.json', import.meta.url), 'utf8'),
+);
+/** The fixture serialised once around its varying fields (so the load generator's cost stays a concatenation). */
+const UPDATED_PARTS = (() => {
+  const event = structuredClone(PADDLE_UPDATED);
+  const { data } = event;
+  Object.assign(event, { event_id: '\u0000evt', occurred_at: '\u0000at', notification_id: '\u0000ntf' });
+  Object.assign(data, { id: '\u0000sub', customer_id: '\u0000ctm', status: 'active' });
+  data.items[0].price.id = 'pri_pro';
+  data.current_billing_period = { starts_at: '\u0000starts', ends_at: '\u0000ends' };
+  // [text, field, text, field, ..., text]
+  return JSON.stringify(event).split(/"\\u0000(\w+)"/);
+})();
+
+function updatedBody({ subId, eventId, occurredAt }) {
+  if (process.env.BENCH_WEBHOOK_PAYLOAD === 'small') {
+    return JSON.stringify(subscriptionEvent({ type: 'subscription.updated', subId, eventId, occurredAt }));
+  }
+  const at = occurredAt.getTime();
+  const values = {
+    evt: eventId,
+    at: occurredAt.toISOString(),
+    ntf: `ntf_${randomUUID()}`,
+    sub: subId,
+    ctm: `ctm_${subId}`,
+    starts: new Date(at - DAY).toISOString(),
+    ends: new Date(at + 29 * DAY).toISOString(),
+  };
+  return UPDATED_PARTS.map((part, i) => (i % 2 === 0 ? part : JSON.stringify(values[part]))).join('');
 }
 
 async function post(apiUrl, secret, event) {
@@ -162,6 +204,26 @@ function perEvent(before, after, events) {
   return Object.fromEntries(Object.keys(after).map((key) => [key, (after[key] - before[key]) / Math.max(1, events)]));
 }
 
+/**
+ * The webhook jobs Redis keeps completed (job results are kept 24 h, SPEC). `count` reads how many there are;
+ * `bytes` samples MEMORY USAGE of up to 200 of their hashes and of the completed set (what one job costs).
+ */
+async function keptJobs(ctx, { bytes = false } = {}) {
+  const redis = new Redis(ctx.env.REDIS_URL, { lazyConnect: true });
+  const completed = `${ctx.env.REDIS_KEY_PREFIX}:webhooks:completed`;
+  try {
+    const count = await redis.zcard(completed);
+    if (!bytes || count === 0) return { count };
+    const ids = await redis.zrange(completed, 0, 199);
+    const sizes = await Promise.all(ids.map((id) => redis.memory('USAGE', `${ctx.env.REDIS_KEY_PREFIX}:webhooks:${id}`, 'SAMPLES', 0)));
+    const hash = sizes.reduce((sum, n) => sum + Number(n ?? 0), 0) / ids.length;
+    const set = Number(await redis.memory('USAGE', completed, 'SAMPLES', 0)) / count;
+    return { count, perJob: hash + set };
+  } finally {
+    redis.disconnect();
+  }
+}
+
 const cpuText = (cpu) => {
   const rest = cpu.machine - ['api', 'worker', 'postgres', 'redis', 'tls', 'generator'].reduce((sum, key) => sum + (cpu[key] || 0), 0);
   return (
@@ -186,15 +248,12 @@ async function send(ctx, { subIds, start, runId, tag, connections, rate }) {
         path: '/webhooks/billing',
         setupRequest: (req) => {
           const i = n++;
-          const body = JSON.stringify(
-            subscriptionEvent({
-              type: 'subscription.updated',
-              subId: subIds[i % subIds.length],
-              eventId: `evt_bench_${tag}_${runId}_${i}`,
-              // Increasing per subscription, all after the created event.
-              occurredAt: new Date(start + 1000 + i),
-            }),
-          );
+          const body = updatedBody({
+            subId: subIds[i % subIds.length],
+            eventId: `evt_bench_${tag}_${runId}_${i}`,
+            // Increasing per subscription, all after the created event.
+            occurredAt: new Date(start + 1000 + i),
+          });
           return { ...req, body, headers: { 'content-type': 'application/json', 'paddle-signature': paddleSignature(secret, body) } };
         },
       },
@@ -219,6 +278,8 @@ export async function benchWebhooks(ctx) {
   const bench = await pgbench(ctx.duration);
   const tps = bench.tps;
   const rows = [];
+  /** Completed jobs each load left in Redis (see retentionRow). */
+  const kept = [];
   // BENCH_WEBHOOKS_BACKLOG_ONLY=1: only the backlog figures (a quicker loop while profiling the worker).
   const phases = process.env.BENCH_WEBHOOKS_BACKLOG_ONLY === '1' ? [] : [CONNECTIONS, 64];
   for (const [index, connections] of phases.entries()) {
@@ -227,9 +288,12 @@ export async function benchWebhooks(ctx) {
     // CPU per event of every process and of the machine over the phase (sending and draining): next to
     // pgbench's CPU per transaction, what the ratio is made of (bench/RESULTS.md, fifth session).
     const cpuBefore = await cpuSnapshot(ctx);
+    const jobsBefore = await keptJobs(ctx);
     const run = await send(ctx, { subIds, start: start + index * 5_000_000, runId, tag, connections });
     const done = await drained(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
     const cpu = perEvent(cpuBefore, await cpuSnapshot(ctx), run.accepted);
+    const jobs = (await keptJobs(ctx)).count - jobsBefore.count;
+    kept.push({ label: `${connections} senders`, events: run.accepted, jobs });
     const stored = await ledger(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
     const consistent = done && consistentOf(stored, run);
     const applied = stored.archived / Number(stored.span_s);
@@ -251,7 +315,7 @@ export async function benchWebhooks(ctx) {
       value:
         `${Math.round(applied)} events/s (CPU/event: ${cpuText(cpu)}); ` +
         `${stored.archived} archived, ${stored.effects} applied, ` +
-        `${stored.unprocessed} not processed, ${stored.duplicates} duplicates`,
+        `${stored.unprocessed} not processed, ${stored.duplicates} duplicates; ${jobs} jobs (${fmt(run.accepted / Math.max(1, jobs))} events per job)`,
       baseline: `pgbench TPC-B ${Math.round(tps)} tps`,
       ratio: ratio(applied, tps),
       goal: '>= 500 events/s and >= 0.35x; zero duplicates, zero lost',
@@ -261,8 +325,10 @@ export async function benchWebhooks(ctx) {
   if (phases.length === 0) return [...rows, ...(await backlog(ctx, { subIds, start: start + 20_000_000, runId, tps }))];
   // Lag at a steady 300 events/s: received -> processed per event.
   const tag = 'steady';
+  const jobsBefore = await keptJobs(ctx);
   const steady = await send(ctx, { subIds, start: start + 10_000_000, runId, tag, connections: CONNECTIONS, rate: 300 });
   const done = await drained(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
+  kept.push({ label: 'a steady 300 events/s', events: steady.accepted, jobs: (await keptJobs(ctx)).count - jobsBefore.count });
   const stored = await ledger(ctx.db.url, `evt_bench_${tag}_${runId}_%`);
   rows.push({
     figure: 'billing webhook lag at a steady 300 events/s (received -> applied)',
@@ -274,9 +340,35 @@ export async function benchWebhooks(ctx) {
     goal: 'lag p99 < 2 s; zero duplicates, zero lost',
     met: Number(stored.lag_p99) < 2 && done && consistentOf(stored, steady),
   });
+  rows.push(await retentionRow(ctx, kept));
   if (ctx.killWorker) rows.push(await killedMidRun(ctx, { subIds, start: start + 15_000_000, runId }));
   if (ctx.stopWorker) rows.push(...(await backlog(ctx, { subIds, start: start + 20_000_000, runId, tps })));
   return rows;
+}
+
+/**
+ * What the 24 h retention of job results (SPEC) costs Redis for webhook traffic: the measured size of a
+ * completed job, the events per job each load gave (one job per intake statement), and what a day of
+ * 500 events/s (issue 15's applied goal) would keep at that many events per job. A figure for sizing Redis,
+ * not a goal.
+ */
+async function retentionRow(ctx, kept) {
+  const { perJob } = await keptJobs(ctx, { bytes: true });
+  const day = 500 * 86_400;
+  const loads = kept
+    .filter((load) => load.jobs > 0)
+    .map((load) => {
+      const perEvent = (perJob * load.jobs) / load.events;
+      return `${load.label}: ${fmt(load.events / load.jobs)} events per job, ${Math.round(perEvent)} B per event, a day at 500 events/s ${fmt((perEvent * day) / 2 ** 30, 2)} GiB`;
+    });
+  return {
+    figure: 'Redis kept for the 24 h retention of completed webhook jobs',
+    value: `${Math.round(perJob ?? NaN)} B per completed job (its hash and its entry in the completed set, MEMORY USAGE); ${loads.join('; ')}`,
+    baseline: '-',
+    ratio: NaN,
+    goal: '- (sizing figure)',
+    met: '-',
+  };
 }
 
 /**
