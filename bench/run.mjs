@@ -99,7 +99,10 @@ async function main() {
   };
   let api;
   try {
-    api = await startProcess(join(ROOT, 'dist', 'main.js'), ctx.env, { readyUrl: `${ctx.apiUrl}/health/ready` });
+    // Its own metrics port (this API only): the memory row reads V8's heap figures from it.
+    const metricsPort = await freePort();
+    api = await startProcess(join(ROOT, 'dist', 'main.js'), { ...ctx.env, METRICS_PORT: String(metricsPort) }, { readyUrl: `${ctx.apiUrl}/health/ready` });
+    api.heapText = () => heapText(`http://127.0.0.1:${metricsPort}/metrics`);
     ctx.apiPid = api.child.pid;
     await figure('health', async () => rows.push(...(await benchHealth(ctx))));
     await figure('json_keys', async () => rows.push(...(await benchJsonKeys(ctx))));
@@ -146,7 +149,8 @@ async function main() {
       rows.push(...result.rows);
       memory.worker.push(['worker after the broadcasts', result.workerRssMb]);
     });
-    memory.api.push(['API after the load above', await api.rssMb()]);
+    const apiRss = await api.rssMb();
+    memory.api.push([`API after the load above${await api.heapText()}`, apiRss]);
     memory.api.push(['API peak under the load above', await api.peakRssMb()]);
     log(`API RSS ${fmt(await api.rssMb())} MB, peak ${fmt(await api.peakRssMb())} MB (node ${productionNodeArgs().join(' ')})`);
   } finally {
@@ -230,6 +234,21 @@ async function fakeLlmProcess() {
       await exited;
     },
   };
+}
+
+/** Where an API's RSS goes, from its own /metrics (prom-client's process metrics): " (V8 heap ..., ...)". */
+async function heapText(url) {
+  try {
+    const text = await (await fetch(url)).text();
+    const mb = (name, labels = '') => Number(new RegExp(`^${name}\\{${labels}[^}]*\\} (\\S+)$`, 'm').exec(text)?.[1]) / 2 ** 20;
+    return (
+      ` (V8 heap ${fmt(mb('nodejs_heap_size_used_bytes'))} MB used of ${fmt(mb('nodejs_heap_size_total_bytes'))} MB, ` +
+      `of which new space ${fmt(mb('nodejs_heap_space_size_total_bytes', 'space="new"'))} MB; ` +
+      `external ${fmt(mb('nodejs_external_memory_bytes'))} MB)`
+    );
+  } catch {
+    return '';
+  }
 }
 
 async function cleanupRedis(prefix) {

@@ -50,9 +50,9 @@ function subscriptionEvent({ type, subId, eventId, occurredAt, token, status = '
  * The load's `subscription.updated` as Paddle sends it: the node SDK's own fixture (two items with their
  * products, 2.9 KB; test/contracts/fixtures/README.md), re-keyed to one of the bench's subscriptions. Its first
  * item's price is the configured PRO price (the handler reads the first item); the rest is the fixture's. A
- * payload over PostgreSQL's 2 KB row threshold is compressed and stored out of line, as real traffic is.
+ * payload over PostgreSQL's 2 KB row threshold is compressed (pglz by default), as real traffic is.
  * BENCH_WEBHOOK_PAYLOAD=small sends the bench's older minimal event instead (0.7 KB), to compare with runs
- * before 2026-11-28 16:00.
+ * before the one of 2026-11-28 14:07.
  */
 const PADDLE_UPDATED = JSON.parse(
   readFileSync(new URL('../test/contracts/fixtures/paddle/node-sdk.subscription-updated.json', import.meta.url), 'utf8'),
