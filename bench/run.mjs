@@ -102,7 +102,6 @@ async function main() {
     // Its own metrics port (this API only): the memory row reads V8's heap figures from it.
     const metricsPort = await freePort();
     api = await startProcess(join(ROOT, 'dist', 'main.js'), { ...ctx.env, METRICS_PORT: String(metricsPort) }, { readyUrl: `${ctx.apiUrl}/health/ready` });
-    api.heapText = () => heapText(`http://127.0.0.1:${metricsPort}/metrics`);
     ctx.apiPid = api.child.pid;
     await figure('health', async () => rows.push(...(await benchHealth(ctx))));
     await figure('json_keys', async () => rows.push(...(await benchJsonKeys(ctx))));
@@ -150,7 +149,7 @@ async function main() {
       memory.worker.push(['worker after the broadcasts', result.workerRssMb]);
     });
     const apiRss = await api.rssMb();
-    memory.api.push([`API after the load above${await api.heapText()}`, apiRss]);
+    memory.api.push([`API after the load above${await heapText(`http://127.0.0.1:${metricsPort}/metrics`)}`, apiRss]);
     memory.api.push(['API peak under the load above', await api.peakRssMb()]);
     log(`API RSS ${fmt(await api.rssMb())} MB, peak ${fmt(await api.peakRssMb())} MB (node ${productionNodeArgs().join(' ')})`);
   } finally {

@@ -54,12 +54,11 @@ function subscriptionEvent({ type, subId, eventId, occurredAt, token, status = '
  * BENCH_WEBHOOK_PAYLOAD=small sends the bench's older minimal event instead (0.7 KB), to compare with runs
  * before the one of 2026-11-28 14:07.
  */
-const PADDLE_UPDATED = JSON.parse(
-  readFileSync(new URL('../test/contracts/fixtures/paddle/node-sdk.subscription-updated.json', import.meta.url), 'utf8'),
-);
-/** The fixture serialised once around its varying fields (so the load generator's cost stays a concatenation). */
 const UPDATED_PARTS = (() => {
-  const event = structuredClone(PADDLE_UPDATED);
+  // The fixture serialised once around its varying fields (so the load generator's cost stays a concatenation).
+  const event = JSON.parse(
+    readFileSync(new URL('../test/contracts/fixtures/paddle/node-sdk.subscription-updated.json', import.meta.url), 'utf8'),
+  );
   const { data } = event;
   Object.assign(event, { event_id: '\u0000evt', occurred_at: '\u0000at', notification_id: '\u0000ntf' });
   Object.assign(data, { id: '\u0000sub', customer_id: '\u0000ctm', status: 'active' });

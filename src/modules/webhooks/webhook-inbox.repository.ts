@@ -76,13 +76,7 @@ export class WebhookInboxRepository {
    * (provider, event id) pairs. Runs on the driver: this is the hottest statement of the service.
    */
   async intake(events: readonly AcceptedInput[]): Promise<(AcceptedRow | null)[]> {
-    const { rows } = await this.prisma.pool.query<{
-      id: string;
-      provider: string;
-      event_id: string;
-      received_at: Date;
-      intake_batch: string;
-    }>(INTAKE_SQL, [
+    const { rows } = await this.prisma.pool.query<WaitingRow & { event_id: string }>(INTAKE_SQL, [
       events.map((e) => e.provider),
       events.map((e) => e.event.eventId),
       events.map((e) => e.event.eventType),
@@ -93,7 +87,7 @@ export class WebhookInboxRepository {
     const byKey = new Map(rows.map((row) => [`${row.provider}\u0000${row.event_id}`, row]));
     return events.map(({ provider, event }) => {
       const row = byKey.get(`${provider}\u0000${event.eventId}`);
-      return row ? { id: row.id, provider, receivedAt: row.received_at, batch: row.intake_batch } : null;
+      return row ? acceptedRowOf(row) : null;
     });
   }
 
@@ -382,7 +376,7 @@ function whereOf(filter: ArchiveFilter): Prisma.WebhookEventWhereInput {
   };
 }
 
-/** A RECEIVED archive row as the relay and the bulk replay read it. */
+/** A RECEIVED archive row as the intake statement, the relay and the bulk replay return it. */
 interface WaitingRow {
   id: string;
   provider: string;
