@@ -76,6 +76,35 @@ describe('Coalescer', () => {
     expect(await Promise.all([lone, waited, ...more, ...full])).toEqual([10, 20, 30, 40, 50, 60]);
   });
 
+  it('with lingerWhenIdle, lets a lone call wait for company too, and a full batch still goes at once', async () => {
+    const gated = gatedFlush();
+    const coalescer = new Coalescer(gated.flush, {
+      maxBatch: 3,
+      maxInFlight: 1,
+      lingerMs: 40,
+      lingerWhenIdle: true,
+    });
+    const started = performance.now();
+    const lone = coalescer.run(1);
+    await tick();
+    // Nothing is in flight, and still the first call waits.
+    expect(gated.batches).toEqual([]);
+    const joined = coalescer.run(2);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(gated.batches).toEqual([[1, 2]]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(30);
+    gated.release();
+    expect(await Promise.all([lone, joined])).toEqual([10, 20]);
+    const full = [3, 4, 5].map((n) => coalescer.run(n));
+    await tick();
+    expect(gated.batches).toEqual([
+      [1, 2],
+      [3, 4, 5],
+    ]);
+    gated.release();
+    expect(await Promise.all(full)).toEqual([30, 40, 50]);
+  });
+
   it('keeps an item out of a batch canJoin refuses; it goes in the next one', async () => {
     const gated = gatedFlush();
     const coalescer = new Coalescer(gated.flush, {

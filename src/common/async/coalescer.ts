@@ -18,6 +18,12 @@ export interface CoalescerOptions<I> {
    * waits. Fewer, fuller batches under moderate load, for a few milliseconds of latency.
    */
   lingerMs?: number;
+  /**
+   * Linger with nothing in flight too: every batch that is not full waits up to `lingerMs` after its oldest
+   * call (a gather window), a lone call included. For work whose cost per batch dominates and whose callers
+   * can wait that long (the worker's apply); never for a caller that answers a request.
+   */
+  lingerWhenIdle?: boolean;
 }
 
 interface Waiting<I, O> {
@@ -60,7 +66,8 @@ export class Coalescer<I, O> {
   /** True (and a wake-up set) while a batch may still fill up (see CoalescerOptions.lingerMs). */
   private shouldLinger(): boolean {
     const linger = this.options.lingerMs ?? 0;
-    if (linger <= 0 || this.inFlight === 0 || this.waiting.length >= this.options.maxBatch) return false;
+    const idle = this.inFlight === 0 && !this.options.lingerWhenIdle;
+    if (linger <= 0 || idle || this.waiting.length >= this.options.maxBatch) return false;
     const left = this.waiting[0].at + linger - performance.now();
     if (left <= 0) return false;
     this.lingering ??= setTimeout(() => {

@@ -77,22 +77,26 @@ const RELAY_BATCH = 500;
 const INTAKE_IN_FLIGHT = 4;
 /**
  * How long a delivery waits for others to share its statement while another intake statement is in flight
- * (see CoalescerOptions.lingerMs), and the same for an apply batch. Measured with 16 senders while the worker
- * applies (bench/RESULTS.md, 2026-11-28, decision 15h): 3 ms at intake and 25 ms at apply gave fewer,
- * fuller statements, less CPU per event in the API, the worker and PostgreSQL, and the lowest intake p99.
+ * (see CoalescerOptions.lingerMs). Measured with 16 senders while the worker applies (bench/RESULTS.md,
+ * 2026-11-28, decision 15h): 3 ms gave fewer, fuller statements, less CPU per event in the API and
+ * PostgreSQL, and the lowest intake p99.
  */
 const INTAKE_LINGER_MS = 3;
 const INTAKE_BATCH = 64;
 /**
- * Apply transactions in flight at once, and events per transaction (see applyBatch; the linger is above).
- * Measured on the bench (worker alone on a backlog, 2026-11-28, decision 15d): one transaction per event (16
- * in flight) applied 185-250 events/s; batches without savepoints, 4 in flight of up to 16 events
- * (WEBHOOK_CONCURRENCY 64), 325-334/s at a third less worker CPU per event; 8 in flight or batches of 32 did
- * no better.
+ * Apply transactions in flight at once, events per transaction (see applyBatch), and the gather window: every
+ * apply batch that is not full waits up to APPLY_GATHER_MS after its oldest event, even with nothing in
+ * flight (CoalescerOptions.lingerWhenIdle). The batch's statements are set-based (decision 15h), so a fuller
+ * batch costs the worker and PostgreSQL less per event, and the CPU it leaves goes to the intake on the same
+ * machine. Measured on the bench (2026-12-06, decision 15l), same machine and hour: 4 in flight of up to 16
+ * with a 25 ms linger only while another was in flight (before): with 16 senders the machine spent 1.35-1.46
+ * ms per event and the worker alone applied 2,232-2,427 events/s; gathered batches (1-2 in flight, 128-512
+ * events, 50-250 ms): 1.05-1.13 ms and 3,297-4,485/s; this setting: 1.12 ms, 4,485/s. A lone event now waits
+ * up to 50 ms (lag p99 at a steady 300 events/s 66 ms, against 36 before; goal 2 s).
  */
-const APPLY_IN_FLIGHT = 4;
-const APPLY_BATCH = 16;
-const APPLY_LINGER_MS = 25;
+const APPLY_IN_FLIGHT = 2;
+const APPLY_BATCH = 128;
+const APPLY_GATHER_MS = 50;
 
 /** A handler failed: the event it failed on travels with the error (for the refusal record). */
 class EventFailed extends Error {
@@ -150,11 +154,12 @@ export class WebhookInboxService {
     { maxBatch: INTAKE_BATCH, maxInFlight: INTAKE_IN_FLIGHT },
   );
 
-  /** Concurrent jobs share one apply transaction (one commit); a lone job is applied at once. */
+  /** Concurrent jobs share one apply transaction (one commit), gathered for up to APPLY_GATHER_MS. */
   private readonly applies = new Coalescer<string, Attempt>((ids) => this.applyBatch(ids), {
     maxBatch: APPLY_BATCH,
     maxInFlight: APPLY_IN_FLIGHT,
-    lingerMs: APPLY_LINGER_MS,
+    lingerMs: APPLY_GATHER_MS,
+    lingerWhenIdle: true,
   });
 
   constructor(
