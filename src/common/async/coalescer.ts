@@ -15,13 +15,15 @@ export interface CoalescerOptions<I> {
   /**
    * While another batch is in flight, a batch that is not full waits up to this long (ms) after its oldest
    * call for more to join (0, the default: it starts at once). A lone call with nothing in flight never
-   * waits. Fewer, fuller batches under moderate load, for a few milliseconds of latency.
+   * waits, unless lingerWhenIdle. Fewer, fuller batches under moderate load, for a few milliseconds of
+   * latency.
    */
   lingerMs?: number;
   /**
    * Linger with nothing in flight too: every batch that is not full waits up to `lingerMs` after its oldest
    * call (a gather window), a lone call included. For work whose cost per batch dominates and whose callers
-   * can wait that long (the worker's apply); never for a caller that answers a request.
+   * can wait that long (the worker's apply, and an operator's replay of one event through it); not for a
+   * provider's or a user's request path.
    */
   lingerWhenIdle?: boolean;
 }
