@@ -57,14 +57,15 @@ describe('billing webhooks: batched apply', () => {
     await api.prisma.$executeRawUnsafe(`
       CREATE TRIGGER record_xid AFTER UPDATE OF status ON webhook_events
       FOR EACH ROW WHEN (NEW.status = 'PROCESSED') EXECUTE FUNCTION record_xid()`);
-    // Two waves, as the worker's concurrent jobs arrive: the first 20 share a batch (gathered, see
-    // APPLY_GATHER_MS) that commits; the second wave's batch holds the bad one, rolls back, and its events
-    // run again alone. The same id twice (a stalled job run again) too.
+    // Two waves of concurrent jobs: the first 20 share a batch that commits; the second wave's batch holds
+    // the bad one, rolls back, and its events run again alone. The same id twice (a stalled job run again)
+    // too. The second wave starts when the first is done, whatever the gather window.
     const all = [...good.slice(0, 20), bad, ...good.slice(20)];
-    const first = good.slice(0, 20).map(({ id }) => inbox.apply(id, false));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const second = [bad, ...good.slice(20)].map(({ id }) => inbox.apply(id, false));
-    const results = await Promise.allSettled([...first, ...second, inbox.apply(good[0].id, false)]);
+    const first = await Promise.allSettled(good.slice(0, 20).map(({ id }) => inbox.apply(id, false)));
+    const second = await Promise.allSettled(
+      [bad, ...good.slice(20), good[0]].map(({ id }) => inbox.apply(id, false)),
+    );
+    const results = [...first, ...second];
     const outcomes = results.map((r) => (r.status === 'fulfilled' ? r.value.outcome : 'threw'));
     expect(outcomes.filter((o) => o === 'processed')).toHaveLength(good.length);
     expect(outcomes[20]).toBe('threw');
