@@ -15,12 +15,12 @@ import { checkoutCreated } from '../support/billing.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 /**
- * Issue 15: one BullMQ job per intake statement. Deliveries that share an intake statement share its job
- * (`apply-webhooks`, named after the statement's transaction id, stored on the rows as intake_batch); a
- * failing event fails the job, whose retry applies only what is still RECEIVED; the relay leaves a row alone
- * while its statement's job is live. No worker runs here: the tests play the worker's part.
+ * Issue 15: one BullMQ job per intake group. Deliveries whose intake statements start within a few
+ * milliseconds of each other share one job (`apply-webhooks`, named after the group's id, stored on the rows
+ * as intake_batch); a failing event fails the job, whose retry applies only what is still RECEIVED; the relay
+ * leaves a row alone while its group's job is live. No worker runs here: the tests play the worker's part.
  */
-describe('billing webhooks: one job per intake statement', () => {
+describe('billing webhooks: one job per intake group', () => {
   let env: TestEnv;
   let api: ApiApp;
   let inbox: WebhookInboxService;
@@ -46,11 +46,16 @@ describe('billing webhooks: one job per intake statement', () => {
     return out;
   }
 
-  /** The archive rows of those events, with the transaction id of the statement that accepted each. */
+  /**
+   * The archive rows of those events, with the intake group that accepted each and the transaction that
+   * wrote it (xmin: the intake statement, for a row no worker has touched).
+   */
   async function rowsOf(eventIds: string[]) {
-    return api.prisma.$queryRaw<{ id: string; event_id: string; intake_batch: string; status: string }[]>`
-      SELECT id, event_id, intake_batch::text AS intake_batch, status::text AS status FROM webhook_events
-      WHERE provider = 'billing' AND event_id = ANY(${eventIds}::text[])`;
+    return api.prisma.$queryRaw<
+      { id: string; event_id: string; intake_batch: string; status: string; xmin: string }[]
+    >`
+      SELECT id, event_id, intake_batch::text AS intake_batch, status::text AS status, xmin::text AS xmin
+      FROM webhook_events WHERE provider = 'billing' AND event_id = ANY(${eventIds}::text[])`;
   }
 
   /** The apply-webhooks jobs that cover any of those rows. */
@@ -61,7 +66,7 @@ describe('billing webhooks: one job per intake statement', () => {
     );
   }
 
-  it('gives the deliveries of one intake statement one job, and every accepted row exactly one job', async () => {
+  it('gives the deliveries of one intake group one job, and every accepted row exactly one job', async () => {
     const sent = await envelopes(20);
     // All at once, as concurrent deliveries arrive: the first statement goes out alone, the rest share.
     const acceptances = await Promise.all(sent.map(({ event }) => ingest(event)));
@@ -71,7 +76,7 @@ describe('billing webhooks: one job per intake statement', () => {
     expect(rows).toHaveLength(20);
     const jobs = await batchJobsOf(rows.map((row) => row.id));
     expect(jobs.length).toBeLessThan(20);
-    // Each row in exactly one job, and that job is named after the statement that accepted the row.
+    // Each row in exactly one job, and that job is named after the group that accepted the row.
     const covered = jobs.flatMap((job) => job.data.ids);
     expect([...covered].sort()).toEqual(rows.map((row) => row.id).sort());
     for (const job of jobs) {
@@ -80,7 +85,7 @@ describe('billing webhooks: one job per intake statement', () => {
       expect(job.id).toBe(batchJobIdOf([...batches][0]));
     }
     expect(Math.max(...jobs.map((job) => job.data.ids.length))).toBeGreaterThan(1);
-    // SPEC: job results are kept 24 hours; a statement's job keeps its result (the outcome counts) as long.
+    // SPEC: job results are kept 24 hours; a group's job keeps its result (the outcome counts) as long.
     for (const job of jobs) expect(job.opts.removeOnComplete).toEqual({ age: 24 * 3600 });
 
     // The worker's part: each job applies its rows once; a second run of a job finds them done.
@@ -103,6 +108,39 @@ describe('billing webhooks: one job per intake statement', () => {
       expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).currentTier).toBe('PRO');
       expect(await api.prisma.creditTransaction.count({ where: { userId: user.id } })).toBe(1);
     }
+  });
+
+  it('gives the statements started within the window one job, and a statement started after it another', async () => {
+    const sent = await envelopes(21);
+    const inbound = ({ event }: (typeof sent)[number]) => ({
+      eventId: event.event_id,
+      eventType: event.event_type,
+      occurredAt: new Date(event.occurred_at),
+      payload: event,
+    });
+    // Twenty deliveries in one tick: the first goes out alone at once and opens a group; the other 19
+    // share the next statement, which starts within the group's window (its linger is shorter).
+    const early = await Promise.all(sent.slice(0, 20).map((s) => inbox.accept('billing', inbound(s))));
+    // Answered, so the group's job was pushed and its window is over: this one opens a group of its own.
+    const late = await inbox.accept('billing', inbound(sent[20]));
+
+    const rows = await rowsOf(sent.map(({ event }) => event.event_id));
+    const earlyRows = rows.filter((row) => early.some((a) => a.id === row.id));
+    const [lateRow] = rows.filter((row) => row.id === late.id);
+    expect(earlyRows).toHaveLength(20);
+    expect(new Set(earlyRows.map((row) => row.xmin)).size).toBe(2);
+    expect(new Set(earlyRows.map((row) => row.intake_batch)).size).toBe(1);
+    expect(lateRow.intake_batch).not.toBe(earlyRows[0].intake_batch);
+
+    const jobs = await batchJobsOf(rows.map((row) => row.id));
+    expect(jobs.map((job) => job.id).sort()).toEqual(
+      [batchJobIdOf(earlyRows[0].intake_batch), batchJobIdOf(lateRow.intake_batch)].sort(),
+    );
+    const earlyJob = jobs.find((job) => job.id === batchJobIdOf(earlyRows[0].intake_batch))!;
+    expect([...earlyJob.data.ids].sort()).toEqual(earlyRows.map((row) => row.id).sort());
+    const lateJob = jobs.find((job) => job.id === batchJobIdOf(lateRow.intake_batch))!;
+    expect(lateJob.data.ids).toEqual([late.id]);
+    for (const job of jobs) await job.remove();
   });
 
   it('fails a job whose event failed after applying the others; its retry applies only that one', async () => {
@@ -141,7 +179,7 @@ describe('billing webhooks: one job per intake statement', () => {
     }
   });
 
-  it('relays a stale row only when its statement job is gone, then once as a job of its own', async () => {
+  it('relays a stale row only when its group job is gone, then once as a job of its own', async () => {
     const [{ event }] = await envelopes(1);
     const { id } = await ingest(event);
     const [row] = await rowsOf([event.event_id]);
@@ -152,7 +190,7 @@ describe('billing webhooks: one job per intake statement', () => {
     const [job] = await batchJobsOf([id!]);
     expect(job.id).toBe(batchJobIdOf(row.intake_batch));
 
-    // Its statement's job waits for the worker: nothing to relay.
+    // Its group's job waits for the worker: nothing to relay.
     expect(await inbox.relay()).toBe(0);
     expect(await queue().getJobState(batchJobIdOf(row.intake_batch))).toBe('waiting');
 

@@ -35,20 +35,26 @@ describe('billing webhooks under concurrency and failure', () => {
   });
   afterAll(() => env.close());
 
+  /** An intake group id whose job is never pushed (the repository's statements run without the service). */
+  const NO_JOB = String(2n ** 32n + 1n);
+
   /** The receiver's intake statement alone: the event archived RECEIVED and claimed, no job pushed. */
   const intakeOnly = async (event: ReturnType<typeof subscriptionEvent>) =>
     (
-      await api.app.get(WebhookInboxRepository).intake([
-        {
-          provider: 'billing',
-          event: {
-            eventId: event.event_id,
-            eventType: event.event_type,
-            occurredAt: new Date(event.occurred_at),
-            payload: event,
+      await api.app.get(WebhookInboxRepository).intake(
+        [
+          {
+            provider: 'billing',
+            event: {
+              eventId: event.event_id,
+              eventType: event.event_type,
+              occurredAt: new Date(event.occurred_at),
+              payload: event,
+            },
           },
-        },
-      ])
+        ],
+        NO_JOB,
+      )
     )[0];
 
   /** One checkout's created and activated events, sharing occurred_at as the provider often sends them. */
@@ -310,9 +316,10 @@ describe('billing webhooks under concurrency and failure', () => {
     await settled(api, 'billing', created.event_id);
     expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([`first-period:${subId}`]);
     expect(
-      await repo.intake([
-        { provider: 'billing', event: { eventId: created.event_id, eventType: 'x', payload: {} } },
-      ]),
+      await repo.intake(
+        [{ provider: 'billing', event: { eventId: created.event_id, eventType: 'x', payload: {} } }],
+        NO_JOB,
+      ),
     ).toEqual([null]);
   });
 
@@ -341,7 +348,7 @@ describe('billing webhooks under concurrency and failure', () => {
       processedAt: null,
     });
     // The corrected delivery of a refused event is accepted: the FAILED row becomes RECEIVED.
-    expect((await repo.intake([{ provider: 'billing', event: fresh }]))[0]).not.toBeNull();
+    expect((await repo.intake([{ provider: 'billing', event: fresh }], NO_JOB))[0]).not.toBeNull();
   });
 
   it('one intake statement answers a batch event by event: new, claimed before, FAILED before, other provider', async () => {
@@ -350,12 +357,15 @@ describe('billing webhooks under concurrency and failure', () => {
     const refused = { eventId: newEventId(), eventType: 'subscription.updated', payload: { refused: true } };
     expect(await repo.archiveRefused(api.prisma, 'billing', refused, 'refused at intake')).toBe(true);
     const fresh = { eventId: newEventId(), eventType: 'subscription.updated', payload: { n: 1 } };
-    const answers = await repo.intake([
-      { provider: 'billing', event: fresh },
-      { provider: 'billing', event: { eventId: created.event_id, eventType: 'x', payload: {} } },
-      { provider: 'billing', event: { ...refused, payload: { corrected: true } } },
-      { provider: 'identity', event: { ...fresh, payload: { n: 2 }, source: 'backfill' } },
-    ]);
+    const answers = await repo.intake(
+      [
+        { provider: 'billing', event: fresh },
+        { provider: 'billing', event: { eventId: created.event_id, eventType: 'x', payload: {} } },
+        { provider: 'billing', event: { ...refused, payload: { corrected: true } } },
+        { provider: 'identity', event: { ...fresh, payload: { n: 2 }, source: 'backfill' } },
+      ],
+      NO_JOB,
+    );
     expect(answers.map((a) => a?.provider ?? null)).toEqual(['billing', null, 'billing', 'identity']);
     const rows = await api.prisma.webhookEvent.findMany({
       where: { id: { in: answers.filter((a) => a !== null).map((a) => a!.id) } },

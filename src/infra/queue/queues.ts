@@ -32,9 +32,9 @@ export const JOBS = {
   /** The identity provider changed a user's e-mail: runs the `email_changed` user hooks. */
   emailChanged: { queue: QUEUES.users, name: 'email-changed' },
   /**
-   * Apply the webhooks one intake statement accepted (payload {ids}: archive row ids; job id
-   * `webhooks-<intake_batch>`, the statement's transaction id). A failing event fails the job, whose retry
-   * applies only what is still RECEIVED.
+   * Apply the webhooks one intake group accepted (the intake statements started within a few milliseconds;
+   * payload {ids}: archive row ids; job id `webhooks-<intake_batch>`, the group's id). A failing event fails
+   * the job, whose retry applies only what is still RECEIVED.
    */
   applyWebhooks: { queue: QUEUES.webhooks, name: 'apply-webhooks' },
   /**

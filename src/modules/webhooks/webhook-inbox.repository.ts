@@ -21,9 +21,9 @@ export interface AcceptedInput {
 }
 
 /**
- * An archive row waiting for the worker. `batch` is the transaction id of the intake statement that accepted
- * it (its batch job's name, see batchJobIdOf), null for a row reopened by a replay; a job of the row alone
- * derives its id from id and receivedAt (jobIdOf).
+ * An archive row waiting for the worker. `batch` is the id of the intake group that accepted it (its job's
+ * name, see batchJobIdOf), null for a row reopened by a replay; a job of the row alone derives its id from
+ * id and receivedAt (jobIdOf).
  */
 export interface AcceptedRow {
   id: string;
@@ -73,9 +73,10 @@ export class WebhookInboxRepository {
    * order, the archive row, or null for a duplicate (the id was claimed before). A row left FAILED by an
    * earlier attempt whose claim was released (see markFailed, or a payload refused at intake) is reset to
    * RECEIVED: the provider's redelivery is processed again. The events of one batch have distinct
-   * (provider, event id) pairs. Runs on the driver: this is the hottest statement of the service.
+   * (provider, event id) pairs. The rows are stamped with `group`, the id of the job that will apply them
+   * (WebhookInboxService.joinGroup). Runs on the driver: this is the hottest statement of the service.
    */
-  async intake(events: readonly AcceptedInput[]): Promise<(AcceptedRow | null)[]> {
+  async intake(events: readonly AcceptedInput[], group: string): Promise<(AcceptedRow | null)[]> {
     const { rows } = await this.prisma.pool.query<WaitingRow & { event_id: string }>(INTAKE_SQL, [
       events.map((e) => e.provider),
       events.map((e) => e.event.eventId),
@@ -83,6 +84,7 @@ export class WebhookInboxRepository {
       events.map((e) => JSON.stringify(e.event.payload)),
       events.map((e) => e.event.occurredAt ?? null),
       events.map((e) => e.event.source ?? 'delivery'),
+      group,
     ]);
     const byKey = new Map(rows.map((row) => [`${row.provider}\u0000${row.event_id}`, row]));
     return events.map(({ provider, event }) => {
@@ -405,7 +407,7 @@ const INTAKE_SQL = `
   INSERT INTO webhook_events
     (id, provider, event_id, event_type, payload, status, occurred_at, attempts, source, intake_batch)
   SELECT gen_random_uuid(), i.provider, i.event_id, i.event_type, i.payload::jsonb,
-         'RECEIVED'::"WebhookEventStatus", i.occurred_at, 0, i.source, pg_current_xact_id()::text::bigint
+         'RECEIVED'::"WebhookEventStatus", i.occurred_at, 0, i.source, $7::bigint
   FROM claim JOIN input i USING (provider, event_id)
   ON CONFLICT (provider, event_id) DO UPDATE
     SET status = 'RECEIVED'::"WebhookEventStatus", payload = EXCLUDED.payload, error = NULL,

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import type { JobsOptions } from 'bullmq';
 import { AppConfig } from '../../config/app-config.js';
@@ -58,16 +59,33 @@ export interface ApplyResult {
 /** What an applyWebhooks job did: how many of its events ended how (kept as the job's result). */
 export type BatchResult = Record<ApplyResult['outcome'], number>;
 
-/** A job as pushed: applyWebhooks' {ids} (an intake statement's rows) or processWebhook's {id, provider}. */
+/** A job as pushed: applyWebhooks' {ids} (an intake group's rows) or processWebhook's {id, provider}. */
 interface WebhookJob<T> {
   data: T;
   options: JobsOptions;
 }
 
-/** An accepted delivery at intake: its archive row, and the push of its statement's job (never rejects). */
+/** An accepted delivery at intake: its archive row, and the push of its group's job (never rejects). */
 interface Intake {
   row: AcceptedRow;
   pushed: Promise<void>;
+}
+
+/**
+ * Intake statements that share one job (see WebhookInboxService.joinGroup): the statements that start within
+ * GROUP_WINDOW_MS of the group's first. Their rows are stamped with the group's id (AcceptedRow.batch).
+ */
+interface IntakeGroup {
+  /** A bigint in decimal, unique for the cluster's life (see nextGroupId): the job is `webhooks-<id>`. */
+  id: string;
+  /** Whether starting statements may still join (for GROUP_WINDOW_MS). */
+  open: boolean;
+  /** The group's statements still running; once closed, its job is pushed when the last one has finished. */
+  running: number;
+  rows: AcceptedRow[];
+  /** Settles when the job was pushed, or its push failed (left to the relay), or nothing was accepted. */
+  pushed: Promise<void>;
+  settle: () => void;
 }
 
 /** Older RECEIVED rows than this get their job re-pushed by the relay. */
@@ -83,6 +101,14 @@ const INTAKE_IN_FLIGHT = 4;
  */
 const INTAKE_LINGER_MS = 3;
 const INTAKE_BATCH = 64;
+/**
+ * How long an intake group takes in statements after its first one started (see joinGroup). Measured with
+ * 16 senders while the worker applies (bench/RESULTS.md, 2026-12-06, decision 15m), alternated runs: one job
+ * per statement, 6.2 events per job, 1.41 ms of machine CPU per event; a group closed when its first statement
+ * finished, 8.0 per job, 1.31-1.32 ms; this window, 12.5-13.1 per job, 1.16-1.23 ms; 10 ms, 15.5 per job but
+ * each delivery waits that much longer, so 16 senders send less.
+ */
+const GROUP_WINDOW_MS = 5;
 /**
  * Apply transactions in flight at once, events per transaction (see applyBatch), and the gather window: every
  * apply batch that is not full waits up to APPLY_GATHER_MS after its oldest event, even with nothing in
@@ -116,7 +142,8 @@ const notInBatch = (input: AcceptedInput, batch: readonly AcceptedInput[]): bool
 /**
  * The webhook pipeline (issue 15). The receiver verifies, validates and calls accept(): ONE statement claims
  * the event id and archives the payload as RECEIVED (concurrent deliveries share the statement), then the
- * statement's job is pushed and the provider gets its 200.
+ * job of the statement's group (the statements started within a few milliseconds) is pushed and the provider
+ * gets its 200.
  * The worker's apply() runs the provider's handler in a transaction that also moves the row to PROCESSED or
  * SKIPPED, so a redelivered job finds it done (exactly once). A failed attempt rolls back and is retried with
  * backoff; after the last attempt, or at once for a payload that can never succeed, the row is FAILED with a
@@ -133,7 +160,7 @@ export class WebhookInboxService {
   >();
   /**
    * Concurrent deliveries share one intake statement (one commit); a lone delivery goes out at once. The
-   * statement's accepted rows get one job (see intakeBatch).
+   * accepted rows of the statements started within a few milliseconds get one job (see joinGroup).
    */
   private readonly intakes = new Coalescer<AcceptedInput, Intake | null>(
     (events) => this.intakeBatch(events),
@@ -145,7 +172,12 @@ export class WebhookInboxService {
     },
   );
 
-  /** Concurrent intake statements share one push of their jobs to Redis (addBulk); a lone one goes at once. */
+  /** The intake group that a starting statement joins (null: the next statement starts a new one). */
+  private openGroup: IntakeGroup | null = null;
+  private readonly groupPrefix = BigInt(randomInt(1, 2 ** 31)) << 32n;
+  private groupCounter = 0;
+
+  /** Concurrent groups share one push of their jobs to Redis (addBulk); a lone one goes at once. */
   private readonly pushes = new Coalescer<WebhookJob<{ ids: string[] }>, void>(
     async (jobs) => {
       await this.queues.addMany(JOBS.applyWebhooks, jobs);
@@ -198,24 +230,91 @@ export class WebhookInboxService {
   }
 
   /**
-   * One intake statement for a batch of deliveries, and one job for the rows it accepted: the job is named
-   * after the statement's transaction (batchJobIdOf), so the relay can tell whether a row still has one. The
-   * push starts here and is awaited by each delivery (accept); a failed push is logged once for the batch
-   * and left to the relay.
+   * One intake statement for a batch of deliveries. Its rows go into its group's job (joinGroup), pushed
+   * when the group's last statement has finished; each delivery awaits that push (accept). A failed push is
+   * logged once for the group and left to the relay.
    */
   private async intakeBatch(events: AcceptedInput[]): Promise<(Intake | null)[]> {
-    const rows = await this.inbox.intake(events);
-    const accepted = rows.filter((row): row is AcceptedRow => row !== null);
-    if (accepted.length === 0) return rows.map(() => null);
-    const pushed = this.pushes
-      .run(this.batchJobOf(accepted))
+    const group = this.joinGroup();
+    let rows: (AcceptedRow | null)[] = [];
+    try {
+      rows = await this.inbox.intake(events, group.id);
+    } finally {
+      this.leaveGroup(
+        group,
+        rows.filter((row): row is AcceptedRow => row !== null),
+      );
+    }
+    return rows.map((row) => row && { row, pushed: group.pushed });
+  }
+
+  /**
+   * The group a starting intake statement belongs to: the open one, or a new one, open for GROUP_WINDOW_MS.
+   * The group's job is pushed once the window has closed and its statements have finished, so a delivery
+   * waits for its own statement and at most for the rest of the window and the statements started in it.
+   * A job holds at most the deliveries of the statements started in one window (a few hundred at most:
+   * INTAKE_IN_FLIGHT statements of INTAKE_BATCH at a time).
+   * One job per group instead of one per statement: each job costs the API its share of a push, the worker
+   * a fetch, a lock and a completion, and Redis its hash for the 24 h retention (decision 15m).
+   */
+  private joinGroup(): IntakeGroup {
+    let group = this.openGroup;
+    if (group) {
+      group.running += 1;
+    } else {
+      let settle!: () => void;
+      const pushed = new Promise<void>((resolve) => (settle = resolve));
+      const opened: IntakeGroup = {
+        id: this.nextGroupId(),
+        open: true,
+        running: 1,
+        rows: [],
+        pushed,
+        settle,
+      };
+      this.openGroup = group = opened;
+      setTimeout(() => this.closeGroup(opened), GROUP_WINDOW_MS);
+    }
+    return group;
+  }
+
+  /** The window has closed: no more statements join; the job is pushed now if they have all finished. */
+  private closeGroup(group: IntakeGroup): void {
+    if (!group.open) return;
+    group.open = false;
+    if (this.openGroup === group) this.openGroup = null;
+    if (group.running === 0) this.pushGroup(group);
+  }
+
+  /** A statement of the group finished (or failed): the last one, once the group is closed, pushes its job. */
+  private leaveGroup(group: IntakeGroup, accepted: readonly AcceptedRow[]): void {
+    group.rows.push(...accepted);
+    group.running -= 1;
+    if (group.running === 0 && !group.open) this.pushGroup(group);
+  }
+
+  /** Pushes the group's job (never rejects: a failed push is left to the relay) and settles `pushed`. */
+  private pushGroup(group: IntakeGroup): void {
+    if (group.rows.length === 0) return group.settle();
+    this.pushes
+      .run(this.batchJobOf(group))
       .catch((err: Error) =>
         this.logger.warn(
-          { ids: accepted.map((row) => row.id), err: err.message },
+          { ids: group.rows.map((row) => row.id), err: err.message },
           'webhooks accepted; their job will be pushed by the relay',
         ),
-      );
-    return rows.map((row) => row && { row, pushed });
+      )
+      .finally(group.settle);
+  }
+
+  /**
+   * A new group id: this process's random 31-bit prefix and a counter, so ids of concurrent API processes
+   * do not meet (a collision would only delay the rows to the relay: BullMQ ignores a job id it holds).
+   * Always at least 2^32, above the transaction ids that named the jobs of earlier versions.
+   */
+  private nextGroupId(): string {
+    this.groupCounter = (this.groupCounter + 1) % 2 ** 32;
+    return (this.groupPrefix | BigInt(this.groupCounter)).toString();
   }
 
   /**
@@ -274,7 +373,7 @@ export class WebhookInboxService {
   }
 
   /**
-   * Worker: applies the events of one intake statement (an applyWebhooks job). Each event is apply()'d as a
+   * Worker: applies the events of one intake group (an applyWebhooks job). Each event is apply()'d as a
    * job of its own would be (they still share transactions with other jobs' events, see applyBatch). When an
    * event fails on a non-final attempt, the job fails after all its events ran, and BullMQ retries it with
    * backoff: the retry finds the applied ones no longer RECEIVED (duplicates) and applies only the rest.
@@ -470,7 +569,7 @@ export class WebhookInboxService {
 
   /**
    * Pushes a job of its own for every RECEIVED row older than `olderThanMs` that has no live job: neither
-   * its intake statement's job (one look per statement) nor an earlier job of the row alone. A job that is
+   * its intake group's job (one look per group) nor an earlier job of the row alone. A job that is
    * done (completed, or failed without its failure record because the database was down) does not count.
    */
   async relay(olderThanMs = RELAY_AFTER_MS): Promise<number> {
@@ -514,13 +613,13 @@ export class WebhookInboxService {
   }
 
   /**
-   * The job of an intake statement's rows (all of one batch). It continues the trace of the delivery whose
-   * call started the statement; the others' requests are not its parents.
+   * The job of an intake group's rows. It continues the trace of the delivery whose statement opened the
+   * group (the window's timer runs in its context) or finished last; the others' requests are not its parents.
    */
-  private batchJobOf(rows: readonly AcceptedRow[]): WebhookJob<{ ids: string[] }> {
+  private batchJobOf(group: IntakeGroup): WebhookJob<{ ids: string[] }> {
     return {
-      data: { ids: rows.map((row) => row.id) },
-      options: withTraceContext({ jobId: batchJobIdOf(rows[0].batch!), ...this.retries() }),
+      data: { ids: group.rows.map((row) => row.id) },
+      options: withTraceContext({ jobId: batchJobIdOf(group.id), ...this.retries() }),
     };
   }
 
@@ -586,8 +685,8 @@ export class WebhookInboxService {
 export const jobIdOf = (row: AcceptedRow): string => `webhook-${row.id}-${row.receivedAt.getTime()}`;
 
 /**
- * The job of the rows one intake statement accepted, named after the statement's transaction id (unique for
- * the cluster's life): the relay finds it from any of its rows (AcceptedRow.batch).
+ * The job of the rows one intake group accepted, named after the group's id (unique for the cluster's life,
+ * see WebhookInboxService.nextGroupId): the relay finds it from any of its rows (AcceptedRow.batch).
  */
 export const batchJobIdOf = (batch: string): string => `webhooks-${batch}`;
 
