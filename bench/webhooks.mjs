@@ -347,9 +347,9 @@ export async function benchWebhooks(ctx) {
 
 /**
  * What the 24 h retention of job results (SPEC) costs Redis for webhook traffic: the measured size of a
- * completed job, the events per job each load gave (one job per intake statement), and what a day of
- * 500 events/s (issue 15's applied goal) would keep at that many events per job. A figure for sizing Redis,
- * not a goal.
+ * completed job, the events per job each load gave (one job per intake group, decision 15m), and what a
+ * day of 500 events/s (issue 15's applied goal) would keep at that many events per job. A figure for sizing
+ * Redis, not a goal.
  */
 async function retentionRow(ctx, kept) {
   const { perJob } = await keptJobs(ctx, { bytes: true });
