@@ -20,9 +20,22 @@ export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
  * processes exactly as production does.
  */
 export function productionNodeArgs(script = 'start:api') {
+  return scriptWords(script).filter((word) => word.startsWith('--'));
+}
+
+/**
+ * The environment those scripts set before `node` (`NAME=value` words: the allocator's MALLOC_ARENA_MAX,
+ * decision 15n). startProcess gives it to every process it starts, the baselines included; a setting passed
+ * by the caller (BENCH_ENV_<NAME>) wins.
+ */
+export function productionNodeEnv(script = 'start:api') {
+  const words = scriptWords(script);
+  return Object.fromEntries(words.slice(0, words.indexOf('node')).map((word) => word.split('=', 2)));
+}
+
+function scriptWords(script) {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-  const words = pkg.scripts[script].split(/\s+/);
-  return words.slice(1).filter((word) => word.startsWith('--'));
+  return pkg.scripts[script].split(/\s+/);
 }
 
 export const SECRETS = {
@@ -68,7 +81,7 @@ export async function startProcess(file, env, { readyUrl, args = productionNodeA
   const started = performance.now();
   const child = spawn(process.execPath, [...args, ...profile, file], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', ...productionNodeEnv(), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

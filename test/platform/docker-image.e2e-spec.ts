@@ -150,6 +150,20 @@ describe('docker/Dockerfile', () => {
     expect(worker).toBeDefined();
     expect(flags(JSON.parse(worker!.replaceAll("'", '"')) as string[])).toEqual(npmFlags('start:worker'));
   });
+
+  it('runs both processes with the environment npm start:api and start:worker set before node (decision 15n)', () => {
+    const prefix = (script: string) => {
+      const words = pkg.scripts[script].split(/\s+/);
+      return words.slice(0, words.indexOf('node'));
+    };
+    expect(prefix('start:api')).toEqual(['MALLOC_ARENA_MAX=2']);
+    expect(prefix('start:worker')).toEqual(prefix('start:api'));
+    // The image's ENV (the worker's compose service runs the same image, so it inherits it).
+    const env = stage('runtime').find((line) => line.startsWith('ENV '))!;
+    for (const setting of prefix('start:api')) expect(env.split(/\s+/)).toContain(setting);
+    const compose = readFileSync(join(ROOT, 'docker', 'compose.yml'), 'utf8');
+    expect(compose).toMatch(/^ {2}worker:\n {4}<<: \*app$/m);
+  });
 });
 
 describe('docker/compose.yml', () => {
