@@ -76,7 +76,7 @@ interface Intake {
  * GROUP_WINDOW_MS of the group's first. Their rows are stamped with the group's id (AcceptedRow.batch).
  */
 interface IntakeGroup {
-  /** A bigint in decimal, unique for the cluster's life (see nextGroupId): the job is `webhooks-<id>`. */
+  /** A bigint in decimal, chosen not to meet another's (see nextGroupId): the job is `webhooks-<id>`. */
   id: string;
   /** Whether starting statements may still join (for GROUP_WINDOW_MS). */
   open: boolean;
@@ -685,8 +685,8 @@ export class WebhookInboxService {
 export const jobIdOf = (row: AcceptedRow): string => `webhook-${row.id}-${row.receivedAt.getTime()}`;
 
 /**
- * The job of the rows one intake group accepted, named after the group's id (unique for the cluster's life,
- * see WebhookInboxService.nextGroupId): the relay finds it from any of its rows (AcceptedRow.batch).
+ * The job of the rows one intake group accepted, named after the group's id (see
+ * WebhookInboxService.nextGroupId): the relay finds it from any of its rows (AcceptedRow.batch).
  */
 export const batchJobIdOf = (batch: string): string => `webhooks-${batch}`;
 
