@@ -310,7 +310,8 @@ export class WebhookInboxService {
   /**
    * A new group id: this process's random 31-bit prefix and a counter, so ids of concurrent API processes
    * do not meet (a collision would only delay the rows to the relay: BullMQ ignores a job id it holds).
-   * Always at least 2^32, above the transaction ids that named the jobs of earlier versions.
+   * Always at least 2^32: above the transaction ids that named earlier versions' jobs, unless the cluster
+   * has run past 2^32 transactions (whose ids then meet these only as rarely as two prefixes do).
    */
   private nextGroupId(): string {
     this.groupCounter = (this.groupCounter + 1) % 2 ** 32;
