@@ -10,6 +10,7 @@ import { JOBS } from '../../src/infra/queue/queues.js';
 import { SESSION_COOKIE } from '../../src/modules/admin/queue-dashboard/queue-dashboard.mount.js';
 import { freePort, ROOT } from '../support/processes.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { waitFor } from '../support/wait.js';
 
 /** Debian's `chromium` package (.ci/run installs it when missing), driven by playwright-core. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -139,7 +140,11 @@ describe('Queue dashboard (@bull-board at /admin/queues)', () => {
     expect(promoted.status).toBeLessThan(300);
     const job = await api.app.get(QueueService).queue('email').getJob(delayedJobId);
     expect(await job?.getState()).toBe('waiting');
-    const audit = await api.prisma.auditLog.findFirst({ where: { action: 'admin.queue_action' } });
+    // Audited once the response has finished (only a change that succeeded is recorded), so it may land
+    // just after the page's fetch resolves.
+    const audit = await waitFor(() =>
+      api.prisma.auditLog.findFirst({ where: { action: 'admin.queue_action' } }),
+    );
     expect(audit).toMatchObject({ resourceType: 'queue', resourceId: 'email' });
     expect(audit?.details).toMatchObject({ action: 'promote_job', job_id: delayedJobId });
 
