@@ -144,10 +144,21 @@ describe('contract: Paddle Billing notifications from the official SDKs', () => 
       const event = node(name, suffix, 0);
       await send(event);
       const row = await archived(event.event_id);
-      expect({ name, status: row.status, payload: row.payload }).toEqual({
+      // The archive row holds the event as sent: its payload, and the type, time and source read from it.
+      expect({
+        name,
+        status: row.status,
+        payload: row.payload,
+        eventType: row.eventType,
+        occurredAt: row.occurredAt?.toISOString(),
+        source: row.source,
+      }).toEqual({
         name,
         status: 'SKIPPED',
         payload: event,
+        eventType: event.event_type,
+        occurredAt: new Date(event.occurred_at as string).toISOString(),
+        source: 'delivery',
       });
     }
     const trialing = node('subscription-trialing', suffix, 0);
