@@ -392,7 +392,7 @@ const acceptedRowOf = (row: WaitingRow): AcceptedRow => ({
  * The intake statement: the claims, then the archive rows of what was claimed, for a batch of events. The
  * batch arrives as one JSON document (intakeDocument): against one text[] parameter per column, that spares
  * the driver the array literal's escaping of every payload and the server the array's parse before each
- * payload's own (about a third less CPU for the statement on both sides, measured with Paddle's payload).
+ * payload's own (with Paddle's payload, under half the driver's CPU and about a fifth less of the server's).
  */
 const INTAKE_SQL = `
   WITH input AS (
