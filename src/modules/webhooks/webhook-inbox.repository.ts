@@ -406,7 +406,7 @@ const INTAKE_SQL = `
   )
   INSERT INTO webhook_events
     (id, provider, event_id, event_type, payload, status, occurred_at, attempts, source, intake_batch)
-  SELECT gen_random_uuid(), i.provider, i.event_id, i.event_type, coalesce(i.payload, 'null'::jsonb),
+  SELECT gen_random_uuid(), i.provider, i.event_id, i.event_type, i.payload,
          'RECEIVED'::"WebhookEventStatus", i.occurred_at, 0, i.source, $2::bigint
   FROM claim JOIN input i USING (provider, event_id)
   ON CONFLICT (provider, event_id) DO UPDATE
@@ -418,8 +418,8 @@ const INTAKE_SQL = `
 
 /**
  * The intake statement's input: one object per event, its payload nested as it is (serialised once, never
- * escaped into a string). jsonb_to_recordset reads a JSON null as SQL NULL: the statement stores it back as
- * JSON null, as the archive kept it before.
+ * escaped into a string). A payload is never a bare JSON null (Prisma.InputJsonValue has no null), which
+ * jsonb_to_recordset would read as SQL NULL.
  */
 function intakeDocument(events: readonly AcceptedInput[]): string {
   return JSON.stringify(
