@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import type { User } from '../../src/generated/prisma/client.js';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
+import { JOBS } from '../../src/infra/queue/queues.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
+import { fixture, type Json } from '../contracts/contract-support.js';
 import {
   identityDeletedEvent,
   identityUserEvent,
@@ -271,6 +273,60 @@ describe('POST /webhooks/identity', () => {
     ).toEqual(user.deletedAt);
     const unknown = await deliver(signIdentityEvent(identityDeletedEvent('user_never_seen')));
     expect(unknown.outcome).toBe('skipped');
+  });
+
+  describe('user.deleted delivered before a user.created or user.updated of the same identity user', () => {
+    type ClerkEvent = { type: string; timestamp: number; data: Json & { id: string; updated_at?: number } };
+    /** Clerk's published example, pointed at `identityUserId` (the published events name two users). */
+    const clerk = (name: 'user.created' | 'user.updated' | 'user.deleted', identityUserId: string) => {
+      const event = fixture<ClerkEvent>('clerk', name);
+      event.data.id = identityUserId;
+      return event;
+    };
+    const STALE = 'stale event: not newer than the identity provider deleting the user';
+    const archived = (delivery: SignedDelivery) =>
+      api.prisma.webhookEvent.findFirstOrThrow({ where: { provider: 'identity', eventId: delivery.id } });
+    const created = async (identityUserId: string) => ({
+      users: await api.prisma.user.count({ where: { identityUserId } }),
+      audits: await api.prisma.auditLog.count({ where: { action: 'user.created', userId: identityUserId } }),
+    });
+
+    // The published story: created 2022-05-31, updated minutes later, deleted 2022-08-30. Svix retried the
+    // earlier events after the deletion had been delivered.
+    it.each(['user.created', 'user.updated'] as const)(
+      'a late %s older than the deletion creates no account and sends no welcome e-mail',
+      async (type) => {
+        const sub = `user_ghost_${type.slice(5)}`;
+        const deleted = await deliver(signIdentityEvent(clerk('user.deleted', sub), { headerSet: 'svix' }));
+        expect(deleted.outcome).toBe('skipped');
+
+        const signups = () => api.prisma.outboxEntry.count({ where: { jobName: JOBS.postSignup.name } });
+        const before = await signups();
+        const late = signIdentityEvent(clerk(type, sub), { headerSet: 'svix' });
+        const res = await deliver(late);
+        expect(res.status).toBe(200);
+        expect(res.outcome).toBe('skipped');
+        expect(await archived(late)).toMatchObject({ status: 'SKIPPED', error: STALE });
+        expect(await created(sub)).toEqual({ users: 0, audits: 0 });
+        // The welcome e-mail is a post-signup hook, enqueued with the row: none was.
+        expect(await signups()).toBe(before);
+        expect(signedUp).not.toContain(sub);
+      },
+    );
+
+    it('a user.created newer than the deletion is a new sign-up, as after an erasure', async () => {
+      const sub = 'user_ghost_newer';
+      await deliver(signIdentityEvent(clerk('user.deleted', sub), { headerSet: 'svix' }));
+      const event = clerk('user.created', sub);
+      event.timestamp = Date.now();
+      event.data.updated_at = event.timestamp;
+      const res = await deliver(signIdentityEvent(event, { headerSet: 'svix' }));
+      expect(res.outcome).toBe('processed');
+      const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: sub } });
+      expect(user.deletedAt).toBeNull();
+      expect(await created(sub)).toEqual({ users: 1, audits: 1 });
+      await waitFor(async () => signedUp.includes(sub));
+    });
   });
 
   it('archives and acknowledges other event types without effect', async () => {

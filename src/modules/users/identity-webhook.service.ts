@@ -9,6 +9,7 @@ import { JOBS } from '../../infra/queue/queues.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { StandardWebhooksVerifier } from '../webhooks/standard-webhooks.js';
+import { WebhookInboxRepository } from '../webhooks/webhook-inbox.repository.js';
 import {
   type HandlerOutcome,
   type StoredEvent,
@@ -52,6 +53,7 @@ export class IdentityWebhookService implements OnModuleInit {
     private readonly deletion: AccountDeletionService,
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
+    private readonly archive: WebhookInboxRepository,
     refusals: WebhookRefusalsService,
   ) {
     this.verifier = new StandardWebhooksVerifier(
@@ -113,6 +115,12 @@ export class IdentityWebhookService implements OnModuleInit {
     }
   }
 
+  /**
+   * Creates the user unless the row exists. Deliveries are unordered and retried: a user.deleted may have
+   * arrived first (for a user we never saw, it had nothing to delete). An event that is not newer than an
+   * archived deletion of the identity (same clock as the update rule: `updated_at`, else the event time)
+   * creates nothing, so the late delivery cannot bring back, and welcome, a person the provider deleted.
+   */
   private async created(
     tx: Tx,
     data: z.infer<typeof identityUserData>,
@@ -120,12 +128,20 @@ export class IdentityWebhookService implements OnModuleInit {
   ): Promise<HandlerOutcome> {
     const address = primaryAddress(data);
     if (!address) return { status: 'skipped', reason: 'the user has no e-mail address' };
+    const version = identityVersion(data, occurredAt);
+    const deletedAt = await this.archive.latestIdentityDeletion(tx, data.id);
+    if (deletedAt && version.getTime() <= deletedAt.getTime()) {
+      return {
+        status: 'skipped',
+        reason: 'stale event: not newer than the identity provider deleting the user',
+      };
+    }
     const ensured = await this.usersService.ensureUser(tx, {
       identityUserId: data.id,
       email: address.email,
       emailVerified: address.verified,
       via: 'identity_webhook',
-      identityUpdatedAt: identityVersion(data, occurredAt),
+      identityUpdatedAt: version,
     });
     // Created just in time by an earlier request (that path already audited and ran the hooks), or by a
     // user.updated that overtook this event: either way the row is at least as new as the creation.
