@@ -4,6 +4,7 @@ import type { INestApplication } from '@nestjs/common';
 import type { User } from '../../src/generated/prisma/client.js';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
+import { AccountDeletionService } from '../../src/modules/users/account-deletion.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import { fixture, type Json } from '../contracts/contract-support.js';
 import {
@@ -326,6 +327,32 @@ describe('POST /webhooks/identity', () => {
       expect(user.deletedAt).toBeNull();
       expect(await created(sub)).toEqual({ users: 1, audits: 1 });
       await waitFor(async () => signedUp.includes(sub));
+    });
+
+    it('the erasure keeps the deletion: a late user.created does not bring the erased account back', async () => {
+      const sub = 'user_ghost_erased';
+      expect(
+        (await deliver(signIdentityEvent(clerk('user.created', sub), { headerSet: 'svix' }))).outcome,
+      ).toBe('processed');
+      const deletion = signIdentityEvent(clerk('user.deleted', sub), { headerSet: 'svix' });
+      expect((await deliver(deletion)).outcome).toBe('processed');
+      // The grace period has passed: the daily job erases the account.
+      await api.prisma.user.update({
+        where: { identityUserId: sub },
+        data: { deletedAt: new Date(Date.now() - 31 * 86_400_000) },
+      });
+      expect((await worker.get(AccountDeletionService).hardDeleteDue()).deleted).toBe(1);
+      // The deletion's archive row keeps the identity id alone.
+      expect((await archived(deletion)).payload).toEqual({
+        redacted: true,
+        type: 'user.deleted',
+        data: { id: sub },
+      });
+
+      const late = signIdentityEvent(clerk('user.created', sub), { headerSet: 'svix' });
+      expect((await deliver(late)).outcome).toBe('skipped');
+      expect(await archived(late)).toMatchObject({ status: 'SKIPPED', error: STALE });
+      expect(await api.prisma.user.count({ where: { identityUserId: sub } })).toBe(0);
     });
   });
 

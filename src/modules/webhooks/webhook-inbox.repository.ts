@@ -342,9 +342,14 @@ export class WebhookInboxRepository {
    * their payloads. Called when the user is erased.
    */
   async scrubIdentityArchive(tx: Tx, identityUserId: string): Promise<number> {
+    // A user.deleted row keeps the identity id (nothing else): it is what stops an older user.created
+    // delivered late from re-creating the erased account (latestIdentityDeletion), until retention ends.
     return tx.$executeRaw`
       UPDATE webhook_events
-      SET payload = jsonb_build_object('redacted', true, 'type', payload->>'type')
+      SET payload = CASE WHEN event_type = 'user.deleted'
+        THEN jsonb_build_object('redacted', true, 'type', payload->>'type',
+                                'data', jsonb_build_object('id', payload->'data'->>'id'))
+        ELSE jsonb_build_object('redacted', true, 'type', payload->>'type') END
       WHERE provider = 'identity' AND payload->'data'->>'id' = ${identityUserId}`;
   }
 
