@@ -10,6 +10,7 @@ import { DispatchInterrupted } from '../../src/modules/broadcasts/broadcast-send
 import type { User } from '../../src/generated/prisma/client.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
+import { deliverEmailEvent, resendEvent, signEmailEvent } from '../support/email-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -197,7 +198,7 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
     );
   });
 
-  it('resends the batch the provider took before a crash unchanged, whatever the audience became since', async () => {
+  it('resends the batch the provider took before a crash under its key, and records it sent, whatever the audience became since', async () => {
     const { createdAt, audience } = day(1);
     const members = await createAudience(api.prisma, 'drift', 10, { consent: true, createdAt });
     const runId = await crashAfterFirstBatch(audience);
@@ -225,22 +226,32 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
     const done = await finished(runId);
     await env.stop(worker);
     expect(done).toMatchObject({ status: 'done', sentCount: 11, failedCount: 0, skippedCount: 0 });
-    // Nobody twice: the stored batch went out again under its stored key and the provider answered it
-    // from its idempotency record; the newcomer came in a page of its own, under a new key.
+    // Nobody twice: the stored batch went out again under its stored key, without the two members the
+    // send policy now refuses (it may never have reached the provider); the provider, which had the first
+    // body under that key, refused the other one (409 invalid_idempotent_request) and delivered nothing.
+    // The newcomer came in a page of its own, under a new key.
     const counts = perAddress();
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
     expect(new Set(counts.keys())).toEqual(new Set([...members, newcomer].map((u) => u.email)));
     expect(fake.requests.map((r) => `${r.path} ${r.status}`)).toEqual([
       '/emails/batch hung',
-      '/emails/batch 200',
+      '/emails/batch 409',
       '/emails/batch 200',
     ]);
     const [crashed, resent, next] = fake.requests;
     expect(resent.headers['idempotency-key']).toBe(crashed.headers['idempotency-key']);
-    expect(resent.body).toEqual(crashed.body);
+    const to = (request: typeof resent) => (request.body as { to: string[] }[]).map((m) => m.to[0]);
+    expect(to(resent)).toEqual(
+      to(crashed).filter((address) => address !== unsubscribed.email && address !== deleted.email),
+    );
     expect(next.headers['idempotency-key']).not.toBe(crashed.headers['idempotency-key']);
     expect(next.body).toHaveLength(1);
+    // The batch the provider had went out to all ten, the two left out of the resend included.
     expect(await statuses(runId, [...members, newcomer])).toEqual([...members, newcomer].map(() => 'sent'));
+    const logged = await api.prisma.emailMessage.findMany({
+      where: { broadcastRunId: runId, userId: { in: [unsubscribed.id, deleted.id] } },
+    });
+    expect(logged.map((m) => m.status)).toEqual(['sent', 'sent']);
   });
 
   it('records a resent batch as sent when the provider already holds its key for another body', async () => {
@@ -306,6 +317,118 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       expect([...perAddress().values()]).toEqual([1, 1, 1, 1, 1]);
       const shown = await api.http.get(`/api/v1/admin/broadcasts/${queued.id}`).set('Authorization', admin);
       expect(shown.body.counts).toMatchObject({ sent: 5, failed: 0 });
+    });
+
+    /** The member withdraws consent in their settings; the address is suppressed by a signed bounce. */
+    const unsubscribe = async (user: User) => {
+      const res = await api.http
+        .patch('/api/v1/me')
+        .set('Authorization', await api.bearer(user.identityUserId, user.email))
+        .send({ marketing_consent_given: false });
+      expect(res.status).toBe(200);
+      expect(res.body.marketing_consent_given).toBe(false);
+    };
+    const bounce = async (user: User) => {
+      const delivery = signEmailEvent(
+        resendEvent('email-bounced', { providerMessageId: randomUUID(), to: user.email }),
+      );
+      expect((await deliverEmailEvent(api, delivery)).outcome).toBe('processed');
+    };
+    const recorded = async (runId: string, users: User[]) => {
+      const rows = await api.prisma.broadcastRecipient.findMany({ where: { runId } });
+      const logs = await api.prisma.emailMessage.findMany({ where: { broadcastRunId: runId } });
+      return users.map((u) => {
+        const row = rows.find((r) => r.userId === u.id);
+        const log = logs.find((m) => m.userId === u.id);
+        return [row?.status, row?.error, log?.status, log?.reason];
+      });
+    };
+
+    it('gates a batch that never reached the provider again on resume: no mail to who unsubscribed or was suppressed since', async () => {
+      const { createdAt, audience } = day(5);
+      const members = await createAudience(api.prisma, 'regate', 6, { consent: true, createdAt });
+      const queued = await queuedRun(audience);
+      // 5xx on every attempt: the batch stays pending under its key; the provider delivered nothing.
+      fake.failNext(4);
+      await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
+      expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
+      expect(fake.deliveries).toHaveLength(0);
+
+      // Before the next attempt: one member unsubscribes, another's address bounces for good.
+      const [withdrawn, suppressed] = [members[1], members[4]];
+      await unsubscribe(withdrawn);
+      await bounce(suppressed);
+
+      expect(await dispatcher.run(queued.id)).toMatchObject({
+        status: 'done',
+        counts: { sent: 4, failed: 0, skipped: 2 },
+      });
+      expect(fake.deliveredTo(withdrawn.email)).toHaveLength(0);
+      expect(fake.deliveredTo(suppressed.email)).toHaveLength(0);
+      const others = members.filter((m) => m !== withdrawn && m !== suppressed);
+      for (const m of others) expect(fake.deliveredTo(m.email)).toHaveLength(1);
+      expect(fake.deliveries).toHaveLength(4);
+      // The smaller batch went under the stored key (a provider that had the first body would refuse it).
+      const last = fake.requests[fake.requests.length - 1];
+      expect(`${last.path} ${last.status}`).toBe('/emails/batch 200');
+      expect(last.body).toHaveLength(4);
+      expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+      // Recorded as a first send records them: skipped with the policy's reason, in the e-mail log too.
+      expect(await recorded(queued.id, members)).toEqual(
+        members.map((m) =>
+          m === withdrawn
+            ? ['skipped', 'no_consent', 'skipped', 'no_consent']
+            : m === suppressed
+              ? ['skipped', 'suppressed', 'skipped', 'suppressed']
+              : ['sent', null, 'sent', null],
+        ),
+      );
+      const skips = await api.prisma.auditLog.findMany({
+        where: {
+          action: 'email.skipped',
+          userId: { in: [withdrawn.identityUserId, suppressed.identityUserId] },
+        },
+      });
+      expect(skips.map((a) => (a.details as { reason: string }).reason).sort()).toEqual([
+        'no_consent',
+        'suppressed',
+      ]);
+    });
+
+    it('gates single sends left pending by an outage again: the rest of the page goes out, not to who opted out', async () => {
+      const { createdAt, audience } = day(6);
+      const members = await createAudience(api.prisma, 'regate-alone', 7, { consent: true, createdAt });
+      const [refused, before, ...rest] = members;
+      const down = rest.slice(0, 3);
+      // One refused address splits the batch; three outages in a row leave the rest of the page pending.
+      fake.rejectAddress(refused.email);
+      for (const m of down) fake.failAddress(m.email);
+      const queued = await queuedRun(audience);
+      await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
+      expect(await statuses(queued.id, members)).toEqual(['failed', 'sent', ...rest.map(() => 'pending')]);
+
+      // One member the outage hit unsubscribes, one never tried is suppressed; the provider is back.
+      const [withdrawn, suppressed] = [down[1], rest[3]];
+      await unsubscribe(withdrawn);
+      await bounce(suppressed);
+      for (const m of down) fake.restoreAddress(m.email);
+      const sentBefore = fake.requests.length;
+      expect(await dispatcher.run(queued.id)).toMatchObject({
+        status: 'done',
+        counts: { sent: 4, failed: 1, skipped: 2 },
+      });
+      expect(fake.requests.slice(sentBefore).map((r) => `${r.path} ${r.status}`)).toEqual(
+        Array.from({ length: 3 }, () => '/emails 200'),
+      );
+      expect(fake.deliveredTo(withdrawn.email)).toHaveLength(0);
+      expect(fake.deliveredTo(suppressed.email)).toHaveLength(0);
+      for (const m of [before, ...rest].filter((m) => m !== withdrawn && m !== suppressed))
+        expect(fake.deliveredTo(m.email)).toHaveLength(1);
+      expect(await statuses(queued.id, [withdrawn, suppressed])).toEqual(['skipped', 'skipped']);
+      expect((await recorded(queued.id, [withdrawn, suppressed])).map((r) => r[1])).toEqual([
+        'no_consent',
+        'suppressed',
+      ]);
     });
 
     it('leaves the recipients of an outage during single sends pending, and sends them on the next attempt', async () => {

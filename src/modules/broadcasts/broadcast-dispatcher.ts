@@ -17,8 +17,8 @@ export interface DispatchOutcome {
 }
 
 /**
- * Runs a broadcast: queued -> running, then the batches an earlier attempt left pending (resent
- * unchanged), then the audience page by page (keyset on users.id, 100 at a time, users already recorded
+ * Runs a broadcast: queued -> running, then the batches an earlier attempt left pending (gated again and
+ * resent under their stored key), then the audience page by page (keyset on users.id, 100 at a time, users already recorded
  * or reserved for the run left out), then done or failed. Every page is reserved before it is sent and
  * settled after, so a run interrupted anywhere (worker restart, crash, provider outage) resumes where it
  * stopped when its job is delivered again, and nobody gets the e-mail twice.
@@ -78,8 +78,8 @@ export class BroadcastDispatcher {
   }
 
   /**
-   * Resends every batch (and single send) an interrupted attempt left pending, unchanged, before any new
-   * page is read. A group that comes back after being handled was not settled (another delivery holds
+   * Resends every batch (and single send) an interrupted attempt left pending, under its stored key and
+   * without the members the send policy refuses now (BroadcastSender.resume), before any new page is read. A group that comes back after being handled was not settled (another delivery holds
    * it): the run waits for a later attempt rather than loop.
    */
   private async resendPending(context: RunContext, signal?: AbortSignal): Promise<void> {

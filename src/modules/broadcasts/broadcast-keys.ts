@@ -5,7 +5,8 @@ export const recipientKey = (runId: string, userId: string) => `broadcast/${runI
 
 /**
  * Idempotency key of one batch request. Drawn once, when the batch's recipients are reserved, and
- * stored with them: a resumed run resends the stored batch under the stored key, so what the live
- * audience has become since (unsubscribes, new users, other tiers) cannot change the key.
+ * stored with them: a resumed run resends the stored batch under the stored key (less the members the
+ * send policy refuses now), so what the live audience has become since (unsubscribes, new users, other
+ * tiers) cannot change the key.
  */
 export const newBatchKey = (runId: string) => `broadcast/${runId}/batch-${randomUUID()}`;

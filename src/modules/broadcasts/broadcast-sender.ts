@@ -26,13 +26,23 @@ interface Target {
 }
 
 /**
+ * A pending recipient the send policy refuses now (or whose account has been erased): left out of the
+ * resent batch, and recorded once the provider has said whether it already had the batch.
+ */
+interface Withheld {
+  recipientId: string;
+  user: AudienceMember | null;
+  reason: SkipReason;
+}
+
+/**
  * Sends one page (<= 100) of a run's audience. The gate is email/'s send policy (`EmailService.gate`);
  * then one statement records the skipped recipients and reserves the others as `pending` rows under a
  * new batch key (BroadcastRecorder); only then is the provider called (email/'s EmailBatchDelivery: one
  * batch request), and a second statement settles the pending rows (recipient rows and counters here,
  * the e-mail log rows and audit entries by email/). A run interrupted between the two finds the pending
- * rows and resends that same batch, same members, same key, so the provider answers from its idempotency
- * record instead of delivering again.
+ * rows, gates them again and resends the batch under the same key (`resume`), so a provider that took
+ * it answers from its idempotency record instead of delivering again.
  *
  * What counts as delivered, refused or interrupted (the outage rule) is EmailBatchDelivery's; this class
  * only keeps the run state it implies: a batch refused outright loses its key and goes out one by one
@@ -51,12 +61,7 @@ export class BroadcastSender {
   async process(run: RunContext, users: AudienceMember[], signal?: AbortSignal): Promise<void> {
     const skipped: PageRow[] = [];
     const sendable: AudienceMember[] = [];
-    // The one send policy of email/ (consent, suppression list, deleted and disposable addresses).
-    const gate = await this.email.gate(users, {
-      kind: run.kind,
-      broadcast: true,
-      bypassConsent: run.bypassConsent,
-    });
+    const gate = await this.gate(run, users);
     for (const user of users) {
       const reason = gate.get(user.id) ?? null;
       if (reason) skipped.push(this.row(run, user, { status: 'skipped', reason }));
@@ -79,28 +84,43 @@ export class BroadcastSender {
   }
 
   /**
-   * Pending recipients left by an interrupted attempt: resent unchanged (same members, same key). A
-   * member whose account has been erased since cannot be rendered; it is recorded skipped and the rest
-   * go out under the same key (if the provider had the batch, it answers 409 for the changed body: the
-   * batch went out, see `duplicate`).
+   * Pending recipients left by an interrupted attempt. The batch may never have reached the provider (a
+   * crash after the reservation, the rest of a page after an outage, a request cut off at shutdown), so
+   * they pass the same gate as a first send again: a member who has since unsubscribed, been suppressed
+   * or deleted (or erased) is withheld, and the others go out under the stored key. A smaller batch
+   * under that key cannot deliver twice: a provider that had an earlier batch under it refuses the other
+   * body (409 `invalid_idempotent_request`, nothing delivered) and the batch it had went out, to the
+   * withheld members too (recorded sent); otherwise the provider delivers just this batch now and the
+   * withheld are recorded skipped with their reason. A new key would be unsafe: it would deliver again
+   * whatever the provider had taken.
    */
   async resume(run: RunContext, group: PendingGroup, signal?: AbortSignal): Promise<void> {
-    const erased = group.members.filter((member) => member.user === null);
-    if (erased.length > 0) {
+    const users = group.members.flatMap(({ user }) => (user ? [user] : []));
+    const gate = users.length > 0 ? await this.gate(run, users) : new Map<string, SkipReason | null>();
+    const members: { recipientId: string; user: AudienceMember }[] = [];
+    const withheld: Withheld[] = [];
+    for (const { recipientId, user } of group.members) {
+      // An erased member cannot be rendered (no account left).
+      const reason = user ? (gate.get(user.id) ?? null) : 'user_not_found';
+      if (reason) withheld.push({ recipientId, user, reason });
+      else members.push({ recipientId, user: user! });
+    }
+    // Sent one by one, each under its own key, or nobody left to send: no request can tell whether the
+    // provider had their messages, and none may go out now.
+    if (group.batchKey === null || members.length === 0) {
       await this.recorder.settle(
         run.id,
-        erased.map(({ recipientId }) => ({
-          recipientId,
-          userId: null,
-          status: 'skipped',
-          error: 'user_not_found',
-          providerMessageId: null,
-          email: null,
-        })),
+        withheld.map((member) => this.withheldRow(run, member, false)),
       );
+      if (members.length > 0) await this.deliver(run, members, group.batchKey, signal);
+      return;
     }
-    const members = group.members.flatMap(({ recipientId, user }) => (user ? [{ recipientId, user }] : []));
-    if (members.length > 0) await this.deliver(run, members, group.batchKey, signal);
+    await this.deliver(run, members, group.batchKey, signal, withheld);
+  }
+
+  /** email/'s one send policy (consent, suppression list, deleted and disposable addresses) for a broadcast. */
+  private gate(run: RunContext, users: AudienceMember[]): Promise<Map<string, SkipReason | null>> {
+    return this.email.gate(users, { kind: run.kind, broadcast: true, bypassConsent: run.bypassConsent });
   }
 
   /**
@@ -112,23 +132,25 @@ export class BroadcastSender {
     members: { recipientId: string; user: AudienceMember }[],
     key: string | null,
     signal?: AbortSignal,
+    withheld: Withheld[] = [],
   ): Promise<void> {
     const targets: Target[] = members.map(({ recipientId, user }) => ({
       recipientId,
       user,
-      message: this.email.compose(user, {
-        templateKey: run.templateKey,
-        idempotencyKey: recipientKey(run.id, user.id),
-        tags: { broadcast: run.id },
-        unsubscribe: !run.bypassConsent,
-      }),
+      message: this.compose(run, user),
     }));
     const outcomes = new Map<string, DeliveryOutcome>();
     const messages = targets.map(({ recipientId, message }) => ({ id: recipientId, message }));
     let alone = key === null;
-    if (key !== null && !(await this.delivery.sendBatch(messages, key, outcomes, signal))) {
-      await this.repository.splitBatch(run.id, key);
-      alone = true;
+    // Withheld members are settled with the batch's answer (interrupted: they stay pending, gated again).
+    let sentBefore = false;
+    if (key !== null) {
+      const result = await this.delivery.sendBatch(messages, key, outcomes, signal);
+      sentBefore = result === 'sent_before';
+      if (result === 'refused') {
+        await this.repository.splitBatch(run.id, key);
+        alone = true;
+      }
     }
 
     let interruption: unknown = null;
@@ -136,18 +158,53 @@ export class BroadcastSender {
       await this.delivery
         .sendOneByOne(messages, outcomes, signal)
         .catch((err: unknown) => (interruption = err));
-    await this.settle(run, targets, outcomes);
+    await this.settle(run, targets, outcomes, withheld, sentBefore);
     if (interruption) throw interruption;
   }
 
-  /** Settles the targets that have an outcome; the others stay pending. */
-  private async settle(run: RunContext, targets: Target[], outcomes: Map<string, Outcome>): Promise<void> {
-    const rows: PageRow[] = [];
+  /** Settles the targets that have an outcome (the others stay pending) and the withheld members. */
+  private async settle(
+    run: RunContext,
+    targets: Target[],
+    outcomes: Map<string, Outcome>,
+    withheld: Withheld[],
+    sentBefore: boolean,
+  ): Promise<void> {
+    const rows: PageRow[] = withheld.map((member) => this.withheldRow(run, member, sentBefore));
     for (const { recipientId, user, message } of targets) {
       const outcome = outcomes.get(recipientId);
       if (outcome) rows.push({ ...this.row(run, user, outcome, message), recipientId });
     }
     await this.recorder.settle(run.id, rows);
+  }
+
+  /**
+   * A withheld member's record: `sent` when the provider already had another batch under the key (it went
+   * out then, and it held this member: rows only ever leave a pending batch; the exception, a member
+   * withheld already by the attempt whose batch the provider took, cannot be told apart), otherwise
+   * `skipped` with the gate's reason, as a first send records it. An erased member keeps no e-mail record.
+   */
+  private withheldRow(run: RunContext, member: Withheld, sentBefore: boolean): PageRow {
+    const { recipientId, user, reason } = member;
+    const outcome: Outcome = sentBefore
+      ? { status: 'sent', providerId: null }
+      : { status: 'skipped', reason };
+    if (user)
+      return {
+        ...this.row(run, user, outcome, sentBefore ? this.compose(run, user) : undefined),
+        recipientId,
+      };
+    const error = sentBefore ? null : reason;
+    return { recipientId, userId: null, status: outcome.status, error, providerMessageId: null, email: null };
+  }
+
+  private compose(run: RunContext, user: AudienceMember): OutboundEmail {
+    return this.email.compose(user, {
+      templateKey: run.templateKey,
+      idempotencyKey: recipientKey(run.id, user.id),
+      tags: { broadcast: run.id },
+      unsubscribe: !run.bypassConsent,
+    });
   }
 
   /** A member's outcome: its recipient row and the e-mail record email/ writes for it. */

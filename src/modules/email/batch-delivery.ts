@@ -16,6 +16,14 @@ export class DeliveryInterrupted extends Error {
   }
 }
 
+/**
+ * What became of a batch request: `sent` (the provider holds this very body under the key: taken now, or
+ * replayed from an earlier attempt with the same body), `sent_before` (the key already holds another body:
+ * 409 `invalid_idempotent_request`, an earlier attempt's batch went out and nothing was delivered now),
+ * `refused` (400/422: nothing delivered; the messages go out one by one).
+ */
+export type BatchResult = 'sent' | 'sent_before' | 'refused';
+
 /** Consecutive per-message provider outages after which the provider counts as down for this batch. */
 const OUTAGE_STREAK = 3;
 
@@ -30,13 +38,13 @@ const OUTAGE_STREAK = 3;
 export class EmailBatchDelivery {
   constructor(private readonly provider: EmailProvider) {}
 
-  /** True when the batch is settled (sent); false when the provider refused it and it goes out alone. */
+  /** Every message has its outcome unless the batch was `refused` (it goes out alone then). */
   async sendBatch(
     messages: { id: string; message: OutboundEmail }[],
     key: string,
     outcomes: Map<string, DeliveryOutcome>,
     signal?: AbortSignal,
-  ): Promise<boolean> {
+  ): Promise<BatchResult> {
     try {
       const results = await this.provider.sendBatch(
         messages.map(({ message }) => message),
@@ -46,15 +54,15 @@ export class EmailBatchDelivery {
       messages.forEach(({ id }, i) =>
         outcomes.set(id, { status: 'sent', providerId: results[i]?.id ?? null }),
       );
-      return true;
+      return 'sent';
     } catch (err) {
       if (signal?.aborted || !(err instanceof EmailSendError)) throw new DeliveryInterrupted(err);
       if (err.kind === 'duplicate') {
         // The key, unique to this batch, was used before: an earlier attempt was accepted.
         for (const { id } of messages) outcomes.set(id, { status: 'sent', providerId: null });
-        return true;
+        return 'sent_before';
       }
-      if (err.kind === 'rejected') return false;
+      if (err.kind === 'rejected') return 'refused';
       // Nothing settled: the pending batch is resent under the same key by the next attempt.
       throw new DeliveryInterrupted(err);
     }
