@@ -75,8 +75,22 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ received: true, event_id: delivery.id, status: 'accepted' });
     expect(res.outcome).toBe('processed');
-    expect(await suppression(user.email)).toMatchObject({ reason: 'bounce', sourceEventId: delivery.id });
+    const entry = await suppression(user.email);
+    expect(entry).toMatchObject({ reason: 'bounce', sourceEventId: delivery.id });
     expect((await message(providerId)).deliveryStatus).toBe('bounced');
+    // Audited under the entry's id, linked to the user; the address is in no field of the entry.
+    const suppressed = await api.prisma.auditLog.findMany({
+      where: { action: 'email.suppressed', resourceId: entry!.id },
+    });
+    expect(suppressed).toEqual([
+      expect.objectContaining({
+        actor: 'webhook:email',
+        userId: user.identityUserId,
+        resourceType: 'email_suppression',
+        details: { reason: 'bounce', event_id: delivery.id, provider: 'email' },
+      }),
+    ]);
+    expect(JSON.stringify(suppressed).toLowerCase()).not.toContain(user.email.toLowerCase());
 
     // Transactional: skipped, recorded and audited with reason suppressed; nothing reaches the provider.
     fake.reset();
@@ -102,7 +116,7 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     expect(list.status).toBe(200);
     expect(list.body).toMatchObject({ total: 1, page: 1, page_size: 10 });
     expect(list.body.items).toEqual([
-      { email: user.email.toLowerCase(), reason: 'bounce', created_at: expect.any(String) },
+      { id: entry!.id, email: user.email.toLowerCase(), reason: 'bounce', created_at: expect.any(String) },
     ]);
     const complaints = await api.http
       .get('/api/v1/admin/email/suppressions?reason=complaint')
@@ -120,7 +134,14 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     expect(removed.status).toBe(204);
     expect(await suppression(user.email)).toBeNull();
     const audit = await api.prisma.auditLog.findFirstOrThrow({ where: { action: 'email.unsuppressed' } });
-    expect(audit).toMatchObject({ actor: 'user:user_admin', resourceId: user.email.toLowerCase() });
+    expect(audit).toMatchObject({
+      actor: 'user:user_admin',
+      userId: user.identityUserId,
+      resourceType: 'email_suppression',
+      resourceId: entry!.id,
+      details: { reason: 'bounce', source: 'admin' },
+    });
+    expect(JSON.stringify(audit).toLowerCase()).not.toContain(user.email.toLowerCase());
     const gone = await api.http
       .delete(`/api/v1/admin/email/suppressions/${encodeURIComponent(user.email)}`)
       .set('Authorization', admin);
@@ -178,8 +199,20 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     });
     expect(audits).toHaveLength(1);
     expect(audits[0].details).toMatchObject({ event_id: delivery.id, consent_given: false });
-    expect(await suppression(user.email)).toMatchObject({ reason: 'complaint' });
+    const entry = await suppression(user.email);
+    expect(entry).toMatchObject({ reason: 'complaint' });
     expect((await message(providerId)).deliveryStatus).toBe('complained');
+    const suppressed = await api.prisma.auditLog.findMany({
+      where: { action: 'email.suppressed', resourceId: entry!.id },
+    });
+    expect(suppressed).toEqual([
+      expect.objectContaining({
+        userId: user.identityUserId,
+        resourceType: 'email_suppression',
+        details: { reason: 'complaint', event_id: delivery.id, provider: 'email' },
+      }),
+    ]);
+    expect(JSON.stringify(suppressed).toLowerCase()).not.toContain(user.email.toLowerCase());
   });
 
   it('a bad, expired or missing signature is 401 and changes nothing; a signed malformed event is 400 and archived FAILED', async () => {

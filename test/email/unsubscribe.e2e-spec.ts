@@ -67,6 +67,38 @@ describe('unsubscribe link: one-click POST (RFC 8058), confirmation page on GET,
     expect((await reload(empty)).marketingConsentGiven).toBe(false);
   });
 
+  it('accepts a form body in any charset, us-ascii included (the body is ignored); other routes keep the rule', async () => {
+    for (const charset of ['us-ascii', 'US-ASCII', 'utf-8', 'iso-8859-1', 'windows-1252']) {
+      const user = await createMember(api.prisma, `charset-${charset.toLowerCase()}`, { consent: true });
+      const res = await api.http
+        .post(path(tokens.sign(user.id)))
+        .set('Content-Type', `application/x-www-form-urlencoded; charset=${charset}`)
+        .send('List-Unsubscribe=One-Click');
+      expect({ charset, status: res.status, body: res.body }).toEqual({
+        charset,
+        status: 200,
+        body: { unsubscribed: true },
+      });
+      expect((await reload(user)).marketingConsentGiven).toBe(false);
+    }
+    // The body is still read under the form limit: too big is 413, whatever its charset.
+    const kept = await createMember(api.prisma, 'charset-too-big', { consent: true });
+    const big = await api.http
+      .post(path(tokens.sign(kept.id)))
+      .set('Content-Type', 'application/x-www-form-urlencoded; charset=us-ascii')
+      .send(`List-Unsubscribe=One-Click&pad=${'x'.repeat(70 * 1024)}`);
+    expect(big.status).toBe(413);
+    expect(big.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect((await reload(kept)).marketingConsentGiven).toBe(true);
+    // Routes that read a form body still refuse a charset the form parser cannot decode.
+    const other = await api.http
+      .post('/api/v1/email/confirm?t=x')
+      .set('Content-Type', 'application/x-www-form-urlencoded; charset=us-ascii')
+      .send('a=b');
+    expect(other.status).toBe(415);
+    expect(other.headers['content-type']).toMatch(/application\/problem\+json/);
+  });
+
   it('shows a confirmation page on GET whose button POSTs, and changes nothing', async () => {
     const user = await createMember(api.prisma, 'page', { consent: true });
     const token = tokens.sign(user.id);

@@ -4,10 +4,12 @@ import pg from 'pg';
 import type { User } from '../../src/generated/prisma/client.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
+import { EmailService } from '../../src/modules/email/email.service.js';
 import { AccountDeletionService } from '../../src/modules/users/account-deletion.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import { JobScheduler } from '../../src/infra/queue/job-scheduler.js';
 import { type SeededUser, seedUserWithEverything } from '../factories/user-data.factory.js';
+import { deliverEmailEvent, resendEvent, signEmailEvent } from '../support/email-webhook.js';
 import { deliverIdentity, identityDeletedEvent, signIdentityEvent } from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
@@ -297,6 +299,106 @@ describe('account deletion: soft delete, restore, hard delete', () => {
         where: { eventId: 'msg_active' },
       });
       expect(JSON.stringify(keptArchive.payload)).toContain('user_active@example.com');
+    });
+
+    it('scrubs the e-mail events about the user and leaves no address in the audit log', async () => {
+      const email = worker.get(EmailService);
+      const admin = await api.bearer('user_admin', 'admin@example.com');
+      const complained = await seedUserWithEverything(
+        api.prisma,
+        'user_mail_complained',
+        'Mail.Complained@Example.com',
+      );
+      const bounced = await seedUserWithEverything(api.prisma, 'user_mail_bounced');
+      const kept = await seedUserWithEverything(api.prisma, 'user_mail_kept');
+      /** A welcome e-mail really sent (console provider); what a Resend event about it names. */
+      const sendTo = async (seeded: SeededUser) => {
+        const outcome = await email.sendTemplate({
+          userId: seeded.user.id,
+          templateKey: 'welcome',
+          idempotencyKey: `welcome-erasure-${seeded.user.id}`,
+        });
+        expect(outcome.status).toBe('sent');
+        return { providerMessageId: outcome.message!.providerMessageId!, to: seeded.user.email };
+      };
+      const deliver = async (event: object, outcome: string) => {
+        const delivery = signEmailEvent(event);
+        expect((await deliverEmailEvent(api, delivery)).outcome).toBe(outcome);
+        return delivery.id;
+      };
+      const toComplained = await sendTo(complained);
+      const toBounced = await sendTo(bounced);
+      const erasedEvents = [
+        await deliver(resendEvent('email-delivered', toComplained), 'processed'),
+        await deliver(resendEvent('email-complained', toComplained), 'processed'),
+        // About no message of ours (e.g. its provider id was never learnt): tied by the address alone.
+        await deliver(
+          resendEvent('email-delivery-delayed', { providerMessageId: 'not-ours', to: complained.user.email }),
+          'skipped',
+        ),
+        await deliver(resendEvent('email-bounced', toBounced), 'processed'),
+      ];
+      const keptEvent = await deliver(resendEvent('email-delivered', await sendTo(kept)), 'processed');
+      // The operator takes the bounced address off the list again (email.unsuppressed).
+      const removed = await api.http
+        .delete(`/api/v1/admin/email/suppressions/${encodeURIComponent(bounced.user.email)}`)
+        .set('Authorization', admin);
+      expect(removed.status).toBe(204);
+      const erasedIds = [complained.user.identityUserId, bounced.user.identityUserId];
+      const suppressionEntries = await api.prisma.auditLog.findMany({
+        where: { action: { in: ['email.suppressed', 'email.unsuppressed'] }, userId: { in: erasedIds } },
+        orderBy: { createdAt: 'asc' },
+      });
+      expect(suppressionEntries.map((entry) => [entry.action, entry.userId])).toEqual([
+        ['email.suppressed', 'user_mail_complained'],
+        ['email.suppressed', 'user_mail_bounced'],
+        ['email.unsuppressed', 'user_mail_bounced'],
+      ]);
+      const archiveOf = (eventId: string) =>
+        api.prisma.webhookEvent.findUniqueOrThrow({
+          where: { provider_eventId: { provider: 'email', eventId } },
+        });
+      const before = await Promise.all(erasedEvents.map(archiveOf));
+
+      await softDelete(complained.user, daysAgo(31));
+      await softDelete(bounced.user, daysAgo(31));
+      expect((await deletion.hardDeleteDue()).deleted).toBe(2);
+      await expectErased(complained);
+      await expectErased(bounced);
+      await expectIntact(kept);
+
+      const addresses = [complained.user.email, bounced.user.email].map((a) => a.toLowerCase());
+      /** The rows that hold an erased address anywhere (any field, any case). */
+      const holdingAddress = (rows: object[]) =>
+        rows.filter((row) => addresses.some((a) => JSON.stringify(row).toLowerCase().includes(a)));
+      // No audit entry holds an erased address; the suppression entries are kept, unlinked.
+      expect(holdingAddress(await api.prisma.auditLog.findMany())).toEqual([]);
+      for (const entry of suppressionEntries) {
+        expect(await api.prisma.auditLog.findUnique({ where: { id: entry.id } })).toEqual({
+          ...entry,
+          userId: null,
+        });
+      }
+      // The e-mail archive rows stay (status, type, times) without their payload; the admin view shows that.
+      for (const row of before) {
+        const { payload, ...rest } = row;
+        expect(payload).toMatchObject({ type: row.eventType, data: expect.any(Object) });
+        expect(await archiveOf(row.eventId)).toEqual({
+          ...rest,
+          payload: { redacted: true, type: row.eventType },
+        });
+      }
+      const shown = await api.http.get(`/api/v1/admin/webhooks/${before[0].id}`).set('Authorization', admin);
+      expect(shown.status).toBe(200);
+      expect(shown.body.payload).toEqual({ redacted: true, type: 'email.delivered' });
+      expect(holdingAddress(await api.prisma.webhookEvent.findMany({ omit: { intakeBatch: true } }))).toEqual(
+        [],
+      );
+      // Another user's events keep theirs.
+      expect((await archiveOf(keptEvent)).payload).toMatchObject({
+        type: 'email.delivered',
+        data: { to: [kept.user.email] },
+      });
     });
 
     it('deletes each due user exactly once when two workers run at the same time', async () => {

@@ -1777,6 +1777,12 @@ export interface components {
         };
         SuppressionDto: {
             /**
+             * Format: uuid
+             * @description The entry; its audit entries (email.suppressed, email.unsuppressed) name it as resource_id
+             * @example 0b9d6c1e-3f0a-4c55-9d1e-6a2f3b7c8d90
+             */
+            id: string;
+            /**
              * @description The suppressed address (lower-cased)
              * @example bounced@example.com
              */

@@ -19,6 +19,25 @@ export function takesLargeBody(path: string): boolean {
 /** The webhook receivers verify a signature over the raw bytes and parse with their own schemas. */
 const isWebhook = (path: string): boolean => path.startsWith('/webhooks/');
 
+/**
+ * The one-click unsubscribe (RFC 8058) ignores its body: the token in `t` authenticates. Its form body is
+ * read as bytes under the same limit (413 beyond it) but never decoded, so a mail client's charset
+ * (body-parser's form parser answers 415 to anything but utf-8 and iso-8859-1, e.g. `charset=us-ascii`)
+ * cannot refuse an unsubscribe. Express matches routes without regard to case or a trailing slash; so
+ * does this.
+ */
+const ignoresFormBody = (path: string): boolean =>
+  path.toLowerCase().replace(/\/+$/, '') === '/api/v1/email/unsubscribe';
+
+/** A form body (`application/x-www-form-urlencoded`, parameters ignored), as body-parser's default. */
+function isForm(req: Request): boolean {
+  const type = req.headers['content-type'];
+  return (
+    typeof type === 'string' &&
+    type.split(';')[0].trim().toLowerCase() === 'application/x-www-form-urlencoded'
+  );
+}
+
 /** body-parser's own default (`application/json`, parameters ignored), decided per request. */
 function isJson(req: Request): boolean {
   const type = req.headers['content-type'];
@@ -106,7 +125,15 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
   });
   app.useBodyParser('raw', raw(true));
   app.useBodyParser('raw', raw(false));
-  app.useBodyParser('urlencoded', { limit: FORM_BODY_LIMIT, extended: false });
+  app.useBodyParser('urlencoded', {
+    limit: FORM_BODY_LIMIT,
+    extended: false,
+    type: (req: unknown) => isForm(req as Request) && !ignoresFormBody((req as Request).path),
+  });
+  app.useBodyParser('raw', {
+    limit: FORM_BODY_LIMIT,
+    type: (req: unknown) => isForm(req as Request) && ignoresFormBody((req as Request).path),
+  });
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (!Buffer.isBuffer(req.body) || !isJson(req)) return next();
     const bytes = req.body;

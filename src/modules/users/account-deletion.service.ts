@@ -177,6 +177,8 @@ export class AccountDeletionService {
               details: { deleted_at: due.deleted_at.toISOString() },
             });
             await this.webhookArchive.scrubIdentityArchive(tx, due.identity_user_id);
+            // Before the delete: its cascade removes the e-mail log rows that tie the events to the user.
+            await this.webhookArchive.scrubEmailArchive(tx, await this.users.emailTrailOf(tx, due.id));
             await this.users.hardDelete(tx, due.id);
             return 'deleted' as const;
           },

@@ -165,6 +165,13 @@ export class UsersRepository {
       SELECT id::text FROM users WHERE lower(email) = ${address.trim().toLowerCase()} LIMIT 10`;
   }
 
+  /** The identity id of the one user with this address (any case); null when none or several have it. */
+  async soleIdentityWithAddress(db: Db, address: string): Promise<string | null> {
+    const rows = await db.$queryRaw<{ identity_user_id: string }[]>`
+      SELECT identity_user_id FROM users WHERE lower(email) = ${address.trim().toLowerCase()} LIMIT 2`;
+    return rows.length === 1 ? rows[0].identity_user_id : null;
+  }
+
   async identityUserIdOf(db: Db, userId: string): Promise<string | null> {
     const user = await db.user.findUnique({ where: { id: userId }, select: { identityUserId: true } });
     return user?.identityUserId ?? null;
@@ -207,6 +214,21 @@ export class UsersRepository {
       LIMIT 1
       FOR UPDATE SKIP LOCKED`;
     return rows[0] ?? null;
+  }
+
+  /**
+   * What ties the e-mail provider's events to the user (for the archive scrub of the hard delete): the
+   * provider ids of the messages sent to them and every address they were sent to, plus the current one,
+   * lower-cased. Read before the delete, whose cascade removes the messages.
+   */
+  async emailTrailOf(tx: Tx, id: string): Promise<{ messageIds: string[]; addresses: string[] }> {
+    const [row] = await tx.$queryRaw<{ message_ids: string[]; addresses: string[] }[]>`
+      SELECT
+        ARRAY(SELECT DISTINCT provider_message_id FROM email_messages
+              WHERE user_id = ${id}::uuid AND provider_message_id IS NOT NULL) AS message_ids,
+        ARRAY(SELECT lower(trim(email)) FROM users WHERE id = ${id}::uuid
+              UNION SELECT lower(trim(to_address)) FROM email_messages WHERE user_id = ${id}::uuid) AS addresses`;
+    return { messageIds: row?.message_ids ?? [], addresses: row?.addresses ?? [] };
   }
 
   /** Deletes the row; the database cascades owned tables and nulls the links of the kept ones. */

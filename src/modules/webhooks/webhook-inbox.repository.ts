@@ -366,6 +366,31 @@ export class WebhookInboxRepository {
         AND event_type = 'user.deleted' AND status <> 'FAILED'::"WebhookEventStatus"`;
     return rows[0]?.at ?? null;
   }
+
+  /**
+   * The e-mail provider's events are archived raw: the recipient's address, the subject, tags and, for a
+   * click, the client's IP address and user agent. When the user is erased, every e-mail archive row about
+   * one of the user's messages (`data.email_id`, the provider message id) or sent to one of the user's
+   * addresses (`data.to`, compared lower-cased; the only link of a message whose provider id we never
+   * learnt) keeps its row (dedupe history, status, type, times) and loses its payload, as the identity
+   * rows do. The caller collects the ids and addresses before the delete cascades the user's messages.
+   */
+  async scrubEmailArchive(tx: Tx, trail: { messageIds: string[]; addresses: string[] }): Promise<number> {
+    if (trail.messageIds.length === 0 && trail.addresses.length === 0) return 0;
+    return tx.$executeRaw`
+      UPDATE webhook_events
+      SET payload = jsonb_build_object('redacted', true, 'type', payload->>'type')
+      WHERE provider = 'email' AND (
+        payload->'data'->>'email_id' = ANY(${trail.messageIds}::text[])
+        OR EXISTS (
+          SELECT 1 FROM jsonb_array_elements_text(
+            CASE jsonb_typeof(payload->'data'->'to')
+              WHEN 'array' THEN payload->'data'->'to'
+              WHEN 'string' THEN jsonb_build_array(payload->'data'->'to')
+              ELSE '[]'::jsonb
+            END) AS recipient(address)
+          WHERE lower(trim(recipient.address)) = ANY(${trail.addresses}::text[])))`;
+  }
 }
 
 export interface ArchiveFilter {

@@ -5,7 +5,7 @@ import { AppConfig } from '../../../config/app-config.js';
 import { ValidationError } from '../../../common/errors/app-error.js';
 import { MetricsService } from '../../../infra/metrics/metrics.service.js';
 import type { Tx } from '../../../infra/prisma/prisma.service.js';
-import type { Prisma } from '../../../generated/prisma/client.js';
+import type { EmailMessage, Prisma } from '../../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../../audit/audit.service.js';
 import { StandardWebhooksVerifier } from '../../webhooks/standard-webhooks.js';
 import {
@@ -124,7 +124,8 @@ export class EmailWebhookService implements OnModuleInit {
     await this.messages.recordDelivery(tx, data.email_id, permanent ? 'bounced' : 'soft_bounced', at);
     this.metrics.emailDeliveryEvents.inc({ event: permanent ? 'bounced_permanent' : 'bounced_transient' });
     if (!permanent) return { status: 'processed' };
-    await this.suppress(tx, data.to, 'bounce', eventId, data.email_id);
+    const rows = await this.messages.findByProviderId(tx, data.email_id);
+    await this.suppress(tx, data.to, 'bounce', eventId, data.email_id, rows);
     return { status: 'processed' };
   }
 
@@ -142,7 +143,7 @@ export class EmailWebhookService implements OnModuleInit {
     if (!first) return { status: 'skipped', reason: 'complaint already recorded for this message' };
     this.metrics.emailDeliveryEvents.inc({ event: 'complained' });
 
-    await this.suppress(tx, data.to, 'complaint', eventId, data.email_id);
+    await this.suppress(tx, data.to, 'complaint', eventId, data.email_id, rows);
     const userIds = new Set(rows.flatMap((row) => (row.userId ? [row.userId] : [])));
     if (userIds.size === 0) {
       for (const address of data.to)
@@ -186,25 +187,49 @@ export class EmailWebhookService implements OnModuleInit {
     return { status: 'processed' };
   }
 
+  /**
+   * Suppresses each address, audited `email.suppressed` under the entry's id: an audit entry never holds an
+   * address (audit retention is indefinite and the hard delete cannot find an address in it). The entry is
+   * linked to the address's user when there is exactly one, so the export shows it and the hard delete
+   * nulls the link like on every other entry of the user.
+   */
   private async suppress(
     tx: Tx,
     addresses: string[],
     reason: SuppressionReason,
     eventId: string,
     providerMessageId: string,
+    messages: EmailMessage[],
   ): Promise<void> {
     for (const address of new Set(addresses.map(normalizeAddress))) {
-      if (!(await this.suppressions.add(tx, address, reason, eventId))) continue;
+      const suppressionId = await this.suppressions.add(tx, address, reason, eventId);
+      if (!suppressionId) continue;
       this.metrics.emailSuppressions.inc({ reason });
       this.logger.log({ reason, event_id: eventId, message: providerMessageId }, 'address suppressed');
       await this.audit.record(tx, {
         actor: webhookActor('email'),
         action: 'email.suppressed',
+        userId: await this.ownerOf(tx, address, messages),
         resourceType: 'email_suppression',
-        resourceId: address,
+        resourceId: suppressionId,
         details: { reason, event_id: eventId, provider: 'email' },
       });
     }
+  }
+
+  /**
+   * The identity id of the user a suppressed address belongs to: the user of the reported message sent to
+   * it, else the only user with that address; null when there is none or more than one.
+   */
+  private async ownerOf(tx: Tx, address: string, messages: EmailMessage[]): Promise<string | null> {
+    const users = new Set(
+      messages.flatMap((row) =>
+        row.userId && normalizeAddress(row.toAddress) === address ? [row.userId] : [],
+      ),
+    );
+    if (users.size > 1) return null;
+    const [userId] = users;
+    return userId ? this.identityOf(tx, userId) : this.consent.soleIdentityWithAddress(tx, address);
   }
 
   private identityOf(tx: Tx, userId: string): Promise<string | null> {

@@ -8,19 +8,22 @@ export type SuppressionReason = 'bounce' | 'complaint' | 'manual';
 /** The only writer of email_suppressions. Addresses are stored normalized (see normalizeAddress). */
 @Injectable()
 export class EmailSuppressionsRepository {
-  /** Adds the address unless it is suppressed already; true when this call added it. */
+  /**
+   * Adds the address unless it is suppressed already; the new entry's id (what its audit entries name,
+   * never the address), or null when the address was on the list already.
+   */
   async add(
     db: Db,
     address: string,
     reason: SuppressionReason,
     sourceEventId: string | null,
-  ): Promise<boolean> {
-    const rows = await db.$queryRaw<{ email: string }[]>`
+  ): Promise<string | null> {
+    const rows = await db.$queryRaw<{ id: string }[]>`
       INSERT INTO email_suppressions (email, reason, source_event_id, created_at)
       VALUES (${normalizeAddress(address)}, ${reason}, ${sourceEventId}, now())
       ON CONFLICT (email) DO NOTHING
-      RETURNING email`;
-    return rows.length === 1;
+      RETURNING id::text`;
+    return rows[0]?.id ?? null;
   }
 
   /** The subset of `addresses` (normalized) that is suppressed: one indexed lookup for a whole page. */
@@ -51,7 +54,7 @@ export class EmailSuppressionsRepository {
   async remove(db: Db, address: string): Promise<EmailSuppression | null> {
     const rows = await db.$queryRaw<EmailSuppression[]>`
       DELETE FROM email_suppressions WHERE email = ${normalizeAddress(address)}
-      RETURNING email, reason, source_event_id AS "sourceEventId", created_at AS "createdAt"`;
+      RETURNING email, id::text, reason, source_event_id AS "sourceEventId", created_at AS "createdAt"`;
     return rows[0] ?? null;
   }
 }

@@ -4,6 +4,7 @@ import { pageOf, pageRequest, pageWindow } from '../../../common/paging/paging.j
 import { MetricsService } from '../../../infra/metrics/metrics.service.js';
 import { PrismaService } from '../../../infra/prisma/prisma.service.js';
 import { AuditService } from '../../audit/audit.service.js';
+import { UsersRepository } from '../../users/users.repository.js';
 import type { ListSuppressionsQueryDto, SuppressionListDto } from '../dto/suppressions.dto.js';
 import { EmailSuppressionsRepository } from './suppressions.repository.js';
 
@@ -16,6 +17,7 @@ export class SuppressionsService {
     private readonly prisma: PrismaService,
     private readonly suppressions: EmailSuppressionsRepository,
     private readonly audit: AuditService,
+    private readonly users: UsersRepository,
     private readonly metrics: MetricsService,
   ) {}
 
@@ -24,6 +26,7 @@ export class SuppressionsService {
     const { skip, take } = pageWindow(request);
     const { items, total } = await this.suppressions.list(this.prisma, { reason: query.reason }, skip, take);
     const rows = items.map((row) => ({
+      id: row.id,
       email: row.email,
       reason: row.reason,
       created_at: row.createdAt.toISOString(),
@@ -31,7 +34,10 @@ export class SuppressionsService {
     return pageOf(rows, total, request);
   }
 
-  /** Removes the address from the list; 404 when it is not on it. */
+  /**
+   * Removes the address from the list; 404 when it is not on it. Audited under the entry's id, never the
+   * address, and linked to the address's user when there is exactly one (see EmailWebhookService.suppress).
+   */
   async remove(address: string, actor: string): Promise<void> {
     if (!address || address.length > MAX_ADDRESS || !address.includes('@') || address.includes('\0')) {
       throw new ValidationError('Not an e-mail address.', [
@@ -44,8 +50,9 @@ export class SuppressionsService {
       await this.audit.record(tx, {
         actor,
         action: 'email.unsuppressed',
+        userId: await this.users.soleIdentityWithAddress(tx, removed.email),
         resourceType: 'email_suppression',
-        resourceId: removed.email,
+        resourceId: removed.id,
         details: { reason: removed.reason, source: 'admin' },
       });
     });

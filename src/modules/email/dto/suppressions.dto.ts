@@ -13,6 +13,13 @@ export class ListSuppressionsQueryDto extends StrictPageQueryDto {
 }
 
 export class SuppressionDto {
+  @ApiProperty({
+    format: 'uuid',
+    example: '0b9d6c1e-3f0a-4c55-9d1e-6a2f3b7c8d90',
+    description: 'The entry; its audit entries (email.suppressed, email.unsuppressed) name it as resource_id',
+  })
+  id!: string;
+
   @ApiProperty({ example: 'bounced@example.com', description: 'The suppressed address (lower-cased)' })
   email!: string;
 
