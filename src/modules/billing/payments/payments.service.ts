@@ -317,7 +317,6 @@ export class PaymentsService {
         grantJobIds.push(firstPeriodGrantId(payment.providerSubscriptionId));
       }
     }
-    const fraction = refund.full || payment.amountTotal <= 0 ? 1 : refund.total / payment.amountTotal;
     const clawed = await this.credits.clawBackGrants(tx, {
       jobId: refund.adjustmentId,
       transactionId,
@@ -325,7 +324,8 @@ export class PaymentsService {
       allowancesOf: payment.providerSubscriptionId
         ? { providerSubscriptionId: payment.providerSubscriptionId, paidAt: payment.occurredAt }
         : undefined,
-      fraction,
+      // Minor units, not their float ratio: the share is computed exactly (see clawBackShare).
+      share: refund.full ? null : { refunded: refund.total, paid: payment.amountTotal },
       details: { adjustment_id: refund.adjustmentId, action: refund.action },
     });
     if (!clawed || !clawed.applied) return clawed;
