@@ -146,9 +146,16 @@ export class PaymentsService {
    * Called in the transaction that creates a subscription row (under its lock): renewals of that
    * subscription that were paid before anything tied it to a user now grant their credits (keyed on the
    * transaction id, so a renewal already granted grants nothing), and their parked archive rows are marked
-   * processed. Returns the credits granted.
+   * processed. A refund of such a renewal recorded meanwhile takes its grant back at once. Returns the
+   * credits granted.
    */
-  async grantParkedRenewals(tx: Tx, row: Subscription, user: LockedUser, now: Date): Promise<number> {
+  async grantParkedRenewals(
+    tx: Tx,
+    event: BillingEvent,
+    row: Subscription,
+    user: LockedUser,
+    now: Date,
+  ): Promise<number> {
     let credits = 0;
     const renewals = await this.payments.renewalsOf(tx, row.providerSubscriptionId, RENEWAL_ORIGIN);
     for (const payment of renewals) {
@@ -179,6 +186,13 @@ export class PaymentsService {
           reason: 'replayed_after_park',
         },
       });
+      // Its refund could find nothing to take back while the renewal was parked.
+      await this.clawBackEarlyAdjustments(
+        tx,
+        event,
+        payment.providerTransactionId,
+        row.providerSubscriptionId,
+      );
     }
     for (const parked of await this.archive.parkedFor(tx, row.providerSubscriptionId, now, 'transaction.')) {
       await this.archive.markReplayed(tx, parked.id, now);
