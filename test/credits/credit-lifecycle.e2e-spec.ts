@@ -528,6 +528,52 @@ describe('credit lifecycle (issue 18)', () => {
       ]);
       expect((await user(u.id)).creditBalance).toBe(0);
     });
+
+    it('applies a refund of a parked renewal when subscription.created grants the renewal', async () => {
+      // Nothing ties the subscription to a user yet: the first payment is recorded, the renewal parked.
+      const u = await createUser(api.prisma);
+      const subId = newSubId();
+      const start = new Date(Date.now() - 40 * 86_400_000);
+      const first = transactionEvent({ subId, origin: 'web', customerId: null, occurredAt: start });
+      expect((await deliver(api, first)).outcome).toBe('processed');
+      const renewal = transactionEvent({ subId, origin: 'subscription_recurring', customerId: null });
+      expect((await deliver(api, renewal)).outcome).toBe('skipped');
+      // Its refund is recorded; there is no grant to take back yet.
+      const renewalRefund = `adj_${randomUUID().slice(0, 12)}`;
+      const refund = adjustmentEvent({
+        adjId: renewalRefund,
+        txnId: renewal.data.id,
+        status: 'approved',
+        total: '1500',
+      });
+      expect((await deliver(api, refund)).outcome).toBe('processed');
+      expect(await rows(u.id)).toEqual([]);
+
+      const created = subscriptionEvent({
+        type: 'subscription.created',
+        subId,
+        priceId: PRICE.PRO,
+        token: checkoutToken(api, u, 'PRO'),
+        occurredAt: start,
+      });
+      expect((await deliver(api, created)).outcome).toBe('processed');
+      await deliver(api, { ...created, event_id: newEventId() });
+      const byJob = (a: { jobId: string }, b: { jobId: string }) => a.jobId.localeCompare(b.jobId);
+      expect((await rows(u.id)).sort(byJob).map((r) => [r.jobId, r.kind, r.delta])).toEqual(
+        [
+          [renewalRefund, 'clawback', -1000],
+          [`first-period:${subId}`, 'grant', 1000],
+          [renewal.data.id, 'grant', 1000],
+        ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+      );
+      expect((await user(u.id)).creditBalance).toBe(1000);
+      const clawed = await api.prisma.auditLog.findMany({
+        where: { action: 'credits.clawed_back', userId: u.identityUserId },
+      });
+      expect(clawed.map((a) => (a.details as { transaction_id: string }).transaction_id)).toEqual([
+        renewal.data.id,
+      ]);
+    });
   });
 
   describe('clawback of an annual payment', () => {

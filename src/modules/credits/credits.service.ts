@@ -10,6 +10,7 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { type CreditTransaction, Prisma } from '../../generated/prisma/client.js';
 import { type ApplyOutcome, CreditsRepository, type LedgerDetails } from './credits.repository.js';
+import { clawBackShare } from './clawback-share.js';
 import { type CreditSummary, creditSummaryOf } from './credit-summary.js';
 import { expires, expiringCredits, parseRollover, type RolloverRule } from './rollover.js';
 
@@ -210,8 +211,8 @@ export class CreditsService {
 
   /**
    * Takes back what the grants `grantJobIds` gave (a refunded or charged-back transaction): all of it, or
-   * `fraction` of it rounded up for a partial refund, never more than is left after earlier claw-backs of
-   * the same transaction. Keyed on `jobId` (the adjustment id). null when the transaction granted nothing.
+   * the refunded share of it rounded up for a partial refund (clawBackShare), never more than is left after
+   * earlier claw-backs of the same transaction. Keyed on `jobId` (the adjustment id). null when the transaction granted nothing.
    */
   async clawBackGrants(
     tx: Tx,
@@ -224,7 +225,8 @@ export class CreditsService {
        * job): the period of this subscription whose start is nearest to `paidAt` (within a month).
        */
       allowancesOf?: { providerSubscriptionId: string; paidAt: Date };
-      fraction: number;
+      /** The refunded and the paid amount in minor units; null for a full refund (all of it). */
+      share: { refunded: number; paid: number } | null;
       details?: LedgerDetails;
     },
   ): Promise<{ userId: string; credits: number; applied: boolean } | null> {
@@ -255,7 +257,7 @@ export class CreditsService {
       0,
     );
     const already = await this.ledger.clawedBackFor(tx, userId, input.transactionId);
-    const share = Math.ceil(granted * Math.min(Math.max(input.fraction, 0), 1));
+    const share = clawBackShare(granted, input.share);
     const amount = Math.max(0, Math.min(share, granted - already));
     const result = await this.clawBack(tx, {
       userId,

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Db, Tx } from '../../../infra/prisma/prisma.service.js';
+import { type Db, driverOf, type Tx } from '../../../infra/prisma/prisma.service.js';
 
 export interface PaymentRecord {
   userId: string | null;
@@ -85,6 +85,19 @@ export class PaymentsRepository {
       select: { id: true },
     });
     return { id: existing.id, applied: false };
+  }
+
+  /**
+   * The claw-back lock of one provider transaction, held until the caller's transaction ends: an approved
+   * refund or chargeback of it and every event that grants what it paid for (its transaction.completed, a
+   * pack's or a renewal's) take it before they read the other's rows, so the one applied second sees what the
+   * first committed (decision "claw-back serialization"). An advisory lock, because neither the payment nor
+   * the adjustment row may exist yet. Taken after the subscription's lock and before any user row's.
+   */
+  async lockTransaction(tx: Tx, providerTransactionId: string): Promise<void> {
+    await driverOf(tx).query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [
+      `billing-transaction:${providerTransactionId}`,
+    ]);
   }
 
   findPayment(db: Db, providerTransactionId: string) {

@@ -46,6 +46,11 @@ interface ApprovedRefund {
  * event, so a renewal and the events that create its subscription are serialized: either the renewal finds
  * the subscription's owner, or it is recorded without one, parked, and granted by the transaction that
  * creates the subscription row (grantParkedRenewals). Its credits are keyed on the transaction id either way.
+ *
+ * A refund and the grant it takes back meet under shared locks (decision "claw-back serialization"): the
+ * transaction's claw-back lock (PaymentsRepository.lockTransaction) and, for a subscription's payment, the
+ * subscription's lock, always in the order subscription, transaction, user row. Whichever is applied second
+ * reads what the first committed, so two apply batches open at once cannot both miss the other.
  */
 @Injectable()
 export class PaymentsService {
@@ -68,11 +73,13 @@ export class PaymentsService {
       : data.items
           .map((item) => item.price?.id)
           .filter((id): id is string => !!id && this.catalog.packCredits(id) !== null);
-    if (packPrices.length > 0) return this.packPurchase(tx, event, data, packPrices);
     const subscription = data.subscription_id
       ? ((await this.subscriptions.lockAndFind(tx, data.subscription_id, { lockOwner: false }))
           ?.subscription ?? null)
       : null;
+    // Before anything is read: a refund of this transaction applied at the same time waits, or is waited for.
+    await this.payments.lockTransaction(tx, data.id);
+    if (packPrices.length > 0) return this.packPurchase(tx, event, data, packPrices);
     const userId =
       subscription?.userId ?? (await this.ownerOf(tx, data.custom_data, data.customer_id, event.occurredAt));
     const priceId = data.items.find((item) => item.price)?.price?.id ?? null;
@@ -111,7 +118,7 @@ export class PaymentsService {
     }
 
     // A refund or chargeback delivered before this transaction takes back what it granted now.
-    await this.clawBackEarlyAdjustments(tx, event, data.id);
+    await this.clawBackEarlyAdjustments(tx, event, data.id, data.subscription_id);
 
     await this.audit.record(tx, {
       actor: event.actor ?? webhookActor('billing'),
@@ -139,9 +146,16 @@ export class PaymentsService {
    * Called in the transaction that creates a subscription row (under its lock): renewals of that
    * subscription that were paid before anything tied it to a user now grant their credits (keyed on the
    * transaction id, so a renewal already granted grants nothing), and their parked archive rows are marked
-   * processed. Returns the credits granted.
+   * processed. A refund of such a renewal recorded meanwhile takes its grant back at once. Returns the
+   * credits granted.
    */
-  async grantParkedRenewals(tx: Tx, row: Subscription, user: LockedUser, now: Date): Promise<number> {
+  async grantParkedRenewals(
+    tx: Tx,
+    event: BillingEvent,
+    row: Subscription,
+    user: LockedUser,
+    now: Date,
+  ): Promise<number> {
     let credits = 0;
     const renewals = await this.payments.renewalsOf(tx, row.providerSubscriptionId, RENEWAL_ORIGIN);
     for (const payment of renewals) {
@@ -172,6 +186,13 @@ export class PaymentsService {
           reason: 'replayed_after_park',
         },
       });
+      // Its refund could find nothing to take back while the renewal was parked.
+      await this.clawBackEarlyAdjustments(
+        tx,
+        event,
+        payment.providerTransactionId,
+        row.providerSubscriptionId,
+      );
     }
     for (const parked of await this.archive.parkedFor(tx, row.providerSubscriptionId, now, 'transaction.')) {
       await this.archive.markReplayed(tx, parked.id, now);
@@ -245,7 +266,7 @@ export class PaymentsService {
         details: { price_id: buyer.priceId, transaction_id: data.id, quantity: Math.max(quantity, 1) },
       });
       credits = grant.applied ? amount : 0;
-      await this.clawBackEarlyAdjustments(tx, event, data.id);
+      await this.clawBackEarlyAdjustments(tx, event, data.id, null);
     }
     await this.audit.record(tx, {
       actor: event.actor ?? webhookActor('billing'),
@@ -272,7 +293,9 @@ export class PaymentsService {
    * Approved refunds and chargebacks of `transactionId` recorded before the credits they take back were
    * granted (webhooks arrive in any order: the adjustment before its transaction.completed, or a first
    * payment's refund before subscription.created) are applied once the grants exist. Each is keyed on its
-   * adjustment id like the direct path, so one already applied takes nothing more.
+   * adjustment id like the direct path, so one already applied takes nothing more. The caller holds the
+   * locks a refund of the transaction takes (the subscription's, `lockedSubscriptionId`, or for a
+   * transaction without one its claw-back lock), so a refund applied at the same time is not missed.
    */
   async clawBackEarlyFirstPayment(
     tx: Tx,
@@ -280,10 +303,17 @@ export class PaymentsService {
     providerSubscriptionId: string,
   ): Promise<void> {
     const first = await this.payments.firstPaymentOf(tx, providerSubscriptionId);
-    if (first) await this.clawBackEarlyAdjustments(tx, event, first.providerTransactionId);
+    if (first) {
+      await this.clawBackEarlyAdjustments(tx, event, first.providerTransactionId, providerSubscriptionId);
+    }
   }
 
-  async clawBackEarlyAdjustments(tx: Tx, event: BillingEvent, transactionId: string): Promise<void> {
+  async clawBackEarlyAdjustments(
+    tx: Tx,
+    event: BillingEvent,
+    transactionId: string,
+    lockedSubscriptionId: string | null,
+  ): Promise<void> {
     const early = await this.payments.approvedAdjustmentsOf(tx, transactionId, [...CLAWBACK_ACTIONS]);
     for (const adjustment of early) {
       // The stored amount against the payment's: a full refund is the whole amount.
@@ -294,7 +324,7 @@ export class PaymentsService {
         total: adjustment.amountTotal,
         full: false,
       };
-      await this.clawBack(tx, event, refund, adjustment.id);
+      await this.clawBack(tx, event, refund, adjustment.id, lockedSubscriptionId);
     }
   }
 
@@ -303,13 +333,26 @@ export class PaymentsService {
    * or the renewal grant keyed on the transaction id, or, for a subscription's first payment, the
    * first-period grant, and for a multi-month period (annual) the monthly allowances of the period it paid
    * granted so far; net of what a rollover rule already expired. A partial refund takes the refunded share
-   * (rounded up). Keyed on the adjustment id.
+   * (rounded up). Keyed on the adjustment id. Runs under the transaction's claw-back lock or the lock of
+   * `lockedSubscriptionId`; a subscription only the payment names is locked here (see lockForClawBack).
    */
-  private async clawBack(tx: Tx, event: BillingEvent, refund: ApprovedRefund, recordId: string) {
+  private async clawBack(
+    tx: Tx,
+    event: BillingEvent,
+    refund: ApprovedRefund,
+    recordId: string,
+    lockedSubscriptionId: string | null,
+  ) {
     const transactionId = refund.transactionId;
     if (!transactionId) return null;
     const payment = await this.payments.findPayment(tx, transactionId);
     if (!payment) return null;
+    if (payment.providerSubscriptionId && payment.providerSubscriptionId !== lockedSubscriptionId) {
+      // The payment was committed after the refund looked for it: its subscription's lock comes after the
+      // transaction's here, the one exception to the order. Nothing that holds a subscription's lock waits for
+      // a transaction's but an event about this very transaction (a second refund, a redelivered payment).
+      await this.subscriptions.lock(tx, payment.providerSubscriptionId);
+    }
     const grantJobIds = [transactionId];
     if (payment.providerSubscriptionId && payment.origin !== RENEWAL_ORIGIN) {
       const first = await this.payments.firstPaymentOf(tx, payment.providerSubscriptionId);
@@ -317,7 +360,6 @@ export class PaymentsService {
         grantJobIds.push(firstPeriodGrantId(payment.providerSubscriptionId));
       }
     }
-    const fraction = refund.full || payment.amountTotal <= 0 ? 1 : refund.total / payment.amountTotal;
     const clawed = await this.credits.clawBackGrants(tx, {
       jobId: refund.adjustmentId,
       transactionId,
@@ -325,7 +367,8 @@ export class PaymentsService {
       allowancesOf: payment.providerSubscriptionId
         ? { providerSubscriptionId: payment.providerSubscriptionId, paidAt: payment.occurredAt }
         : undefined,
-      fraction,
+      // Minor units, not their float ratio: the share is computed exactly (see clawBackShare).
+      share: refund.full ? null : { refunded: refund.total, paid: payment.amountTotal },
       details: { adjustment_id: refund.adjustmentId, action: refund.action },
     });
     if (!clawed || !clawed.applied) return clawed;
@@ -358,6 +401,12 @@ export class PaymentsService {
 
   async adjustment(tx: Tx, event: BillingEvent): Promise<HandlerOutcome> {
     const data = parsePayload(adjustmentSchema, event.data, `${event.eventType} data`);
+    // The transaction an approved refund or chargeback takes credits back from, locked before anything is read.
+    const clawedBack =
+      data.status === 'approved' && CLAWBACK_ACTIONS.has(data.action) ? data.transaction_id : null;
+    const lockedSubscriptionId = clawedBack
+      ? await this.lockForClawBack(tx, clawedBack, data.subscription_id)
+      : null;
     const subscription = data.subscription_id
       ? await this.subscriptions.findByProviderId(tx, data.subscription_id)
       : null;
@@ -398,7 +447,7 @@ export class PaymentsService {
         ...(record.applied ? {} : { reason: 'stale_event' }),
       },
     });
-    if (record.applied && data.status === 'approved' && CLAWBACK_ACTIONS.has(data.action)) {
+    if (record.applied && clawedBack) {
       const refund = {
         adjustmentId: data.id,
         transactionId: data.transaction_id,
@@ -406,9 +455,27 @@ export class PaymentsService {
         total: data.totals.total,
         full: data.type === 'full',
       };
-      await this.clawBack(tx, event, refund, record.id);
+      await this.clawBack(tx, event, refund, record.id, lockedSubscriptionId);
     }
     return record.applied ? { status: 'processed' } : { status: 'skipped', reason: 'stale_event' };
+  }
+
+  /**
+   * A refund's locks, taken before it reads the payment, the grants or the user (decision "claw-back
+   * serialization"): the subscription's, when the adjustment or the payment stored so far names one (what
+   * subscription.created and a parked renewal's grant hold), then the transaction's claw-back lock (what its
+   * transaction.completed holds). Returns the subscription locked.
+   */
+  private async lockForClawBack(
+    tx: Tx,
+    transactionId: string,
+    subscriptionId: string | null | undefined,
+  ): Promise<string | null> {
+    const locked =
+      subscriptionId ?? (await this.payments.findPayment(tx, transactionId))?.providerSubscriptionId ?? null;
+    if (locked) await this.subscriptions.lock(tx, locked);
+    await this.payments.lockTransaction(tx, transactionId);
+    return locked;
   }
 
   private async ownerOf(

@@ -121,7 +121,7 @@ export class SubscriptionStateService {
       await this.payments.linkPaymentsToUser(tx, row.providerSubscriptionId, user.id);
       row = await this.replayParked(tx, row, user, now);
       // Renewals paid before anything tied the subscription to its user get their credits now, once.
-      credits += await this.paymentEvents.grantParkedRenewals(tx, row, user, now);
+      credits += await this.paymentEvents.grantParkedRenewals(tx, event, row, user, now);
       await this.auditDuplicate(tx, row, user);
     }
 
