@@ -232,15 +232,17 @@ export class SubscriptionStateService {
     let granted = 0;
     const amount = this.catalog.monthlyCredits(snapshot.tier);
     if (amount > 0) {
-      // Month 0 of the first period; an annual period's later months come from the allowance job.
-      const startsAt = row.currentPeriodStart ?? event.occurredAt;
+      // Month 0 of the first period; an annual period's later months come from the allowance job. The
+      // period is this event's own: a late created leaves a row that a newer event already moved on, and
+      // dating the first period by that row made it close (and expire) the newer period's allowance.
+      const startsAt = snapshot.currentPeriodStart ?? event.occurredAt;
       const grant = await this.credits.grantAllowance(tx, {
         userId: user.id,
         tier: snapshot.tier,
         amount,
         jobId: firstPeriodGrantId(row.providerSubscriptionId),
         startsAt,
-        endsAt: monthEnd(startsAt, 0, row.currentPeriodEnd),
+        endsAt: monthEnd(startsAt, 0, snapshot.currentPeriodEnd),
         details: {
           source: CREATED,
           subscription_id: row.providerSubscriptionId,
