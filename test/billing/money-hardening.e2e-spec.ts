@@ -88,6 +88,8 @@ describe('billing money hardening', () => {
 
   const insane: [string, (e: ReturnType<typeof subscriptionEvent>) => void][] = [
     ['quantity 2^31', (e) => void (e.data.items[0].quantity = 2 ** 31)],
+    ['billing frequency 3e9', (e) => void (e.data.billing_cycle.frequency = 3_000_000_000)],
+    ['price billing frequency 1000', (e) => void (e.data.items[0].price.billing_cycle.frequency = 1000)],
     ['a negative unit price', (e) => void (e.data.items[0].price.unit_price.amount = '-1500')],
     ['an absurd unit price', (e) => void (e.data.items[0].price.unit_price.amount = '2000000000')],
     ['currency u$d', (e) => void (e.data.items[0].price.unit_price.currency_code = 'u$d')],

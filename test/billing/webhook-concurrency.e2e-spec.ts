@@ -5,10 +5,12 @@ import { WebhookInboxRepository } from '../../src/modules/webhooks/webhook-inbox
 import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
 import {
   checkoutToken,
+  DAY,
   deliver,
   grants,
   newEventId,
   newSubId,
+  PRICE,
   subscribe,
   subscriptionEvent,
 } from '../support/billing.js';
@@ -436,5 +438,71 @@ describe('billing webhooks under concurrency and failure', () => {
     expect(
       await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }),
     ).toMatchObject({ status: 'PAUSED', tier: 'TEAM' });
+  });
+
+  it('a stale event naming a price retired since the subscription moved off it is skipped, a newer one fails', async () => {
+    const user = await createUser(api.prisma);
+    const subId = newSubId();
+    const t0 = new Date(Date.now() - 40 * DAY);
+    const t1 = new Date(t0.getTime() + 30 * DAY);
+    const token = checkoutToken(api, user, 'PRO', t0);
+    const period = { periodStart: t0, periodEnd: t1 };
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      token,
+      occurredAt: t0,
+      ...period,
+    });
+    expect((await deliver(api, created)).outcome).toBe('processed');
+    // Renewed on the TEAM price: the next period starts on TEAM.
+    const moved = subscriptionEvent({
+      type: 'subscription.updated',
+      subId,
+      priceId: PRICE.TEAM,
+      occurredAt: t1,
+      periodStart: t1,
+      periodEnd: new Date(t1.getTime() + 30 * DAY),
+    });
+    expect((await deliver(api, moved)).outcome).toBe('processed');
+    const row = () => api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } });
+    expect(await row()).toMatchObject({ tier: 'TEAM', priceId: PRICE.TEAM });
+
+    delete api.config.project.priceTiers[PRICE.PRO];
+    try {
+      // An older event (delivered late, or again under a new id) still naming the retired price.
+      const late = subscriptionEvent({
+        type: 'subscription.updated',
+        subId,
+        occurredAt: new Date(t0.getTime() + DAY),
+        ...period,
+      });
+      expect((await deliver(api, late)).outcome).toBe('skipped');
+      expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: late.event_id } })).toMatchObject({
+        status: 'SKIPPED',
+        error: 'stale_event',
+      });
+      expect(
+        await api.prisma.auditLog.count({ where: { action: 'webhook.failed', resourceId: late.event_id } }),
+      ).toBe(0);
+      expect(await row()).toMatchObject({ tier: 'TEAM', priceId: PRICE.TEAM, lastEventId: moved.event_id });
+
+      // A newer event naming the retired price would change the stored state: it still fails.
+      const newer = subscriptionEvent({
+        type: 'subscription.updated',
+        subId,
+        occurredAt: new Date(t1.getTime() + DAY),
+        periodStart: t1,
+        periodEnd: new Date(t1.getTime() + 30 * DAY),
+      });
+      expect((await deliver(api, newer)).outcome).toBe('failed');
+      expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: newer.event_id } })).toMatchObject({
+        status: 'FAILED',
+        error: expect.stringContaining(PRICE.PRO),
+      });
+      expect(await row()).toMatchObject({ tier: 'TEAM', priceId: PRICE.TEAM, lastEventId: moved.event_id });
+    } finally {
+      api.config.project.priceTiers[PRICE.PRO] = 'PRO';
+    }
   });
 });

@@ -64,7 +64,7 @@ export interface AllowanceInput {
 }
 
 export interface AllowanceResult extends LedgerResult {
-  /** Plan credits of the previous allowance that expired with this one (0 under `full`). */
+  /** Plan credits of the previous allowance that expired with this one, or a late allowance's own (0 under `full`). */
   expired: number;
 }
 
@@ -146,8 +146,10 @@ export class CreditsService {
    * granted, the allowance before it closes: under the rollover rule of that allowance's tier its unspent
    * plan credits expire (one `expiry` row keyed on the closed allowance's job id), all under the user-row
    * lock the grant took, so a spend racing with it either runs before (and is not expired) or after.
-   * An allowance for a month that starts before the current one (a late job run) is granted but closes
-   * nothing and does not become the current allowance.
+   * An allowance for a month that starts before the current one (a late job run, a late
+   * subscription.created) is granted but closes nothing and does not become the current allowance: the
+   * current one already closed its month, so under its tier's rule its own unspent credits expire at once
+   * (keyed on its job id), as they would have if it had arrived in time.
    */
   async grantAllowance(tx: Tx, input: AllowanceInput): Promise<AllowanceResult> {
     const result = await this.grant(tx, {
@@ -159,8 +161,15 @@ export class CreditsService {
     });
     if (!result.applied) return { ...result, expired: 0 };
     const state = await this.ledger.planState(tx, input.userId);
+    const plan = state ? Math.max(result.balance - Math.min(state.purchased, result.balance), 0) : 0;
     if (state?.planStartsAt && input.startsAt.getTime() < state.planStartsAt.getTime()) {
-      return { ...result, expired: 0 };
+      // Never the newer period's credits: at most what this grant added.
+      const rule = this.rolloverOf(input.tier);
+      const late = await this.expire(tx, input.userId, input.jobId, rule, Math.min(plan, input.amount), {
+        closedBy: state.planJobId ?? input.jobId,
+        balance: result.balance,
+      });
+      return { ...result, ...late };
     }
     let expired = 0;
     let balance = result.balance;
@@ -169,24 +178,10 @@ export class CreditsService {
       const closed = await this.ledger.findByJob(tx, previous, CREDIT_KINDS.grant);
       const closedTier = (closed?.details as { tier?: unknown } | null)?.tier;
       const rule = this.rolloverOf(typeof closedTier === 'string' ? closedTier : input.tier);
-      const planBefore =
-        Math.max(result.balance - Math.min(state.purchased, result.balance), 0) - input.amount;
-      expired = expiringCredits(rule, planBefore);
-      if (expired > 0) {
-        const expiry = await this.apply(
-          tx,
-          { userId: input.userId, amount: expired, jobId: previous },
-          CREDIT_KINDS.expiry,
-          -1,
-          false,
-          false,
-          {
-            details: { rollover: ruleText(rule), closed_by: input.jobId },
-          },
-        );
-        expired = expiry.applied ? expired : 0;
-        balance = expiry.balance;
-      }
+      ({ expired, balance } = await this.expire(tx, input.userId, previous, rule, plan - input.amount, {
+        closedBy: input.jobId,
+        balance,
+      }));
     }
     const rule = this.rolloverOf(input.tier);
     await this.ledger.setPlan(tx, input.userId, {
@@ -195,6 +190,34 @@ export class CreditsService {
       expiresAt: expires(rule) ? input.endsAt : null,
     });
     return { ...result, balance, expired };
+  }
+
+  /**
+   * The `expiry` row of the closed allowance `jobId` when `planRemaining` plan credits of it are unspent:
+   * what the rule lets expire, once.
+   */
+  private async expire(
+    tx: Tx,
+    userId: string,
+    jobId: string,
+    rule: RolloverRule,
+    planRemaining: number,
+    context: { closedBy: string; balance: number },
+  ): Promise<{ expired: number; balance: number }> {
+    const expired = expiringCredits(rule, planRemaining);
+    if (expired <= 0) return { expired: 0, balance: context.balance };
+    const expiry = await this.apply(
+      tx,
+      { userId, amount: expired, jobId },
+      CREDIT_KINDS.expiry,
+      -1,
+      false,
+      false,
+      {
+        details: { rollover: ruleText(rule), closed_by: context.closedBy },
+      },
+    );
+    return { expired: expiry.applied ? expired : 0, balance: expiry.balance };
   }
 
   /**

@@ -1,7 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { adjustmentSchema, subscriptionSchema, transactionSchema } from './billing-events.schema.js';
+import {
+  adjustmentSchema,
+  MAX_BILLING_FREQUENCY,
+  subscriptionSchema,
+  transactionSchema,
+} from './billing-events.schema.js';
 
 // Paddle's own published payloads (test/contracts/fixtures/README.md lists their sources).
 const DIR = join(process.cwd(), 'test/contracts/fixtures/paddle');
@@ -42,6 +47,22 @@ describe('billing event schemas accept what the Paddle SDKs accept', () => {
       items: [{ price: { id: 'p' }, quantity: 0 }],
     };
     expect(transactionSchema.safeParse(bad).success).toBe(false);
+  });
+
+  it("bounds a billing cycle's frequency by Paddle's own limit (999), on the subscription and its prices", () => {
+    type Cycle = { frequency: number };
+    type Data = { billing_cycle: Cycle; items: { price: { billing_cycle: Cycle } }[] };
+    const withFrequency = (where: 'subscription' | 'price', frequency: number) => {
+      const data = structuredClone(dataOf('node-sdk.subscription-activated.json')) as Data;
+      if (where === 'subscription') data.billing_cycle.frequency = frequency;
+      else data.items[0].price.billing_cycle.frequency = frequency;
+      return subscriptionSchema.safeParse(data).success;
+    };
+    for (const where of ['subscription', 'price'] as const) {
+      expect({ where, ok: withFrequency(where, MAX_BILLING_FREQUENCY) }).toEqual({ where, ok: true });
+      expect({ where, ok: withFrequency(where, MAX_BILLING_FREQUENCY + 1) }).toEqual({ where, ok: false });
+      expect({ where, ok: withFrequency(where, 3_000_000_000) }).toEqual({ where, ok: false });
+    }
   });
 
   it('reads a null unit_price currency as unset', () => {

@@ -65,9 +65,16 @@ export const MAX_QUANTITY = 10_000;
 const id = z.string().min(1).max(200);
 const optionalId = id.nullish().transform((v) => v ?? null);
 
+/**
+ * Intervals in one billing cycle: at most 999, Paddle's own limit on a price (it refuses a larger one with
+ * `price_billing_cycle_frequency_greater_than_maximum`). The row stores a 32-bit integer: 3,000,000,000 was
+ * accepted, then failed the insert and was retried until FAILED.
+ */
+export const MAX_BILLING_FREQUENCY = 999;
+
 const billingCycle = z.looseObject({
   interval: z.string().min(1).max(20),
-  frequency: z.number().int().positive(),
+  frequency: z.number().int().positive().max(MAX_BILLING_FREQUENCY),
 });
 
 /** Event envelope: just enough to claim, archive and dispatch; the data is checked per event type. */

@@ -21,6 +21,7 @@ import { PaymentsService } from '../payments/payments.service.js';
 import {
   auditActionOf,
   deferTierChange,
+  type EventKey,
   expiryAfter,
   grantsAccess,
   isNewer,
@@ -34,6 +35,18 @@ import { WebhookInboxRepository } from '../../webhooks/webhook-inbox.repository.
 const CREATED = 'subscription.created';
 
 export { firstPeriodGrantId } from '../jobs/allowance-months.js';
+
+/** The newer-wins order (isNewer) of an incoming event, and of the state stored by the last one applied. */
+const eventKey = (event: BillingEvent, snapshot: SubscriptionSnapshot): EventKey => ({
+  occurredAt: event.occurredAt,
+  status: snapshot.status,
+  eventId: event.eventId,
+});
+const storedKey = (existing: Subscription): EventKey => ({
+  occurredAt: existing.lastEventAt,
+  status: existing.status,
+  eventId: existing.lastEventId ?? '',
+});
 
 /**
  * The subscription state machine driven by billing webhooks (spec "States and transitions"). Every
@@ -170,8 +183,11 @@ export class SubscriptionStateService {
 
   /**
    * A price missing from the configuration keeps the tier already stored for it (a retired price with
-   * grandfathered subscribers); an unknown price on a new subscription fails the event (see
-   * UnknownPriceError).
+   * grandfathered subscribers); an unknown price on a new subscription, or on an event that would change
+   * the stored one, fails the event (see UnknownPriceError). An event older than the stored state changes
+   * nothing, so it needs no tier: a late or redelivered event naming a price retired since the
+   * subscription moved off it is skipped as stale like any other (its snapshot carries the stored tier
+   * and is never written). A created still needs its price's tier for the first period's grant.
    */
   private snapshotOf(
     data: ReturnType<typeof subscriptionSchema.parse>,
@@ -180,11 +196,13 @@ export class SubscriptionStateService {
   ): SubscriptionSnapshot {
     const priceId = data.items[0].price.id;
     const tier = this.catalog.tierForPrice(priceId) ?? (existing?.priceId === priceId ? existing.tier : null);
-    if (!tier) throw new UnknownPriceError(priceId);
-    return toSnapshot(data, event.eventType, tier, {
-      occurredAt: event.occurredAt,
-      storedCanceledAt: existing?.canceledAt,
-    });
+    const context = { occurredAt: event.occurredAt, storedCanceledAt: existing?.canceledAt };
+    if (tier) return toSnapshot(data, event.eventType, tier, context);
+    if (existing && event.eventType !== CREATED) {
+      const stale = toSnapshot(data, event.eventType, existing.tier, context);
+      if (!isNewer(eventKey(event, stale), storedKey(existing))) return stale;
+    }
+    throw new UnknownPriceError(priceId);
   }
 
   /** Inserts the row, or overwrites it when the event is newer than the stored state. */
@@ -201,13 +219,7 @@ export class SubscriptionStateService {
       const row = await this.subscriptions.insert(tx, userId, snapshot, { ...event, expiredAt });
       return { row, applied: true };
     }
-    const incoming = { occurredAt: event.occurredAt, status: snapshot.status, eventId: event.eventId };
-    const stored = {
-      occurredAt: existing.lastEventAt,
-      status: existing.status,
-      eventId: existing.lastEventId ?? '',
-    };
-    if (!isNewer(incoming, stored)) return { row: existing, applied: false };
+    if (!isNewer(eventKey(event, snapshot), storedKey(existing))) return { row: existing, applied: false };
     const next = deferTierChange(snapshot, existing, now);
     const expiredAt = expiryAfter(next, existing.expiredAt, now);
     const row = await this.subscriptions.apply(tx, existing, next, { ...event, expiredAt });
@@ -232,15 +244,17 @@ export class SubscriptionStateService {
     let granted = 0;
     const amount = this.catalog.monthlyCredits(snapshot.tier);
     if (amount > 0) {
-      // Month 0 of the first period; an annual period's later months come from the allowance job.
-      const startsAt = row.currentPeriodStart ?? event.occurredAt;
+      // Month 0 of the first period; an annual period's later months come from the allowance job. The
+      // period is this event's own: a late created leaves a row that a newer event already moved on, and
+      // dating the first period by that row made it close (and expire) the newer period's allowance.
+      const startsAt = snapshot.currentPeriodStart ?? event.occurredAt;
       const grant = await this.credits.grantAllowance(tx, {
         userId: user.id,
         tier: snapshot.tier,
         amount,
         jobId: firstPeriodGrantId(row.providerSubscriptionId),
         startsAt,
-        endsAt: monthEnd(startsAt, 0, row.currentPeriodEnd),
+        endsAt: monthEnd(startsAt, 0, snapshot.currentPeriodEnd),
         details: {
           source: CREATED,
           subscription_id: row.providerSubscriptionId,
