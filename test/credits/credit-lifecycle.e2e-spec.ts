@@ -563,10 +563,14 @@ describe('credit lifecycle (issue 18)', () => {
         [
           [renewalRefund, 'clawback', -1000],
           [`first-period:${subId}`, 'grant', 1000],
+          // PRO:none: the first period ended when the renewal's began, so its unspent credits expire, as
+          // they would have had the events come in time (decision "late allowance").
+          [`first-period:${subId}`, 'expiry', -1000],
           [renewal.data.id, 'grant', 1000],
         ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
       );
-      expect((await user(u.id)).creditBalance).toBe(1000);
+      // The renewal's credits are taken back: nothing is left, as in the in-time order.
+      expect((await user(u.id)).creditBalance).toBe(0);
       const clawed = await api.prisma.auditLog.findMany({
         where: { action: 'credits.clawed_back', userId: u.identityUserId },
       });
