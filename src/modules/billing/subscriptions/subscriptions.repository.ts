@@ -300,9 +300,10 @@ export class SubscriptionsRepository {
   /**
    * Subscriptions whose billing period is longer than a month (annual plans) and that still pay for it:
    * candidates of the monthly allowance job. PAUSED ones get nothing while paused; a CANCELED one keeps
-   * its months until the period it paid for ends (and until the expiry job closes it).
+   * its months until the period it paid for ends (and until the expiry job closes it). `id` narrows the
+   * check to one row (the job's re-check under the subscription's lock).
    */
-  async multiMonthPeriods(db: Db, now: Date, options: { afterId?: string; limit: number }) {
+  async multiMonthPeriods(db: Db, now: Date, options: { id?: string; afterId?: string; limit: number }) {
     await this.settle(db);
     return db.subscription.findMany({
       where: {
@@ -310,7 +311,7 @@ export class SubscriptionsRepository {
         status: { in: ['ACTIVE', 'TRIALING', 'PAST_DUE', 'CANCELED'] },
         expiredAt: null,
         currentPeriodStart: { not: null, lte: now },
-        ...(options.afterId ? { id: { gt: options.afterId } } : {}),
+        ...(options.id ? { id: options.id } : options.afterId ? { id: { gt: options.afterId } } : {}),
       },
       orderBy: { id: 'asc' },
       take: options.limit,
