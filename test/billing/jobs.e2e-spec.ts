@@ -163,8 +163,10 @@ describe('billing jobs: subscription expiry and webhook archive retention', () =
   it('prunes archive rows past 90 days and keeps dedupe records for their own retention', async () => {
     const now = Date.now();
     const rows = [
-      { eventId: 'evt_old', receivedAt: new Date(now - 91 * DAY) },
-      { eventId: 'evt_recent', receivedAt: new Date(now - 89 * DAY) },
+      { eventId: 'evt_old', receivedAt: new Date(now - 91 * DAY), status: 'PROCESSED' as const },
+      { eventId: 'evt_recent', receivedAt: new Date(now - 89 * DAY), status: 'PROCESSED' as const },
+      // Accepted and never applied: still the worker's to-do, kept whatever its age.
+      { eventId: 'evt_waiting', receivedAt: new Date(now - 91 * DAY), status: 'RECEIVED' as const },
     ];
     for (const row of rows) {
       await api.prisma.webhookEvent.create({
@@ -173,7 +175,7 @@ describe('billing jobs: subscription expiry and webhook archive retention', () =
           eventId: row.eventId,
           eventType: 'subscription.updated',
           payload: {},
-          status: 'PROCESSED',
+          status: row.status,
           receivedAt: row.receivedAt,
         },
       });
@@ -198,6 +200,7 @@ describe('billing jobs: subscription expiry and webhook archive retention', () =
     expect(result).toEqual({ archive: 1, processed: 1 });
     expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: 'evt_old' } })).toBeNull();
     expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: 'evt_recent' } })).not.toBeNull();
+    expect(await api.prisma.webhookEvent.findFirst({ where: { eventId: 'evt_waiting' } })).not.toBeNull();
     // The payload is gone but the id still dedupes a late replay.
     expect(await api.prisma.processedWebhookEvent.count({ where: { eventId: 'evt_old' } })).toBe(1);
     expect(await api.prisma.processedWebhookEvent.count({ where: { eventId: 'evt_ancient' } })).toBe(0);

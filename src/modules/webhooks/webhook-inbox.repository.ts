@@ -311,13 +311,21 @@ export class WebhookInboxRepository {
     });
   }
 
-  /** Deletes archive rows received before `before`, in batches so one run never holds a huge lock. */
+  /**
+   * Deletes archive rows received before `before`, in batches so one run never holds a huge lock. A row
+   * still RECEIVED is kept whatever its age: it is the worker's to-do list, not only the archive, and its
+   * claim outlives it (PROCESSED_WEBHOOK_RETENTION_DAYS), so deleting it would answer the provider's
+   * redeliveries as duplicates of an event never applied. The relay keeps pushing it and the operators
+   * see it until it is applied or fails.
+   */
   async pruneArchive(db: Db, before: Date): Promise<number> {
     let total = 0;
     for (;;) {
       const deleted = await db.$executeRaw`
         DELETE FROM webhook_events WHERE id IN (
-          SELECT id FROM webhook_events WHERE received_at < ${before} LIMIT ${PRUNE_BATCH})`;
+          SELECT id FROM webhook_events
+          WHERE received_at < ${before} AND status <> 'RECEIVED'::"WebhookEventStatus"
+          LIMIT ${PRUNE_BATCH})`;
       total += deleted;
       if (deleted < PRUNE_BATCH) return total;
     }
