@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { expectUnreadableInstant, ISO_FORMS_DATE_CANNOT_READ } from '../support/instants.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 describe('admin directory: GET /admin/users and /admin/audit', () => {
@@ -240,6 +241,13 @@ describe('admin directory: GET /admin/users and /admin/audit', () => {
       'rejects %s with 400',
       async (query) => {
         expect((await get(`/api/v1/admin/audit?${query}`)).status).toBe(400);
+      },
+    );
+
+    it.each(ISO_FORMS_DATE_CANNOT_READ)(
+      'rejects from=%s, ISO 8601 that Date cannot read, with 400 naming it',
+      async (from) => {
+        expectUnreadableInstant(await get(`/api/v1/admin/audit?from=${encodeURIComponent(from)}`), 'from');
       },
     );
 

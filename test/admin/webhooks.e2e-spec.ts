@@ -2,6 +2,7 @@ import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { checkoutToken, deliver, grants, newSubId, subscriptionEvent } from '../support/billing.js';
 import { deliverIdentity, identityUserEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import { expectUnreadableInstant, ISO_FORMS_DATE_CANNOT_READ } from '../support/instants.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { settled } from '../support/webhooks.js';
 
@@ -81,6 +82,13 @@ describe('admin webhook archive: list, inspect, replay', () => {
     expect((await get('?page_size=101')).status).toBe(400);
     expect((await get('?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z')).status).toBe(400);
     expect((await get(`/6f1c1f0e-8a53-4c9b-9d1e-3b5c2a7e4d10`)).status).toBe(404);
+  });
+
+  it('refuses ISO 8601 times that Date cannot read in the list and bulk replay filters with 400', async () => {
+    for (const at of ISO_FORMS_DATE_CANNOT_READ) {
+      expectUnreadableInstant(await get(`?to=${encodeURIComponent(at)}`), 'to');
+      expectUnreadableInstant(await post('/replay', { status: 'FAILED', from: at }), 'from');
+    }
   });
 
   it('replays a FAILED event once its cause is fixed: processed once, audited; a PROCESSED one is 409', async () => {

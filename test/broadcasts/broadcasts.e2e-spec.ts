@@ -8,6 +8,7 @@ import { recipientKey } from '../../src/modules/broadcasts/broadcast-keys.js';
 import { BroadcastRecorder } from '../../src/modules/broadcasts/broadcast-recorder.js';
 import type { BroadcastRun } from '../../src/generated/prisma/client.js';
 import { createAudience, createMember } from '../factories/audience.factory.js';
+import { expectUnreadableInstant, ISO_FORMS_DATE_CANNOT_READ } from '../support/instants.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { earlyArrivals } from '../support/ceiling.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
@@ -124,6 +125,17 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
     for (const body of bad) {
       const res = await create(body);
       expect([res.status, body]).toEqual([400, body]);
+    }
+  });
+
+  it('refuses an audience date in an ISO 8601 form Date cannot read with 400 naming it', async () => {
+    for (const at of ISO_FORMS_DATE_CANNOT_READ) {
+      const res = await create({
+        template_key: 'welcome',
+        audience: { signed_up_after: at },
+        bypass_consent: false,
+      });
+      expectUnreadableInstant(res, 'audience.signed_up_after');
     }
   });
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ProbeModule } from '../support/probe.module.js';
+import { ISO_FORMS_DATE_CANNOT_READ } from '../support/instants.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 import {
@@ -79,6 +80,7 @@ describe('API keys: CRUD through /api/v1/api_keys and authentication with the ke
         new Date(Date.now() - 1000).toISOString(),
         'next week',
         '2030-13-01T00:00:00Z',
+        ...ISO_FORMS_DATE_CANNOT_READ,
         5,
       ]) {
         const refused = await create({ name: 'bad', expires_at });

@@ -1,14 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
-import { IsISO8601, validateSync } from 'class-validator';
-import { codePointLength, HasFourDigitYear, HasNoNul, MaxCodePoints } from './field-validators.js';
+import { validateSync } from 'class-validator';
+import { ISO_FORMS_DATE_CANNOT_READ } from '../../../test/support/instants.js';
+import { codePointLength, HasNoNul, IsInstant, MaxCodePoints } from './field-validators.js';
 
 class Probe {
   @HasNoNul()
   text = '';
 
-  @IsISO8601({ strict: true })
-  @HasFourDigitYear()
-  at = '2026-01-01T00:00:00Z';
+  @IsInstant()
+  at: unknown = '2026-01-01T00:00:00Z';
 
   @MaxCodePoints(3)
   short: unknown = 'abc';
@@ -29,8 +29,36 @@ describe('field validators', () => {
     expect(errors({ at: '-4714-01-01T00:00:00Z' })).toEqual([
       'at must be a date-time with a four-digit year',
     ]);
-    // Not a date at all: IsISO8601's single error, not a second one from this check.
+    // Not a date at all: one error, the ISO 8601 one.
     expect(errors({ at: 'next week' })).toEqual(['at must be a valid ISO 8601 date string']);
+    for (const at of [5, null, ['2026-01-01T00:00:00Z']]) {
+      expect(errors({ at })).toEqual(['at must be a valid ISO 8601 date string']);
+    }
+  });
+
+  it("refuses ISO 8601 forms JavaScript's Date cannot read (they became Invalid Dates: 500)", () => {
+    for (const at of ISO_FORMS_DATE_CANNOT_READ) {
+      expect(Number.isNaN(Date.parse(at))).toBe(true);
+      expect({ at, errors: errors({ at }) }).toEqual({
+        at,
+        errors: ['at must be a date-time such as 2026-01-01T00:00:00Z'],
+      });
+    }
+  });
+
+  it('accepts the extended forms JavaScript reads', () => {
+    for (const at of [
+      '2026',
+      '2026-01',
+      '2026-01-01',
+      '2026-01-01T10:00',
+      '2026-01-01T10:00:00Z',
+      '2026-01-01T10:00:00.123+01:00',
+      '2026-01-01T10:00:00.123456789-05:30',
+      new Date(0).toISOString(),
+    ]) {
+      expect({ at, errors: errors({ at }) }).toEqual({ at, errors: [] });
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-import { ValidateBy, type ValidationOptions } from 'class-validator';
+import { isISO8601, ValidateBy, type ValidationOptions } from 'class-validator';
 
 /**
  * No NUL character: PostgreSQL text cannot hold one, so a NUL in a stored or queried string failed the
@@ -18,17 +18,28 @@ export const HasNoNul = (options: ValidationOptions = {}): PropertyDecorator =>
   );
 
 /**
- * No signed or expanded year in an ISO 8601 date-time. class-validator's IsISO8601 passes signed years
- * (`-4714-01-01T00:00:00Z`) that JavaScript turns into an Invalid Date and PostgreSQL cannot store (a 500).
- * Anything that is not such a string is left to IsISO8601, so a malformed value gets one error, not two.
+ * Why a value is not an instant this API reads, or null when it is one. Strict ISO 8601 alone is not
+ * enough: class-validator passes signed years (`-4714-01-01T00:00:00Z`) that PostgreSQL cannot store, and
+ * ISO forms JavaScript's Date cannot read (`2026-W01`, `2026-123`, `20260101`, `2026-01-01T10`,
+ * `2026-01-01T10:00:00+01`): both became an Invalid Date and a 500. One message per value, the first
+ * problem found.
  */
-export const HasFourDigitYear = (options: ValidationOptions = {}): PropertyDecorator =>
+function instantProblem(value: unknown): string | null {
+  const iso = typeof value === 'string' && isISO8601(value, { strict: true });
+  if (!iso) return 'must be a valid ISO 8601 date string';
+  if (/^[+-]/.test(value)) return 'must be a date-time with a four-digit year';
+  if (Number.isNaN(Date.parse(value))) return 'must be a date-time such as 2026-01-01T00:00:00Z';
+  return null;
+}
+
+/** A date-time input (see instantProblem): the one rule every date-time field of a request goes through. */
+export const IsInstant = (options: ValidationOptions = {}): PropertyDecorator =>
   ValidateBy(
     {
-      name: 'hasFourDigitYear',
+      name: 'isInstant',
       validator: {
-        validate: (value: unknown) => typeof value !== 'string' || !/^[+-]/.test(value),
-        defaultMessage: (args) => `${args?.property} must be a date-time with a four-digit year`,
+        validate: (value: unknown) => instantProblem(value) === null,
+        defaultMessage: (args) => `${args?.property} ${instantProblem(args?.value)}`,
       },
     },
     options,

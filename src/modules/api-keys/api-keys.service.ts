@@ -28,8 +28,8 @@ const newKeyFields = (dto: CreateApiKeyDto): { name: string; expiresAt: Date | n
 
 function expiresAt(dto: CreateApiKeyDto): Date | null {
   if (dto.expires_at === undefined || dto.expires_at === null) return null;
-  const at = new Date(dto.expires_at);
-  if (Number.isNaN(at.getTime()) || at.getTime() <= Date.now()) {
+  const at = new Date(dto.expires_at); // a valid Date: OptionalInstant refused any other
+  if (at.getTime() <= Date.now()) {
     const message = 'expires_at must be a date-time in the future';
     throw new ValidationError(message, [{ field: 'expires_at', message }]);
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Type } from '@nestjs/common';
 import fc, { type Arbitrary } from 'fast-check';
+import { ISO_FORMS_DATE_CANNOT_READ } from '../../support/instants.js';
 import { dtoProperties } from './routes.js';
 
 /** Strings that broke parsers, databases, validators or templates somewhere before. */
@@ -100,7 +101,38 @@ export const hostileValue: Arbitrary<unknown> = fc.letrec<{ value: unknown }>((t
   ),
 })).value;
 
-/** Date-time strings: valid, extended-year, impossible and garbage. */
+/**
+ * Strict ISO 8601 that JavaScript's Date cannot read, shaped from a real date: week (`2026-W05-3`), ordinal
+ * (`2026-034`) and basic (`20260203`, `T1015`) forms, an hour alone, a decimal comma, an offset in hours.
+ * toISOString() never writes these, and class-validator's IsISO8601 passes them.
+ */
+const isoFormDateCannotRead: Arbitrary<string> = fc
+  .tuple(
+    fc.date({ min: new Date('1900-01-01'), max: new Date('2200-01-01'), noInvalidDate: true }),
+    fc.integer({ min: 0, max: 7 }),
+  )
+  .map(([date, form]) => {
+    const [day, time] = date.toISOString().slice(0, 19).split('T');
+    const [y, m, d] = day.split('-');
+    const [hh, mm] = time.split(':');
+    const week = String(1 + Math.floor((date.getUTCDate() - 1) / 7)).padStart(2, '0');
+    const ordinal = String(1 + Math.floor((date.getTime() - Date.UTC(+y, 0, 1)) / 86_400_000)).padStart(
+      3,
+      '0',
+    );
+    return [
+      `${y}-W${week}`,
+      `${y}-W${week}-${((date.getUTCDay() + 6) % 7) + 1}`,
+      `${y}-${ordinal}`,
+      `${y}${m}${d}`,
+      `${day}T${hh}`,
+      `${day}T${hh}${mm}`,
+      `${day}T${hh}:${mm},5`,
+      `${day}T${time}+01`,
+    ][form];
+  });
+
+/** Date-time strings: valid, extended-year, impossible, ISO forms Date cannot read, and garbage. */
 export const dateString: Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.date({ noInvalidDate: true }).map((d) => d.toISOString()) },
   {
@@ -110,6 +142,7 @@ export const dateString: Arbitrary<string> = fc.oneof(
       .map((d) => d.toISOString()),
   },
   { weight: 2, arbitrary: fc.constantFrom(...SPECIAL_STRINGS.filter((s) => /^[-+\d]/.test(s))) },
+  { weight: 2, arbitrary: fc.oneof(isoFormDateCannotRead, fc.constantFrom(...ISO_FORMS_DATE_CANNOT_READ)) },
   { weight: 1, arbitrary: hostileString },
 );
 

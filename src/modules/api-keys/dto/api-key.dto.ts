@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsISO8601, IsOptional, IsString, Matches, MinLength } from 'class-validator';
+import { IsString, Matches, MinLength } from 'class-validator';
 import { MaxCodePoints } from '../../../common/validation/field-validators.js';
+import { OptionalInstant } from '../../../common/validation/time-range.js';
 import { HasNoNulCharacters } from '../../../kit/owned/owned-validators.js';
 import { ApiTimestamp, ApiUuid } from '../../../common/openapi/api-fields.js';
 
@@ -18,9 +19,7 @@ export class CreateApiKeyDto {
   name!: string;
 
   /** ISO 8601 date-time in the future; omitted or null: the key does not expire. */
-  @IsOptional()
-  @IsISO8601({ strict: true, strictSeparator: true })
-  @ApiTimestamp()
+  @OptionalInstant()
   expires_at?: string | null;
 }
 
