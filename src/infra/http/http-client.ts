@@ -48,7 +48,8 @@ export class ProviderHttpError extends BadGatewayError {
   }
 }
 
-const RETRYABLE = (status: number) => status === 429 || status >= 500;
+/** Statuses worth asking again: rate-limited or the provider failing. */
+export const isRetryableStatus = (status: number): boolean => status === 429 || status >= 500;
 const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal });
 
 /** Retry-After in seconds or as an HTTP date, capped so one provider cannot stall a worker for long. */
@@ -158,7 +159,7 @@ export class HttpClient {
         };
       }
       lastError = new ProviderHttpError(req.provider, response.status, body);
-      if (!RETRYABLE(response.status) || attempt === maxAttempts) throw lastError;
+      if (!isRetryableStatus(response.status) || attempt === maxAttempts) throw lastError;
       this.logger.warn(
         { provider: req.provider, attempt, status: response.status },
         'provider answered with a retryable status',

@@ -61,6 +61,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly outboxOutageRetries = new Counter({
+    name: 'outbox_outage_retries_total',
+    help: 'Outbox jobs whose last attempt failed on an outage, by job and outcome: pushed (again) or abandoned (older than the retry window)',
+    labelNames: ['job_name', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly emailDeliveryEvents = new Counter({
     name: 'email_delivery_events_total',
     help: 'Delivery webhooks applied, by event (bounced_permanent, bounced_transient, complained, delivered, delivery_delayed)',

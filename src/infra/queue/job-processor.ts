@@ -5,6 +5,7 @@ import { isScheduledJob, type JobDef } from './queues.js';
 import type { JobRegistry } from './job-registry.js';
 import { onJobEntries } from './on-job.decorator.js';
 import type { JobRunRecorder } from './job-run.recorder.js';
+import { markOutage } from './job-failure.js';
 import { logQueueErrors } from './queue-errors.js';
 import { WORKER_OPTIONS } from './worker-options.js';
 import { inSpan, jobTraceContext, SpanKind, tracingEnabled } from '../tracing/spans.js';
@@ -90,7 +91,19 @@ export abstract class JobProcessor extends WorkerHost implements OnApplicationBo
     }
   }
 
+  /**
+   * Runs the job's handler. An attempt that failed on an outage (a store or provider unavailable) is
+   * recorded with OUTAGE_MARK, so the outbox relay pushes the job again when its last attempt fails so.
+   */
   async process(job: Job, token?: string): Promise<unknown> {
+    try {
+      return await this.runHandler(job, token);
+    } catch (err) {
+      throw markOutage(err);
+    }
+  }
+
+  private runHandler(job: Job, token?: string): Promise<unknown> {
     const handler = this.handlers.get(job.name);
     if (!handler) throw new Error(`no handler for job ${job.queueName}/${job.name}`);
     if (!tracingEnabled()) return handler(job, token);

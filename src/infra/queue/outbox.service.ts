@@ -1,7 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
+import type { Job } from 'bullmq';
 import { randomUUID } from 'node:crypto';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../prisma/prisma.service.js';
 import { Unit } from '../prisma/unit-of-work.js';
+import { failedOnOutage, OUTAGE_RETRY_WINDOW_MS } from './job-failure.js';
 import { QueueService } from './queue.service.js';
 import type { JobDef, QueueName } from './queues.js';
 
@@ -14,6 +17,10 @@ interface OutboxRow {
   job_name: string;
   job_id: string;
   payload: object;
+}
+
+interface OpenRow extends OutboxRow {
+  created_at: Date;
 }
 
 /**
@@ -31,6 +38,7 @@ export class OutboxService {
   constructor(
     private readonly prisma: PrismaService,
     private readonly queues: QueueService,
+    private readonly metrics: MetricsService,
   ) {}
 
   /**
@@ -121,14 +129,17 @@ export class OutboxService {
    * AOF, a failover to an empty replica, a flush) loses queued and active jobs, and the commit that caused
    * them must not lose its follow-up work with them. Each open entry dispatched `olderThanMs` ago is
    * looked up in BullMQ: completed or failed for good closes it, a job still waiting, delayed or active is
-   * left alone, a job BullMQ does not know is pushed again under the same id. Closed entries are pruned
+   * left alone, a job BullMQ does not know is pushed again under the same id. A job whose last attempt
+   * failed on an outage (`failedOnOutage`: database, Redis or a provider unavailable longer than its
+   * attempts) is removed and pushed again under its id while its entry is younger than
+   * OUTAGE_RETRY_WINDOW_MS; older, it is closed as given up (logged, counted). Closed entries are pruned
    * after 7 days. Handlers are idempotent (their effects are keyed), so a job that did run and was then
    * lost before BullMQ recorded it runs once more without a second effect.
    */
   private reconcile(limit: number, olderThanMs: number): Promise<number> {
     return this.prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRaw<OutboxRow[]>`
-        SELECT id, queue, job_name, job_id, payload FROM outbox
+      const rows = await tx.$queryRaw<OpenRow[]>`
+        SELECT id, queue, job_name, job_id, payload, created_at FROM outbox
         WHERE completed_at IS NULL AND dispatched_at IS NOT NULL
           AND dispatched_at < now() - make_interval(secs => ${olderThanMs / 1000})
         ORDER BY dispatched_at
@@ -137,14 +148,20 @@ export class OutboxService {
       let pushed = 0;
       for (const row of rows) {
         let state: string;
+        let again = false;
         try {
-          state = await this.queues.queue(row.queue as QueueName).getJobState(row.job_id);
+          const queue = this.queues.queue(row.queue as QueueName);
+          state = await queue.getJobState(row.job_id);
+          if (state === 'failed') again = await this.retryAfterOutage(row, await queue.getJob(row.job_id));
         } catch (err) {
           // Redis unreachable: the next pass looks again.
           this.logger.warn({ err: (err as Error).message }, 'outbox check deferred');
           break;
         }
-        if (state === 'completed' || state === 'failed') {
+        if (again) {
+          if (!(await this.push(row, tx))) break;
+          pushed += 1;
+        } else if (state === 'completed' || state === 'failed') {
           await tx.outboxEntry.update({ where: { id: row.id }, data: { completedAt: new Date() } });
         } else if (state === 'unknown') {
           this.logger.warn(
@@ -158,6 +175,26 @@ export class OutboxService {
       await tx.$executeRaw`DELETE FROM outbox WHERE completed_at < now() - interval '7 days'`;
       return pushed;
     });
+  }
+
+  /**
+   * True when a failed job is to be pushed again: its last attempt failed on an outage and its entry is
+   * within OUTAGE_RETRY_WINDOW_MS. The failed job is removed first, as BullMQ keeps it 7 days under the
+   * same id and would ignore the push (the webhook relay and the broadcast sweep do the same). Should
+   * the push then fail, the next pass finds the job `unknown` and pushes it.
+   */
+  private async retryAfterOutage(row: OpenRow, job: Job | undefined): Promise<boolean> {
+    if (!job || !failedOnOutage(job)) return false;
+    const fields = { queue: row.queue, job_name: row.job_name, job_id: row.job_id, reason: job.failedReason };
+    if (Date.now() - row.created_at.getTime() > OUTAGE_RETRY_WINDOW_MS) {
+      this.metrics.outboxOutageRetries.inc({ job_name: row.job_name, outcome: 'abandoned' });
+      this.logger.error(fields, 'job failed on an outage past its retry window; giving up');
+      return false;
+    }
+    await job.remove();
+    this.metrics.outboxOutageRetries.inc({ job_name: row.job_name, outcome: 'pushed' });
+    this.logger.warn(fields, 'job failed on an outage; pushing it again');
+    return true;
   }
 
   private async push(row: OutboxRow, tx?: Tx): Promise<boolean> {

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
+import { failedOnOutage, OUTAGE_RETRY_WINDOW_MS } from '../../infra/queue/job-failure.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { BroadcastDispatcher } from './broadcast-dispatcher.js';
@@ -13,7 +14,7 @@ export interface SweepOutcome {
   checked: number;
   /** Runs whose job was gone: enqueued again (the dispatcher resumes from the recorded recipients). */
   requeued: string[];
-  /** Runs whose job had failed for good without ending the run: ended failed now. */
+  /** Runs whose job had failed for good (not on an outage) without ending the run: ended failed now. */
   failed: string[];
 }
 
@@ -37,7 +38,7 @@ export class BroadcastSweeper {
   async sweep(): Promise<SweepOutcome> {
     const runs = await this.prisma.broadcastRun.findMany({
       where: { status: { in: ['queued', 'running'] } },
-      select: { id: true },
+      select: { id: true, createdAt: true },
       orderBy: { createdAt: 'asc' },
     });
     const queue = this.queues.queue(JOBS.dispatchBroadcast.queue);
@@ -47,14 +48,20 @@ export class BroadcastSweeper {
       const job = await queue.getJob(jobId);
       const state = job ? await job.getState() : 'unknown';
       if (LIVE_STATES.has(state)) continue;
-      if (state === 'failed') {
+      // Failed on an outage (database, Redis or provider unavailable through every attempt): run it again
+      // within the window, as the outbox relay does; the dispatcher resumes from the recorded recipients.
+      const outage =
+        state === 'failed' &&
+        failedOnOutage(job!) &&
+        Date.now() - run.createdAt.getTime() <= OUTAGE_RETRY_WINDOW_MS;
+      if (state === 'failed' && !outage) {
         // Its retries are used up and the failure handler could not end the run (database down then).
         await this.dispatcher.fail(run.id, new Error(job?.failedReason || 'dispatch job failed'));
         outcome.failed.push(run.id);
         continue;
       }
       // Completed while the run is unfinished cannot be re-added under its id: start that job afresh.
-      if (state === 'completed') await job!.remove();
+      if (state === 'completed' || outage) await job!.remove();
       await this.queues.add(JOBS.dispatchBroadcast, { runId: run.id }, { jobId });
       this.logger.warn({ run_id: run.id, job_state: state }, 'broadcast had no live job; enqueued again');
       outcome.requeued.push(run.id);

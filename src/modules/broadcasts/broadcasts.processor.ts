@@ -1,5 +1,6 @@
 import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { type Job, WaitingError } from 'bullmq';
+import { isOutageFailure, isOutageReason } from '../../infra/queue/job-failure.js';
 import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
 import { JobRunRecorder } from '../../infra/queue/job-run.recorder.js';
@@ -57,7 +58,9 @@ export class BroadcastsProcessor extends JobProcessor {
         await job.moveToWait(token);
         throw new WaitingError();
       }
-      if (isFinalAttempt(job)) {
+      // On an outage the run stays `running` and the job fails: the outbox relay (or the sweep) pushes it
+      // again and the run resumes. Any other failure on the last attempt ends the run.
+      if (isFinalAttempt(job) && !isOutageFailure(err)) {
         await this.dispatcher.fail(job.data.runId, err);
         return { runId: job.data.runId, status: 'failed' };
       }
@@ -69,6 +72,8 @@ export class BroadcastsProcessor extends JobProcessor {
   @OnWorkerEvent('failed')
   async onFailed(job: Job<DispatchJob> | undefined, err: Error): Promise<void> {
     if (!job || job.name !== JOBS.dispatchBroadcast.name) return;
+    // Failed on an outage: left running for the relay or the sweep to push again.
+    if (isOutageReason(err.message)) return;
     const state = await job.getState().catch(() => 'unknown');
     if (state !== 'failed') return;
     await this.dispatcher

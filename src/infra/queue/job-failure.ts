@@ -1,0 +1,43 @@
+import type { Job } from 'bullmq';
+import { DependencyError } from '../../common/errors/app-error.js';
+import { isDependencyFailure } from '../../common/errors/dependency-failure.js';
+import { isRetryableStatus, ProviderHttpError } from '../http/http-client.js';
+
+/**
+ * Start of the failure reason BullMQ records for an attempt that failed because something it depends on
+ * was unavailable. The relay and the broadcast sweep read it from a job that failed for good: such a
+ * job is pushed again later instead of being given up (docs/decisions/faults.md, "Outage longer than the
+ * attempts").
+ */
+export const OUTAGE_MARK = 'dependency unavailable: ';
+
+/**
+ * How long after its outbox row was written a job that failed on an outage is still pushed again. The
+ * provider's idempotency window (Resend: 24 h) keeps a re-run from sending twice within it, and BullMQ
+ * keeps completed jobs as long.
+ */
+export const OUTAGE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
+
+/**
+ * An outage rather than a fault of the job: a store unreachable (isDependencyFailure), a provider that
+ * stayed unreachable or kept answering 429/5xx through HttpClient's own retries.
+ */
+export function isOutageFailure(err: unknown): boolean {
+  if (err instanceof ProviderHttpError) return isRetryableStatus(err.httpStatus);
+  if (err instanceof DependencyError && err.code === 'upstream_unreachable') return true;
+  return isDependencyFailure(err);
+}
+
+/** The error an attempt records: an outage gets OUTAGE_MARK in front of its message, anything else as thrown. */
+export function markOutage(err: unknown): unknown {
+  if (!isOutageFailure(err)) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  if (message.startsWith(OUTAGE_MARK)) return err;
+  return new Error(`${OUTAGE_MARK}${message}`, { cause: err });
+}
+
+/** True when a failure reason (BullMQ's `failedReason`) is an outage's (markOutage). */
+export const isOutageReason = (reason: string | undefined): boolean => !!reason?.startsWith(OUTAGE_MARK);
+
+/** True for a job whose last attempt failed on an outage: it may be pushed again. */
+export const failedOnOutage = (job: Job): boolean => isOutageReason(job.failedReason);
