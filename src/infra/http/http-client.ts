@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
-import { BadGatewayError, DependencyError } from '../../common/errors/app-error.js';
+import { AppError, BadGatewayError, DependencyError } from '../../common/errors/app-error.js';
 import { inSpan, SpanKind, tracingEnabled } from '../tracing/spans.js';
 
 export interface HttpRequest<S extends z.ZodType | undefined = undefined> {
@@ -109,7 +109,10 @@ export class HttpClient {
       req.signal?.throwIfAborted();
       if (req.beforeAttempt) await req.beforeAttempt();
       let response: Response;
+      let body: unknown;
       try {
+        // One deadline per attempt, covering the headers and the body: undici aborts the body stream
+        // with the request's signal, so a provider that stalls after its headers times out here too.
         const timeout = AbortSignal.timeout(timeoutMs);
         response = await fetch(req.url, {
           method: req.method,
@@ -122,7 +125,12 @@ export class HttpClient {
           signal: req.signal ? AbortSignal.any([req.signal, timeout]) : timeout,
           redirect: 'error',
         });
+        // Inside the try: a body that times out or is cut off (connection reset mid-body) is the same
+        // network failure as one that never started, retried and finally reported as unreachable.
+        body = await this.readBody(response, req);
       } catch (err) {
+        // Our own verdicts on the answer (too large) are not network failures: no retry.
+        if (err instanceof AppError) throw err;
         // Cancelled by the caller: no retry, the caller knows why.
         if (req.signal?.aborted) throw err;
         lastError = err;
@@ -133,7 +141,6 @@ export class HttpClient {
         if (attempt < maxAttempts) await sleep(this.backoff(attempt), req.signal);
         continue;
       }
-      const body = await this.readBody(response, req);
       if (req.onResponse) await req.onResponse({ status: response.status, headers: response.headers });
       if (response.ok) {
         if (!req.schema)
