@@ -212,6 +212,17 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
     expect(await balance(user.id)).toBe(1000);
   });
 
+  it('takes the large body limit on every path Express routes to the handler (trailing slash, any case)', async () => {
+    const { auth } = await customer(5000);
+    // Over the 64 KB default, under the completions route's large limit.
+    const body = { messages: [{ role: 'user', content: 'a'.repeat(70_000) }], max_tokens: 10 };
+    for (const path of ['/api/v1/ai/completions/', '/API/V1/AI/Completions', '/Api/v1/ai/completions/']) {
+      const res = await api.http.post(path).set('Authorization', auth).send(body);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      expect(res.body.credits_charged).toBeGreaterThan(0);
+    }
+  });
+
   it('requires authentication', async () => {
     expect((await api.http.post('/api/v1/ai/completions').send({ messages: MESSAGES })).status).toBe(401);
   });
