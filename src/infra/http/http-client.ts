@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, BadGatewayError, DependencyError } from '../../common/errors/app-error.js';
 import { inSpan, SpanKind, tracingEnabled } from '../tracing/spans.js';
+import { RETRY_AFTER_CAP_MS } from './retry-policy.js';
 
 export interface HttpRequest<S extends z.ZodType | undefined = undefined> {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -52,7 +53,7 @@ const RETRYABLE = (status: number) => status === 429 || status >= 500;
 const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal });
 
 /** Retry-After in seconds or as an HTTP date, capped so one provider cannot stall a worker for long. */
-export function retryAfterMs(headers: Headers, capMs = 30_000): number | null {
+export function retryAfterMs(headers: Headers, capMs = RETRY_AFTER_CAP_MS): number | null {
   const value = headers.get('retry-after');
   if (!value) return null;
   const seconds = Number(value);
