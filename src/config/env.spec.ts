@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigError, DEFAULT_DISPOSABLE_DOMAINS_URL, loadConfig } from './env.js';
+import { ConfigError, DEFAULT_DISPOSABLE_DOMAINS_URL, loadConfig, MAX_HTTP_TIMEOUT_MS } from './env.js';
+import { MAX_HTTP_ATTEMPTS, RETRY_AFTER_CAP_MS } from '../infra/http/retry-policy.js';
+import { ORPHAN_AFTER_MS } from '../modules/credits/orphan-window.js';
 
 describe('loadConfig', () => {
   it('applies local defaults in development', () => {
@@ -85,6 +87,21 @@ describe('loadConfig', () => {
     }
   });
 
+  it('bounds HTTP_TIMEOUT_MS so the slowest metered call ends before the reconciler refunds it', () => {
+    // Every attempt timing out and every wait at the Retry-After cap, against the 5-minute orphan window.
+    const worstCase = (timeoutMs: number) =>
+      MAX_HTTP_ATTEMPTS * timeoutMs + (MAX_HTTP_ATTEMPTS - 1) * RETRY_AFTER_CAP_MS;
+    expect(worstCase(MAX_HTTP_TIMEOUT_MS)).toBeLessThan(ORPHAN_AFTER_MS);
+    expect(worstCase(MAX_HTTP_TIMEOUT_MS + 1)).toBeGreaterThanOrEqual(ORPHAN_AFTER_MS);
+    const max = String(MAX_HTTP_TIMEOUT_MS);
+    expect(loadConfig({ HTTP_TIMEOUT_MS: max }).http.timeoutMs).toBe(MAX_HTTP_TIMEOUT_MS);
+    for (const value of [String(MAX_HTTP_TIMEOUT_MS + 1), '90000', '600000']) {
+      expect(() => loadConfig({ HTTP_TIMEOUT_MS: value })).toThrow(
+        `HTTP_TIMEOUT_MS: expected an integer between 1 and ${max}, got "${value}"`,
+      );
+    }
+  });
+
   it('refreshes the disposable-domain list from the upstream list when deployed, never locally', () => {
     expect(DEFAULT_DISPOSABLE_DOMAINS_URL).toBe(
       'https://raw.githubusercontent.com/disposable-email-domains/disposable-email-domains/main/disposable_email_blocklist.conf',
@@ -127,6 +144,8 @@ describe('loadConfig', () => {
     [{ HTTP_MAX_ATTEMPTS: '0' }, /HTTP_MAX_ATTEMPTS/],
     [{ HTTP_MAX_ATTEMPTS: '4' }, /HTTP_MAX_ATTEMPTS/],
     [{ HTTP_MAX_ATTEMPTS: '10' }, /HTTP_MAX_ATTEMPTS/],
+    [{ HTTP_TIMEOUT_MS: '0' }, /HTTP_TIMEOUT_MS/],
+    [{ HTTP_TIMEOUT_MS: '300000' }, /HTTP_TIMEOUT_MS/],
     [{ SHUTDOWN_TIMEOUT_MS: '25s' }, /SHUTDOWN_TIMEOUT_MS/],
     [{ EMAIL_SEND_RETRIES: '-1' }, /EMAIL_SEND_RETRIES/],
     [{ DISPOSABLE_DOMAINS_URL: 'not a url' }, /DISPOSABLE_DOMAINS_URL/],

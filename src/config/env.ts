@@ -7,6 +7,8 @@ import {
   type TierConfig,
 } from './project.config.js';
 import { parseRollover } from '../modules/credits/rollover.js';
+import { ORPHAN_AFTER_MS } from '../modules/credits/orphan-window.js';
+import { MAX_HTTP_ATTEMPTS, RETRY_AFTER_CAP_MS } from '../infra/http/retry-policy.js';
 
 export class ConfigError extends Error {}
 
@@ -126,6 +128,16 @@ const urlOrOff = z
     return value;
   });
 
+/**
+ * A metered call holds its reservation while the provider is called. Its worst case (every attempt
+ * timing out, every wait between attempts at the Retry-After cap) must end before the reconciler takes the
+ * hold for orphaned, or a live call is refunded and its answer given away: 3 x 79,999 + 2 x 30,000 ms is
+ * just under 5 minutes.
+ */
+export const MAX_HTTP_TIMEOUT_MS = Math.floor(
+  (ORPHAN_AFTER_MS - 1 - (MAX_HTTP_ATTEMPTS - 1) * RETRY_AFTER_CAP_MS) / MAX_HTTP_ATTEMPTS,
+);
+
 const schema = z.object({
   APP_ENV: optional.pipe(z.enum(['development', 'test', 'staging', 'production']).optional()),
   PORT: int(3000, 0, 65535),
@@ -178,9 +190,9 @@ const schema = z.object({
   LLM_BASE_URL: url,
   LLM_API_KEY: optional,
   LLM_MODEL: optional,
-  HTTP_TIMEOUT_MS: int(30000, 1),
+  HTTP_TIMEOUT_MS: int(30000, 1, MAX_HTTP_TIMEOUT_MS),
   // Spec limits: "retry of external calls: at most 3 attempts". A larger value would break that promise.
-  HTTP_MAX_ATTEMPTS: int(3, 1, 3),
+  HTTP_MAX_ATTEMPTS: int(MAX_HTTP_ATTEMPTS, 1, MAX_HTTP_ATTEMPTS),
   HEALTH_CHECK_TIMEOUT_MS: int(2500, 1),
   STATUS_DEGRADED_MS: int(500, 1),
   STATUS_DEGRADED_MS_DATABASE: positive,

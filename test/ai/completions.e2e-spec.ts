@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { HttpClient } from '../../src/infra/http/http-client.js';
 import type { User } from '../../src/generated/prisma/client.js';
-import { FakeLlmServer } from '../fakes/llm-server.js';
+import { FakeLlmServer, type LlmBehaviour } from '../fakes/llm-server.js';
 import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
@@ -149,23 +149,39 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
     expect(await balance(user.id)).toBe(50);
   });
 
-  it('refunds and answers 503 when the provider times out', async () => {
-    const config = env.configWith({ HTTP_TIMEOUT_MS: '300' });
-    config.project = { ...config.project, creditsPer1kTokens: 10 };
-    const slowApi = await env.startApi({ config });
-    slowApi.app.get(HttpClient).backoffBaseMs = 1;
-    const { user, auth } = await customer(50);
-    llm.behaviour = { kind: 'slow', ms: 3000 };
-    const res = await slowApi.http
-      .post('/api/v1/ai/completions')
-      .set('Authorization', auth)
-      .send({ messages: MESSAGES, max_tokens: 970 });
-    expect(res.status).toBe(503);
-    expect(res.body).toMatchObject({ status: 503, code: 'upstream_unreachable' });
-    expect(res.headers['retry-after']).toBeDefined();
-    expect(await balance(user.id)).toBe(50);
-    expect((await ledger(user.id)).map((r) => r.kind)).toEqual(['grant', 'spend', 'refund']);
-  });
+  // A timeout or a cut connection on every attempt, before the headers or while the body is read, is
+  // "unreachable" (credits.md): 3 attempts, then 503 upstream_unreachable and the reservation refunded.
+  it.each([
+    ['times out before the headers', { kind: 'slow', ms: 3000 }],
+    ['stalls after the headers (the timeout covers the body)', { kind: 'cut-body', then: 'stall' }],
+    ['resets the connection mid-body', { kind: 'cut-body', then: 'reset' }],
+  ] satisfies [string, LlmBehaviour][])(
+    'refunds and answers 503 after 3 attempts when the provider %s',
+    async (_name, behaviour) => {
+      const config = env.configWith({ HTTP_TIMEOUT_MS: '300' });
+      config.project = { ...config.project, creditsPer1kTokens: 10 };
+      const slowApi = await env.startApi({ config });
+      slowApi.app.get(HttpClient).backoffBaseMs = 1;
+      const { user, auth } = await customer(50);
+      llm.behaviour = behaviour;
+      const before = llm.requests.length;
+      const res = await slowApi.http
+        .post('/api/v1/ai/completions')
+        .set('Authorization', auth)
+        .send({ messages: MESSAGES, max_tokens: 970 });
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({ status: 503, code: 'upstream_unreachable' });
+      expect(res.headers['retry-after']).toBeDefined();
+      expect(llm.requests.length - before).toBe(3);
+      expect(await balance(user.id)).toBe(50);
+      expect((await ledger(user.id)).map((r) => [r.kind, r.delta])).toEqual([
+        ['grant', 50],
+        ['spend', -10],
+        ['refund', 10],
+      ]);
+      expect(await slowApi.prisma.creditHold.count({ where: { userId: user.id } })).toBe(0);
+    },
+  );
 
   it('answers 402 with balance and required when the reservation is not covered, without calling the model', async () => {
     const { user, auth } = await customer(9);
@@ -194,6 +210,17 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
       expect((await complete(auth, body)).status).toBe(400);
     }
     expect(await balance(user.id)).toBe(1000);
+  });
+
+  it('takes the large body limit on every path Express routes to the handler (trailing slash, any case)', async () => {
+    const { auth } = await customer(5000);
+    // Over the 64 KB default, under the completions route's large limit.
+    const body = { messages: [{ role: 'user', content: 'a'.repeat(70_000) }], max_tokens: 10 };
+    for (const path of ['/api/v1/ai/completions/', '/API/V1/AI/Completions', '/Api/v1/ai/completions/']) {
+      const res = await api.http.post(path).set('Authorization', auth).send(body);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      expect(res.body.credits_charged).toBeGreaterThan(0);
+    }
   });
 
   it('requires authentication', async () => {

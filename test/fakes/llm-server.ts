@@ -18,12 +18,19 @@ export type LlmBehaviour =
   /** Holds each request until release() is called, then answers like 'ok'. */
   | { kind: 'held' }
   /** 200 with this exact body: a provider's recorded answer (test/contracts/fixtures/openai). */
-  | { kind: 'recorded'; body: unknown };
+  | { kind: 'recorded'; body: unknown }
+  /**
+   * 200 headers and the first bytes of a completion, then nothing more: `stall` keeps the connection
+   * open (longer than the client's timeout), `reset` destroys it mid-body.
+   */
+  | { kind: 'cut-body'; then: 'stall' | 'reset' };
+
+type Answer = { status: number; body: unknown } | { cut: 'stall' | 'reset' };
 
 /**
  * A local OpenAI-compatible chat completions server (`POST /v1/chat/completions`) for tests: records
  * what it received and answers as told (success with usage, an error status, too slow, a broken body,
- * or held until the test releases it).
+ * a body cut off after the headers, or held until the test releases it).
  */
 export class FakeLlmServer {
   readonly requests: LlmRequest[] = [];
@@ -37,9 +44,17 @@ export class FakeLlmServer {
     const fake = new FakeLlmServer();
     fake.server = createServer((req, res) => {
       void fake.handle(req).then(
-        ({ status, body }) => {
+        (answer) => {
           if (res.writableEnded || res.destroyed) return;
-          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+          if ('cut' in answer) {
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.write('{"id":"chatcmpl-cut","object":"chat.completion","choices":[');
+            if (answer.cut === 'reset') setTimeout(() => res.destroy(), 20);
+            return;
+          }
+          res
+            .writeHead(answer.status, { 'content-type': 'application/json' })
+            .end(JSON.stringify(answer.body));
         },
         () => res.destroy(),
       );
@@ -69,7 +84,7 @@ export class FakeLlmServer {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private async handle(req: IncomingMessage): Promise<{ status: number; body: unknown }> {
+  private async handle(req: IncomingMessage): Promise<Answer> {
     const raw = await new Promise<string>((resolve, reject) => {
       let data = '';
       req.on('data', (chunk: Buffer) => (data += chunk.toString('utf8')));
@@ -88,6 +103,8 @@ export class FakeLlmServer {
         };
       case 'recorded':
         return { status: 200, body: behaviour.body };
+      case 'cut-body':
+        return { cut: behaviour.then };
       case 'invalid':
         return { status: 200, body: { id: 'chatcmpl-x', choices: [{ message: { content: 'no usage' } }] } };
       case 'slow':

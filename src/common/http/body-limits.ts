@@ -9,25 +9,33 @@ import { sendProblem, toProblem } from '../filters/problem-details.filter.js';
 export const FORM_BODY_LIMIT = '64kb';
 
 /**
+ * A request path as the router matches it: Express routes without regard to case and with one optional
+ * trailing slash (its defaults, which Nest keeps), so `/API/v1/ai/completions/` reaches the completions
+ * handler. Every path rule below compares this form, so a body limit follows the route that will run.
+ */
+const routePath = (path: string): string => {
+  const lower = path.toLowerCase();
+  return lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
+};
+
+/** The webhook receivers verify a signature over the raw bytes and parse with their own schemas. */
+const isWebhook = (path: string): boolean => routePath(path).startsWith('/webhooks/');
+
+/**
  * Routes whose JSON bodies may be large: the metered completions (DESIGN 5c: at least 256 KB of
  * messages) and the providers' webhooks (their payloads are theirs to size). Everything else is small.
  */
 export function takesLargeBody(path: string): boolean {
-  return path === '/api/v1/ai/completions' || path.startsWith('/webhooks/');
+  return routePath(path) === '/api/v1/ai/completions' || isWebhook(path);
 }
-
-/** The webhook receivers verify a signature over the raw bytes and parse with their own schemas. */
-const isWebhook = (path: string): boolean => path.startsWith('/webhooks/');
 
 /**
  * The one-click unsubscribe (RFC 8058) ignores its body: the token in `t` authenticates. Its form body is
  * read as bytes under the same limit (413 beyond it) but never decoded, so a mail client's charset
  * (body-parser's form parser answers 415 to anything but utf-8 and iso-8859-1, e.g. `charset=us-ascii`)
- * cannot refuse an unsubscribe. Express matches routes without regard to case or a trailing slash; so
- * does this.
+ * cannot refuse an unsubscribe.
  */
-const ignoresFormBody = (path: string): boolean =>
-  path.toLowerCase().replace(/\/+$/, '') === '/api/v1/email/unsubscribe';
+const ignoresFormBody = (path: string): boolean => routePath(path) === '/api/v1/email/unsubscribe';
 
 /** A form body (`application/x-www-form-urlencoded`, parameters ignored), as body-parser's default. */
 function isForm(req: Request): boolean {

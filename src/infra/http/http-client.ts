@@ -2,8 +2,9 @@ import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
-import { BadGatewayError, DependencyError } from '../../common/errors/app-error.js';
+import { AppError, BadGatewayError, DependencyError } from '../../common/errors/app-error.js';
 import { inSpan, SpanKind, tracingEnabled } from '../tracing/spans.js';
+import { RETRY_AFTER_CAP_MS } from './retry-policy.js';
 
 export interface HttpRequest<S extends z.ZodType | undefined = undefined> {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -53,7 +54,7 @@ export const isRetryableStatus = (status: number): boolean => status === 429 || 
 const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal });
 
 /** Retry-After in seconds or as an HTTP date, capped so one provider cannot stall a worker for long. */
-export function retryAfterMs(headers: Headers, capMs = 30_000): number | null {
+export function retryAfterMs(headers: Headers, capMs = RETRY_AFTER_CAP_MS): number | null {
   const value = headers.get('retry-after');
   if (!value) return null;
   const seconds = Number(value);
@@ -110,7 +111,10 @@ export class HttpClient {
       req.signal?.throwIfAborted();
       if (req.beforeAttempt) await req.beforeAttempt();
       let response: Response;
+      let body: unknown;
       try {
+        // One deadline per attempt, covering the headers and the body: undici aborts the body stream
+        // with the request's signal, so a provider that stalls after its headers times out here too.
         const timeout = AbortSignal.timeout(timeoutMs);
         response = await fetch(req.url, {
           method: req.method,
@@ -123,7 +127,12 @@ export class HttpClient {
           signal: req.signal ? AbortSignal.any([req.signal, timeout]) : timeout,
           redirect: 'error',
         });
+        // Inside the try: a body that times out or is cut off (connection reset mid-body) is the same
+        // network failure as one that never started, retried and finally reported as unreachable.
+        body = await this.readBody(response, req);
       } catch (err) {
+        // Our own verdicts on the answer (too large) are not network failures: no retry.
+        if (err instanceof AppError) throw err;
         // Cancelled by the caller: no retry, the caller knows why.
         if (req.signal?.aborted) throw err;
         lastError = err;
@@ -134,7 +143,6 @@ export class HttpClient {
         if (attempt < maxAttempts) await sleep(this.backoff(attempt), req.signal);
         continue;
       }
-      const body = await this.readBody(response, req);
       if (req.onResponse) await req.onResponse({ status: response.status, headers: response.headers });
       if (response.ok) {
         if (!req.schema)

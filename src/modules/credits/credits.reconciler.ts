@@ -2,9 +2,9 @@ import { Injectable, Logger } from '@nestjs/common';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import { CreditsRepository } from './credits.repository.js';
 import { MeteredCreditsService } from './metered-credits.service.js';
+import { ORPHAN_AFTER_MS } from './orphan-window.js';
 
-/** Spec: a deduct orphaned for 5 minutes is refunded by a reconciler that runs every 60 s. */
-export const ORPHAN_AFTER_MS = 5 * 60_000;
+export { ORPHAN_AFTER_MS };
 const BATCH = 200;
 /** One run handles at most this many batches; the next tick takes the rest. */
 const MAX_BATCHES = 25;
