@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { AppConfig } from '../../config/app-config.js';
-import { BadGatewayError, DependencyError } from '../../common/errors/app-error.js';
-import { BillingApiClient } from '../../modules/billing/billing-api.client.js';
-import { HttpClient } from './http-client.js';
+import type { AppConfig } from '../../src/config/app-config.js';
+import { BadGatewayError, DependencyError } from '../../src/common/errors/app-error.js';
+import { BillingApiClient } from '../../src/modules/billing/billing-api.client.js';
+import { HttpClient } from '../../src/infra/http/http-client.js';
 
 type Mode = 'stall' | 'reset' | 'huge';
 
