@@ -41,3 +41,13 @@ export const isOutageReason = (reason: string | undefined): boolean => !!reason?
 
 /** True for a job whose last attempt failed on an outage: it may be pushed again. */
 export const failedOnOutage = (job: Job): boolean => isOutageReason(job.failedReason);
+
+/**
+ * What to do with a job that failed for good, whose work was asked for at `since` (its outbox entry, its
+ * broadcast run): `again` (failed on an outage within OUTAGE_RETRY_WINDOW_MS: remove it and push it again),
+ * `given_up` (failed on an outage, past the window), null (failed for another reason).
+ */
+export function afterOutage(job: Job, since: Date): 'again' | 'given_up' | null {
+  if (!failedOnOutage(job)) return null;
+  return Date.now() - since.getTime() <= OUTAGE_RETRY_WINDOW_MS ? 'again' : 'given_up';
+}

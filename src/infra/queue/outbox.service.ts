@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../prisma/prisma.service.js';
 import { Unit } from '../prisma/unit-of-work.js';
-import { failedOnOutage, OUTAGE_RETRY_WINDOW_MS } from './job-failure.js';
+import { afterOutage } from './job-failure.js';
 import { QueueService } from './queue.service.js';
 import type { JobDef, QueueName } from './queues.js';
 
@@ -130,7 +130,7 @@ export class OutboxService {
    * them must not lose its follow-up work with them. Each open entry dispatched `olderThanMs` ago is
    * looked up in BullMQ: completed or failed for good closes it, a job still waiting, delayed or active is
    * left alone, a job BullMQ does not know is pushed again under the same id. A job whose last attempt
-   * failed on an outage (`failedOnOutage`: database, Redis or a provider unavailable longer than its
+   * failed on an outage (`afterOutage`: database, Redis or a provider unavailable longer than its
    * attempts) is removed and pushed again under its id while its entry is younger than
    * OUTAGE_RETRY_WINDOW_MS; older, it is closed as given up (logged, counted). Closed entries are pruned
    * after 7 days. Handlers are idempotent (their effects are keyed), so a job that did run and was then
@@ -184,9 +184,10 @@ export class OutboxService {
    * the push then fail, the next pass finds the job `unknown` and pushes it.
    */
   private async retryAfterOutage(row: OpenRow, job: Job | undefined): Promise<boolean> {
-    if (!job || !failedOnOutage(job)) return false;
+    const next = job ? afterOutage(job, row.created_at) : null;
+    if (!job || !next) return false;
     const fields = { queue: row.queue, job_name: row.job_name, job_id: row.job_id, reason: job.failedReason };
-    if (Date.now() - row.created_at.getTime() > OUTAGE_RETRY_WINDOW_MS) {
+    if (next === 'given_up') {
       this.metrics.outboxOutageRetries.inc({ job_name: row.job_name, outcome: 'abandoned' });
       this.logger.error(fields, 'job failed on an outage past its retry window; giving up');
       return false;

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import { failedOnOutage, OUTAGE_RETRY_WINDOW_MS } from '../../infra/queue/job-failure.js';
+import { afterOutage } from '../../infra/queue/job-failure.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { BroadcastDispatcher } from './broadcast-dispatcher.js';
@@ -50,10 +50,7 @@ export class BroadcastSweeper {
       if (LIVE_STATES.has(state)) continue;
       // Failed on an outage (database, Redis or provider unavailable through every attempt): run it again
       // within the window, as the outbox relay does; the dispatcher resumes from the recorded recipients.
-      const outage =
-        state === 'failed' &&
-        failedOnOutage(job!) &&
-        Date.now() - run.createdAt.getTime() <= OUTAGE_RETRY_WINDOW_MS;
+      const outage = state === 'failed' && afterOutage(job!, run.createdAt) === 'again';
       if (state === 'failed' && !outage) {
         // Its retries are used up and the failure handler could not end the run (database down then).
         await this.dispatcher.fail(run.id, new Error(job?.failedReason || 'dispatch job failed'));

@@ -160,16 +160,16 @@ export class UsersRepository {
   }
 
   /** Users whose address is this one (case-insensitive): a complaint about mail we cannot tie to a row. */
-  usersWithAddress(db: Db, address: string): Promise<Pick<User, 'id'>[]> {
-    return db.$queryRaw<Pick<User, 'id'>[]>`
-      SELECT id::text FROM users WHERE lower(email) = ${address.trim().toLowerCase()} LIMIT 10`;
+  usersWithAddress(db: Db, address: string): Promise<Pick<User, 'id' | 'identityUserId'>[]> {
+    return db.$queryRaw<Pick<User, 'id' | 'identityUserId'>[]>`
+      SELECT id::text, identity_user_id AS "identityUserId" FROM users
+      WHERE lower(email) = ${address.trim().toLowerCase()} LIMIT 10`;
   }
 
   /** The identity id of the one user with this address (any case); null when none or several have it. */
   async soleIdentityWithAddress(db: Db, address: string): Promise<string | null> {
-    const rows = await db.$queryRaw<{ identity_user_id: string }[]>`
-      SELECT identity_user_id FROM users WHERE lower(email) = ${address.trim().toLowerCase()} LIMIT 2`;
-    return rows.length === 1 ? rows[0].identity_user_id : null;
+    const users = await this.usersWithAddress(db, address);
+    return users.length === 1 ? users[0].identityUserId : null;
   }
 
   async identityUserIdOf(db: Db, userId: string): Promise<string | null> {
