@@ -37,20 +37,17 @@ export function takesLargeBody(path: string): boolean {
  */
 const ignoresFormBody = (path: string): boolean => routePath(path) === '/api/v1/email/unsubscribe';
 
-/** A form body (`application/x-www-form-urlencoded`, parameters ignored), as body-parser's default. */
-function isForm(req: Request): boolean {
+/** The request's media type without parameters, lower-cased; '' when there is none. */
+function mediaType(req: Request): string {
   const type = req.headers['content-type'];
-  return (
-    typeof type === 'string' &&
-    type.split(';')[0].trim().toLowerCase() === 'application/x-www-form-urlencoded'
-  );
+  return typeof type === 'string' ? type.split(';')[0].trim().toLowerCase() : '';
 }
 
+/** A form body (`application/x-www-form-urlencoded`, parameters ignored), as body-parser's default. */
+const isForm = (req: Request): boolean => mediaType(req) === 'application/x-www-form-urlencoded';
+
 /** body-parser's own default (`application/json`, parameters ignored), decided per request. */
-function isJson(req: Request): boolean {
-  const type = req.headers['content-type'];
-  return typeof type === 'string' && type.split(';')[0].trim().toLowerCase() === 'application/json';
-}
+const isJson = (req: Request): boolean => mediaType(req) === 'application/json';
 
 /**
  * Why a JSON body is too big to parse and hand to class-transformer, or null, read from its bytes before
