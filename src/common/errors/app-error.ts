@@ -39,14 +39,26 @@ const clip = (text: string, max: number): string => (text.length > max ? `${text
 export class ValidationError extends AppError {
   readonly status = 400;
   readonly title = 'Invalid request';
-  /** errors[] keeps the first MAX_FIELD_ERRORS entries; `errors_total` says how many there were. */
-  constructor(detail: string, errors: FieldError[] = [], code = 'validation_failed') {
+  /**
+   * errors[] keeps the first MAX_FIELD_ERRORS entries; `errors_total` says how many there were.
+   * `extensions` adds members of the problem document (e.g. the provider's reason for a refused request).
+   */
+  constructor(
+    detail: string,
+    errors: FieldError[] = [],
+    code = 'validation_failed',
+    extensions: Record<string, unknown> = {},
+  ) {
     const shown = errors
       .slice(0, MAX_FIELD_ERRORS)
       .map((e) => ({ field: clip(e.field, MAX_FIELD_TEXT), message: clip(e.message, MAX_FIELD_TEXT) }));
     super(code, clip(detail, MAX_DETAIL), {
-      extensions:
-        errors.length > shown.length ? { errors: shown, errors_total: errors.length } : { errors: shown },
+      extensions: {
+        ...extensions,
+        ...(errors.length > shown.length
+          ? { errors: shown, errors_total: errors.length }
+          : { errors: shown }),
+      },
     });
   }
 }
@@ -124,11 +136,20 @@ export class BadGatewayError extends AppError {
   }
 }
 
-/** A store or provider we depend on is unavailable; the client may retry. */
+/** Seconds a 503 asks the client to wait when nothing better is known. */
+export const DEFAULT_RETRY_AFTER_SECONDS = 5;
+
+/** A store or provider we depend on is unavailable; the client may retry after `Retry-After` seconds. */
 export class DependencyError extends AppError {
   readonly status = 503;
   readonly title = 'Service unavailable';
-  constructor(detail: string, code = 'dependency_unavailable', cause?: unknown) {
-    super(code, detail, { cause, headers: { 'Retry-After': '5' } });
+  constructor(
+    detail: string,
+    code = 'dependency_unavailable',
+    cause?: unknown,
+    retryAfterSeconds = DEFAULT_RETRY_AFTER_SECONDS,
+  ) {
+    const retryAfter = String(Math.max(1, Math.ceil(retryAfterSeconds)));
+    super(code, detail, { cause, headers: { 'Retry-After': retryAfter } });
   }
 }

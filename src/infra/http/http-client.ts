@@ -38,12 +38,17 @@ export interface HttpResponse<T> {
   attempts: number;
 }
 
-/** A non-2xx answer after the retries were used up (or a non-retryable status). */
+/**
+ * A non-2xx answer after the retries were used up (or a non-retryable status): the last response's
+ * status, body and headers (e.g. its Retry-After). `responseHeaders` are the provider's and are never
+ * sent on; AppError's own `headers` are the ones our answer carries.
+ */
 export class ProviderHttpError extends BadGatewayError {
   constructor(
     readonly provider: string,
     readonly httpStatus: number,
     readonly responseBody: unknown,
+    readonly responseHeaders: Headers = new Headers(),
   ) {
     super(`${provider} answered ${httpStatus}.`, 'upstream_error');
   }
@@ -166,7 +171,7 @@ export class HttpClient {
           attempts: attempt,
         };
       }
-      lastError = new ProviderHttpError(req.provider, response.status, body);
+      lastError = new ProviderHttpError(req.provider, response.status, body, response.headers);
       if (!isRetryableStatus(response.status) || attempt === maxAttempts) throw lastError;
       this.logger.warn(
         { provider: req.provider, attempt, status: response.status },
