@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { HttpClient } from '../../src/infra/http/http-client.js';
 import type { User } from '../../src/generated/prisma/client.js';
+import { fixture } from '../contracts/contract-support.js';
 import { FakeLlmServer, type LlmBehaviour } from '../fakes/llm-server.js';
 import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
@@ -112,32 +113,150 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
     expect(await balance(user.id)).toBe(0);
   });
 
-  it('refunds at once and answers 502 problem+json when the provider fails (after 3 attempts)', async () => {
-    const { user, auth } = await customer(50);
-    llm.behaviour = { kind: 'status', status: 500 };
-    const before = llm.requests.length;
-    const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
-    expect(res.status).toBe(502);
-    expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
-    expect(res.body).toMatchObject({ status: 502, code: 'upstream_error' });
-    expect(llm.requests.length - before).toBe(3);
-    const rows = await ledger(user.id);
-    expect(rows.filter((r) => r.kind !== 'grant').map((r) => [r.kind, r.delta])).toEqual([
-      ['spend', -10],
-      ['refund', 10],
-    ]);
-    expect(await balance(user.id)).toBe(50);
-    expect(await api.prisma.creditHold.count({ where: { userId: user.id } })).toBe(0);
-  });
+  describe('provider errors: what the caller is told, the reservation refunded every time', () => {
+    /** The reservation (10 credits) refunded at once: spend and refund, the balance as it was, no hold. */
+    async function expectRefunded(userId: string, granted: number) {
+      expect((await ledger(userId)).map((r) => [r.kind, r.delta])).toEqual([
+        ['grant', granted],
+        ['spend', -10],
+        ['refund', 10],
+      ]);
+      expect(await balance(userId)).toBe(granted);
+      expect(await api.prisma.creditHold.count({ where: { userId } })).toBe(0);
+    }
+    const problem = (res: { status: number; headers: Record<string, string>; body: unknown }) => {
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      return res.body as { status: number; code: string; detail: string; [member: string]: unknown };
+    };
 
-  it('does not retry a 4xx from the provider and refunds (502)', async () => {
-    const { user, auth } = await customer(50);
-    llm.behaviour = { kind: 'status', status: 400 };
-    const before = llm.requests.length;
-    const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
-    expect(res.status).toBe(502);
-    expect(llm.requests.length - before).toBe(1);
-    expect(await balance(user.id)).toBe(50);
+    it('a provider still rate limiting after 3 attempts: 503 upstream_rate_limited with its Retry-After', async () => {
+      const { user, auth } = await customer(50);
+      llm.behaviour = {
+        kind: 'status',
+        status: 429,
+        headers: { 'retry-after': '2' },
+        body: {
+          error: {
+            message: 'Rate limit reached for requests',
+            type: 'requests',
+            param: null,
+            code: 'rate_limit_exceeded',
+          },
+        },
+      };
+      const before = llm.requests.length;
+      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(res.status).toBe(503);
+      expect(problem(res)).toMatchObject({ status: 503, code: 'upstream_rate_limited' });
+      // The provider's last Retry-After (not the 5 s default of our other 503s).
+      expect(res.headers['retry-after']).toBe('2');
+      expect(res.headers['ratelimit-limit']).toBe('60');
+      expect(llm.requests.length - before).toBe(3);
+      await expectRefunded(user.id, 50);
+    });
+
+    it('a provider failing (500) on every attempt: 503 upstream_unavailable with Retry-After', async () => {
+      const { user, auth } = await customer(50);
+      llm.behaviour = { kind: 'status', status: 500 };
+      const before = llm.requests.length;
+      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(res.status).toBe(503);
+      expect(problem(res)).toMatchObject({ status: 503, code: 'upstream_unavailable' });
+      expect(res.headers['retry-after']).toBe('5');
+      expect(llm.requests.length - before).toBe(3);
+      await expectRefunded(user.id, 50);
+    });
+
+    it('a request the provider refuses (400 context_length_exceeded): 400 completion_rejected quoting why, no retry', async () => {
+      const { user, auth } = await customer(50);
+      const rejection = fixture<{ error: { message: string } }>(
+        'openai',
+        'chat-completion.error-context-length',
+      );
+      llm.behaviour = { kind: 'status', status: 400, body: rejection };
+      const before = llm.requests.length;
+      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(res.status).toBe(400);
+      const body = problem(res);
+      expect(body).toMatchObject({
+        status: 400,
+        code: 'completion_rejected',
+        provider_error: {
+          status: 400,
+          type: 'invalid_request_error',
+          code: 'context_length_exceeded',
+          param: 'messages',
+        },
+      });
+      expect(body.detail).toContain('(type invalid_request_error, code context_length_exceeded)');
+      expect(body.detail).toContain(rejection.error.message);
+      expect(res.headers['retry-after']).toBeUndefined();
+      expect(llm.requests.length - before).toBe(1);
+      await expectRefunded(user.id, 50);
+    });
+
+    it.each([413, 422])(
+      'a %i with a hostile message: 400 completion_rejected, the message on one short printable line',
+      async (status) => {
+        const { user, auth } = await customer(50);
+        const message = `first line\r\n\u001b[2J\u202Etxt.exe ${'x'.repeat(5000)}`;
+        llm.behaviour = {
+          kind: 'status',
+          status,
+          body: { error: { message, type: 'invalid_request_error', code: null } },
+        };
+        const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+        expect(res.status).toBe(400);
+        const body = problem(res);
+        expect(body).toMatchObject({ code: 'completion_rejected', provider_error: { status } });
+        expect(body.detail).toContain('first line [2J txt.exe xxx');
+        // eslint-disable-next-line no-control-regex -- matching control characters is the point
+        expect(body.detail).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202A-\u202E]/);
+        expect(body.detail.length).toBeLessThan(600);
+        await expectRefunded(user.id, 50);
+      },
+    );
+
+    it.each([401, 403, 404])(
+      'a %i is our misconfiguration: 502 upstream_error without the provider’s text, no retry',
+      async (status) => {
+        const { user, auth } = await customer(50);
+        llm.behaviour = {
+          kind: 'status',
+          status,
+          body: {
+            error: {
+              message: 'Incorrect API key provided: sk-test****-llm',
+              type: 'invalid_request_error',
+              param: null,
+              code: 'invalid_api_key',
+            },
+          },
+        };
+        const before = llm.requests.length;
+        const logsBefore = env.logs.lines.length;
+        const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+        expect(res.status).toBe(502);
+        const body = problem(res);
+        expect(body).toMatchObject({ status: 502, code: 'upstream_error' });
+        expect(JSON.stringify(body)).not.toMatch(/Incorrect API key|invalid_api_key|sk-test/);
+        expect(body.provider_error).toBeUndefined();
+        expect(llm.requests.length - before).toBe(1);
+        await expectRefunded(user.id, 50);
+        // Logged for the operators as an error naming the provider's status and code, never its message.
+        const written = env.logs.lines.slice(logsBefore);
+        const logged = written.find((line) => line.includes('check LLM_API_KEY'));
+        expect(logged).toBeDefined();
+        expect(JSON.parse(logged!)).toMatchObject({
+          level: 50,
+          provider_status: status,
+          provider_type: 'invalid_request_error',
+          provider_code: 'invalid_api_key',
+          code: 'upstream_error',
+        });
+        expect(written.join('\n')).not.toContain('Incorrect API key');
+      },
+    );
   });
 
   it('refunds and answers 502 when the response breaks the contract', async () => {
@@ -271,7 +390,7 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
       expect(changed.body.code).toBe('idempotency_key_mismatch');
 
       llm.behaviour = { kind: 'status', status: 503 };
-      expect((await complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'k-failed')).status).toBe(502);
+      expect((await complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'k-failed')).status).toBe(503);
       llm.behaviour = { kind: 'ok' };
       const retried = await complete(auth, { messages: MESSAGES, max_tokens: 970 }, 'k-failed');
       expect(retried.status).toBe(409);

@@ -9,8 +9,11 @@ export interface LlmRequest {
 export type LlmBehaviour =
   /** 200 with a completion and its usage. */
   | { kind: 'ok'; content?: string; usage?: { prompt_tokens: number; completion_tokens: number } }
-  /** Every attempt answers this status. */
-  | { kind: 'status'; status: number }
+  /**
+   * Every attempt answers this status, with this body (default: an OpenAI-shaped server error) and
+   * these headers (e.g. Retry-After).
+   */
+  | { kind: 'status'; status: number; body?: unknown; headers?: Record<string, string> }
   /** Answers only after `ms` (longer than the client's timeout). */
   | { kind: 'slow'; ms: number }
   /** 200 whose body breaks the contract (no usage). */
@@ -25,7 +28,8 @@ export type LlmBehaviour =
    */
   | { kind: 'cut-body'; then: 'stall' | 'reset' };
 
-type Answer = { status: number; body: unknown } | { cut: 'stall' | 'reset' };
+type Answer =
+  { status: number; body: unknown; headers?: Record<string, string> } | { cut: 'stall' | 'reset' };
 
 /**
  * A local OpenAI-compatible chat completions server (`POST /v1/chat/completions`) for tests: records
@@ -53,7 +57,7 @@ export class FakeLlmServer {
             return;
           }
           res
-            .writeHead(answer.status, { 'content-type': 'application/json' })
+            .writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers })
             .end(JSON.stringify(answer.body));
         },
         () => res.destroy(),
@@ -99,7 +103,8 @@ export class FakeLlmServer {
       case 'status':
         return {
           status: behaviour.status,
-          body: { error: { message: 'fake failure', type: 'server_error' } },
+          body: behaviour.body ?? { error: { message: 'fake failure', type: 'server_error' } },
+          headers: behaviour.headers,
         };
       case 'recorded':
         return { status: 200, body: behaviour.body };

@@ -171,7 +171,7 @@ describe('logs written during the security scenarios hold no secrets, tokens or 
     llm.behaviour = { kind: 'status', status: 500 };
     expect(
       (await api.http.post('/api/v1/ai/completions').set('Authorization', u.auth).send(body)).status,
-    ).toBe(502);
+    ).toBe(503);
     llm.behaviour = { kind: 'ok' };
 
     // E-mails: welcome (signup hook) and a broadcast; wait until the worker sent them.

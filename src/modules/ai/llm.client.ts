@@ -1,8 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, BadGatewayError } from '../../common/errors/app-error.js';
-import { HttpClient } from '../../infra/http/http-client.js';
+import { HttpClient, ProviderHttpError } from '../../infra/http/http-client.js';
+import { completionFailure, providerReason } from './llm-errors.js';
 
 /**
  * The message of the first choice: an answer (`content`) or, from models that refuse, `content: null`
@@ -45,14 +46,18 @@ export interface ChatCompletion {
  */
 @Injectable()
 export class LlmClient {
+  private readonly logger = new Logger(LlmClient.name);
+
   constructor(
     private readonly config: AppConfig,
     private readonly http: HttpClient,
   ) {}
 
   /**
-   * Throws AppErrors only: 502 `upstream_error` / `upstream_invalid_response` when the provider answered
-   * badly, 503 `upstream_unreachable` when it could not be reached in time.
+   * Throws AppErrors only: 503 `upstream_unreachable` when the provider could not be reached in time;
+   * for its non-2xx answers see `completionFailure` (503 `upstream_rate_limited` / `upstream_unavailable`,
+   * 400 `completion_rejected`, 502 `upstream_error`); 502 `upstream_invalid_response` for a 2xx off the
+   * contract.
    */
   async complete(messages: { role: string; content: string }[], maxTokens: number): Promise<ChatCompletion> {
     const { apiKey, baseUrl, model } = this.config.llm;
@@ -73,8 +78,34 @@ export class LlmClient {
       // The tokens were spent either way, so a refusal is charged like an answer (DESIGN.md 5c).
       return { content: content ?? null, refusal: refusal ?? null, usage: body.usage };
     } catch (err) {
+      if (err instanceof ProviderHttpError) throw this.failure(err);
       if (err instanceof AppError) throw err;
       throw new BadGatewayError('The language-model provider call failed.', 'upstream_error', err);
     }
+  }
+
+  /**
+   * The provider's identifiers are logged, never its message (it may quote the prompt or part of a key).
+   * A 502 is ours to fix (key, model, address), so it is logged as an error.
+   */
+  private failure(err: ProviderHttpError): AppError {
+    const reason = providerReason(err.responseBody);
+    const failure = completionFailure(err, reason);
+    const fields = {
+      provider_status: err.httpStatus,
+      provider_type: reason.type,
+      provider_code: reason.code,
+      provider_param: reason.param,
+      code: failure.code,
+    };
+    if (failure.status === 502) {
+      this.logger.error(
+        fields,
+        'the language-model provider refused our call: check LLM_API_KEY, LLM_MODEL and LLM_BASE_URL',
+      );
+    } else {
+      this.logger.warn(fields, 'the language-model provider did not complete the call');
+    }
+    return failure;
   }
 }
