@@ -69,7 +69,7 @@ export async function upgrade(tier: 'PRO' | 'TEAM'): Promise<void> {
 
 /** A metered completion with a retry that is never charged twice. */
 export async function ask(question: string): Promise<string | null> {
-  const key = newIdempotencyKey(); // one per user action, reused by its retries
+  let key = newIdempotencyKey(); // one per user action, reused by its retries
   for (let attempt = 0; attempt < 3; attempt++) {
     const { data, error, response } = await api.POST('/api/v1/ai/completions', {
       params: { header: { 'Idempotency-Key': key } },
@@ -82,7 +82,11 @@ export async function ask(question: string): Promise<string | null> {
       return data.content;
     }
     if (error.code === 'insufficient_credits') throw new Error('Buy credits first.');
+    // The provider refused the request itself (e.g. too long for the model): the same request fails again.
+    if (error.code === 'completion_rejected') throw new Error(explain(error));
     if (response.status === 429 || response.status >= 500) {
+      // A provider failure (upstream_*) was refunded and spends its key: the next attempt needs a new one.
+      if (error.code.startsWith('upstream_')) key = newIdempotencyKey();
       await new Promise((resolve) => setTimeout(resolve, (limit?.retryAfterSeconds ?? 1) * 1000));
       continue;
     }

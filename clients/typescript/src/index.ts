@@ -53,7 +53,7 @@ export interface RateLimit {
   resetSeconds: number;
   /** The windows that apply (metered routes), e.g. `60;w=60, 5000;w=86400`. */
   policy: string | null;
-  /** On a 429: seconds to wait before retrying. */
+  /** On a 429 or 503: seconds to wait before retrying. */
   retryAfterSeconds: number | null;
 }
 

@@ -4807,7 +4807,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompletionResponseDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request (e.g. longer than the model takes); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4865,7 +4865,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description upstream_error: the provider failed; the credits were refunded */
+            /** @description upstream_error (the provider refused our credentials or configuration), upstream_invalid_response or upstream_response_too_large; the credits were refunded */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -4874,9 +4874,10 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description upstream_unreachable or rate_limiter_unavailable */
+            /** @description upstream_rate_limited (the provider is rate limiting this service), upstream_unavailable (it kept failing) or upstream_unreachable (it could not be reached), the credits refunded; or rate_limiter_unavailable, nothing charged. Retry after `Retry-After` seconds; after an upstream_* failure with a new Idempotency-Key (the failed one answers 409 idempotency_key_reused) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {

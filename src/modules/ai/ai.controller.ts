@@ -50,12 +50,26 @@ export class AiController {
       },
     },
   })
+  @ApiResponse({
+    status: 400,
+    description:
+      'validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request (e.g. longer than the model takes); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again',
+  })
   @ApiResponse({ status: 402, description: 'insufficient_credits (problem+json with balance and required)' })
   @ApiResponse({ status: 409, description: 'request_in_progress or idempotency_key_reused' })
   @ApiResponse({ status: 422, description: 'idempotency_key_mismatch' })
   @ApiResponse({ status: 429, description: 'rate_limited, with Retry-After and RateLimit-* headers' })
-  @ApiResponse({ status: 502, description: 'upstream_error: the provider failed; the credits were refunded' })
-  @ApiResponse({ status: 503, description: 'upstream_unreachable or rate_limiter_unavailable' })
+  @ApiResponse({
+    status: 502,
+    description:
+      'upstream_error (the provider refused our credentials or configuration), upstream_invalid_response or upstream_response_too_large; the credits were refunded',
+  })
+  @ApiResponse({
+    status: 503,
+    description:
+      'upstream_rate_limited (the provider is rate limiting this service), upstream_unavailable (it kept failing) or upstream_unreachable (it could not be reached), the credits refunded; or rate_limiter_unavailable, nothing charged. Retry after `Retry-After` seconds; after an upstream_* failure with a new Idempotency-Key (the failed one answers 409 idempotency_key_reused)',
+    headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+  })
   async complete(
     @CurrentUser() user: User,
     @Body() body: CreateCompletionDto,
