@@ -5,7 +5,8 @@
  * A provider gone bad (off-contract JSON, HTML, redirects to an internal address, oversized bodies,
  * prototype keys, absurd numbers) may fail a request, never corrupt state, never be followed elsewhere,
  * never be passed through unchecked. Routes and consumers covered:
- * - POST /api/v1/ai/completions (language model): 502/503 and the reservation refunded; an absurd token
+ * - POST /api/v1/ai/completions (language model): 502/503 and the reservation refunded; a refusal of the
+ *   request (400/413/422) is quoted only as one short printable line and identifiers; an absurd token
  *   count never charges more than the reservation; prototype keys in the answer pollute nothing;
  * - POST /api/v1/billing/subscription/cancel (billing API): 502/503, the subscription row untouched, the
  *   attempt audited as failed;
@@ -106,7 +107,7 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
           usage: { prompt_tokens: 1, completion_tokens: 1 },
         },
       },
-      { status: 400, body: { error: { message: MARK } } },
+      { status: 401, body: { error: { message: MARK } } },
       { status: 500, body: { error: { message: MARK } } },
       ...redirects(),
       ...oversized(),
@@ -125,6 +126,38 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
       expect({ label, balance: row.creditBalance }).toEqual({ label, balance: 100 });
     }
     expect(canary.connections).toEqual([]);
+    await expectLedgerConsistent(api.prisma);
+  });
+
+  it('quotes a refused request’s reason as one bounded printable line, never the rest of the answer', async () => {
+    const owner = await world.user('ai-refused');
+    await api.prisma.user.update({ where: { id: owner.user.id }, data: { currentTier: 'PRO' } });
+    await grantCredits(api, owner.user.id, 100);
+    const message = `${MARK}\r\n\u001b]8;;http://evil.example\u0007link\u001b]8;;\u0007\u202E${'x'.repeat(BIG / 1024)}`;
+    hostile.answer = {
+      status: 400,
+      body: {
+        error: { message, type: '<script>alert(1)</script>', code: 'x'.repeat(100), param: { $ne: 1 } },
+        other: `${MARK}-ELSEWHERE`,
+      },
+    };
+    const res = await api.http
+      .post('/api/v1/ai/completions')
+      .set('Authorization', owner.auth)
+      .send({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({
+      code: 'completion_rejected',
+      provider_error: { status: 400, type: null, code: null, param: null },
+    });
+    expect(res.body.detail).toContain(`${MARK} ]8;;http://evil.example link ]8;;`);
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    expect(res.body.detail).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202A-\u202E]/);
+    expect(res.body.detail.length).toBeLessThan(600);
+    expect(res.text).not.toContain('ELSEWHERE');
+    expect(res.text).not.toContain('<script>');
+    const row = await api.prisma.user.findUniqueOrThrow({ where: { id: owner.user.id } });
+    expect(row.creditBalance).toBe(100);
     await expectLedgerConsistent(api.prisma);
   });
 
