@@ -13,12 +13,14 @@ import {
   transactionEvent,
 } from '../support/billing.js';
 import { expectLedgerConsistent } from '../support/credits.js';
+import { HeldEvents } from '../support/held-events.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 // A refund and the event that writes the grant it takes back, applied by two apply batches open at the same
 // time (the worker runs two at once). The first event's transaction is held open at its end (its audit
-// entry's insert sleeps) while the second one's batch runs: neither may miss the other (decision "claw-back
-// serialization"). Rollover `full` everywhere, so no expiry row blurs the sums.
+// entry's insert sleeps: HeldEvents) while the second one's batch runs: neither may miss the other (decision
+// "claw-back serialization"; its one exception to the lock order: clawback-lock-order.e2e-spec.ts). Rollover
+// `full` everywhere, so no expiry row blurs the sums.
 
 const PACK_S = 'pri_pack_s';
 /** How long the first event's transaction stays open after its handler ran. */
@@ -36,27 +38,13 @@ const BOTH_WAYS = [
 describe('claw-back against its grant in two concurrent apply batches', () => {
   let env: TestEnv;
   let api: ApiApp;
+  let held: HeldEvents;
 
   beforeAll(async () => {
     env = await TestEnv.create();
     api = await env.startApi();
     await env.startWorker();
-    // The audit entries of a batch are inserted right before its commit: an event listed here keeps its
-    // transaction open that long, once per attempt (the row is deleted by the transaction that slept).
-    await api.prisma.$executeRawUnsafe(
-      `CREATE TABLE test_held_events (event_id text PRIMARY KEY, seconds float8 NOT NULL)`,
-    );
-    await api.prisma.$executeRawUnsafe(`
-      CREATE FUNCTION test_hold_event() RETURNS trigger LANGUAGE plpgsql AS $$
-      DECLARE held float8;
-      BEGIN
-        DELETE FROM test_held_events WHERE event_id = NEW.details->>'event_id' RETURNING seconds INTO held;
-        IF held IS NOT NULL THEN PERFORM pg_sleep(held); END IF;
-        RETURN NEW;
-      END $$`);
-    await api.prisma.$executeRawUnsafe(
-      `CREATE TRIGGER test_hold_event BEFORE INSERT ON audit_logs FOR EACH ROW EXECUTE FUNCTION test_hold_event()`,
-    );
+    held = await HeldEvents.install(api.prisma);
   });
   afterEach(async () => {
     await expectLedgerConsistent(api.prisma, { allowNegative: true });
@@ -65,8 +53,7 @@ describe('claw-back against its grant in two concurrent apply batches', () => {
 
   /** Delivers `first` (its transaction held open), then `second` while it is; both must be processed. */
   async function race(first: { event_id: string }, second: object): Promise<void> {
-    await api.prisma.$executeRaw`
-      INSERT INTO test_held_events (event_id, seconds) VALUES (${first.event_id}, ${HELD_SECONDS})`;
+    await held.holdFor(first.event_id, HELD_SECONDS);
     const firstDone = deliver(api, first);
     await new Promise((resolve) => setTimeout(resolve, SECOND_AFTER_MS));
     const [a, b] = await Promise.all([firstDone, deliver(api, second)]);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import type { PrismaService } from '../../src/infra/prisma/prisma.service.js';
-import { OUTAGE_MARK } from '../../src/infra/queue/job-failure.js';
+import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
+import { OUTAGE_MARK, OUTAGE_RETRY_WINDOW_MS } from '../../src/infra/queue/job-failure.js';
 import { OutboxService } from '../../src/infra/queue/outbox.service.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
@@ -74,6 +75,50 @@ describe('fault injection: an outage outlasting an outbox job attempts', () => {
     expect(closed.completedAt).not.toBeNull();
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(await db.emailMessage.count({ where: { userId: user.id } })).toBe(1);
+  }, 90_000);
+
+  it('gives up a job that failed through an outage past the retry window: logged, counted, its row closed', async () => {
+    const user = await createUser(db, {
+      identityUserId: 'user_outbox_given_up',
+      email: 'given-up@example.com',
+    });
+    const jobId = `post-signup-${user.id}`;
+    const queue = worker.get(QueueService).queue(JOBS.postSignup.queue);
+    proxy.cut('reset');
+    await dispatched(jobId, { userId: user.id });
+    await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 30_000, 100);
+    expect((await queue.getJob(jobId))!.failedReason).toMatch(new RegExp(`^${OUTAGE_MARK}`));
+    proxy.restore();
+    // Time travel: the commit that wrote the row is older than the window.
+    await db.outboxEntry.updateMany({
+      where: { jobId },
+      data: { createdAt: new Date(Date.now() - OUTAGE_RETRY_WINDOW_MS - 3_600_000) },
+    });
+    const abandoned = async () =>
+      (await worker.get(MetricsService).outboxOutageRetries.get()).values.find(
+        (v) => v.labels.job_name === JOBS.postSignup.name && v.labels.outcome === 'abandoned',
+      )?.value ?? 0;
+    const before = await abandoned();
+
+    expect(await worker.get(OutboxService).relay(500, 0)).toBe(0);
+    const row = await db.outboxEntry.findFirstOrThrow({ where: { jobId } });
+    expect(row.completedAt).not.toBeNull();
+    expect(await abandoned()).toBe(before + 1);
+    const logged = env.logs.lines
+      .map((line) => JSON.parse(line) as { level: number; msg: string; job_id?: string; reason?: string })
+      .filter((line) => line.job_id === jobId);
+    expect(logged).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        msg: 'job failed on an outage past its retry window; giving up',
+        reason: expect.stringMatching(new RegExp(`^${OUTAGE_MARK}`)),
+      }),
+    );
+    // Not pushed: the job stays failed, the closed row is not looked at again, and no e-mail was written.
+    expect(await queue.getJobState(jobId)).toBe('failed');
+    expect(await worker.get(OutboxService).relay(500, 0)).toBe(0);
+    expect(await abandoned()).toBe(before + 1);
+    expect(await db.emailMessage.count({ where: { userId: user.id } })).toBe(0);
   }, 90_000);
 
   it('still closes the row of a job that failed for a reason other than an outage', async () => {

@@ -20,12 +20,15 @@ export const OUTAGE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 
 /**
  * An outage rather than a fault of the job: a store unreachable (isDependencyFailure), a provider that
- * stayed unreachable or kept answering 429/5xx through HttpClient's own retries.
+ * stayed unreachable or kept answering 429/5xx through HttpClient's own retries. An error that wraps one
+ * (its `cause`: a broadcast's DeliveryInterrupted around the e-mail provider's EmailSendError around the
+ * HTTP failure) is one too.
  */
-export function isOutageFailure(err: unknown): boolean {
+export function isOutageFailure(err: unknown, depth = 0): boolean {
   if (err instanceof ProviderHttpError) return isRetryableStatus(err.httpStatus);
   if (err instanceof DependencyError && err.code === 'upstream_unreachable') return true;
-  return isDependencyFailure(err);
+  if (isDependencyFailure(err)) return true;
+  return err instanceof Error && depth < 4 && isOutageFailure(err.cause, depth + 1);
 }
 
 /** The error an attempt records: an outage gets OUTAGE_MARK in front of its message, anything else as thrown. */

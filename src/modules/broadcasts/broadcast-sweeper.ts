@@ -14,7 +14,10 @@ export interface SweepOutcome {
   checked: number;
   /** Runs whose job was gone: enqueued again (the dispatcher resumes from the recorded recipients). */
   requeued: string[];
-  /** Runs whose job had failed for good (not on an outage) without ending the run: ended failed now. */
+  /**
+   * Runs whose job had failed for good without ending the run, not on an outage or on one past
+   * OUTAGE_RETRY_WINDOW_MS (afterOutage `given_up`): ended failed now.
+   */
   failed: string[];
 }
 

@@ -25,8 +25,9 @@ export class EmailSendError extends Error {
     readonly kind: SendFailureKind,
     readonly httpStatus: number | null,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = 'EmailSendError';
   }
 }

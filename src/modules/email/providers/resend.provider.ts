@@ -109,9 +109,11 @@ export class ResendEmailProvider extends EmailProvider {
           classify(err.httpStatus, err.responseBody),
           err.httpStatus,
           providerMessage(err),
+          // What the job's failure is classified by (job-failure.ts isOutageFailure).
+          { cause: err },
         );
       }
-      throw new EmailSendError('unavailable', null, (err as Error).message);
+      throw new EmailSendError('unavailable', null, (err as Error).message, { cause: err });
     }
   }
 }

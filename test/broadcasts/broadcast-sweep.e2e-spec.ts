@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import type { User } from '../../src/generated/prisma/client.js';
+import { HttpClient } from '../../src/infra/http/http-client.js';
+import { OUTAGE_MARK, OUTAGE_RETRY_WINDOW_MS } from '../../src/infra/queue/job-failure.js';
+import { QueueService } from '../../src/infra/queue/queue.service.js';
+import { JOBS } from '../../src/infra/queue/queues.js';
+import { BroadcastSweeper } from '../../src/modules/broadcasts/broadcast-sweeper.js';
+import { broadcastJobId } from '../../src/modules/broadcasts/broadcasts.service.js';
+import { createAudience } from '../factories/audience.factory.js';
+import { FakeEmailApi } from '../fakes/email-api.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { waitFor } from '../support/wait.js';
+
+/**
+ * The job's own first push, two attempts 100 ms apart instead of the production five from 2 s: the same
+ * "every attempt failed" end in a second (as test/faults/outbox-outage.e2e-spec.ts). The sweep's push uses
+ * the production options.
+ */
+const SHORT = { attempts: 2, backoff: { type: 'fixed', delay: 100 } };
+
+/**
+ * A broadcast whose every job attempt failed on a provider outage (the fake answers 503 for its members
+ * through all of HttpClient's retries): the run is left `running` with its job failed, and the sweep decides
+ * by the run's age (docs/decisions/faults.md, "Outage longer than a job's attempts"). The runs are written
+ * without an outbox row, so only the sweep can find them.
+ */
+describe('broadcast sweep: a run whose job failed for good on an outage', () => {
+  let fake: FakeEmailApi;
+  let env: TestEnv;
+  let api: ApiApp;
+  let worker: INestApplication;
+
+  beforeAll(async () => {
+    fake = await FakeEmailApi.start();
+    env = await TestEnv.create({ env: fake.env() });
+    env.onClose(() => fake.close());
+    api = await env.startApi();
+    worker = await env.startWorker();
+    worker.get(HttpClient).backoffBaseMs = 5;
+  });
+  afterAll(() => env.close());
+  beforeEach(() => fake.reset());
+
+  const run = (id: string) => api.prisma.broadcastRun.findUniqueOrThrow({ where: { id } });
+  const queue = () => api.app.get(QueueService).queue(JOBS.dispatchBroadcast.queue);
+
+  /**
+   * Each test addresses the users who signed up on its own day, so the other test's members stay out of its
+   * audience.
+   */
+  const day = (n: number) => {
+    const start = new Date(Date.UTC(2031, 0, n));
+    return {
+      createdAt: new Date(start.getTime() + 3_600_000),
+      audience: {
+        signed_up_after: start.toISOString(),
+        signed_up_before: new Date(start.getTime() + 86_400_000).toISOString(),
+      },
+    };
+  };
+
+  /** A queued run for `members` whose job fails for good while the provider is down for them. */
+  async function failedOnOutage(n: number, label: string): Promise<{ runId: string; members: User[] }> {
+    const { createdAt, audience } = day(n);
+    const members = await createAudience(api.prisma, label, 3, { consent: true, createdAt });
+    for (const m of members) fake.failAddress(m.email);
+    const { id: runId } = await api.prisma.broadcastRun.create({
+      data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
+    });
+    const jobId = broadcastJobId(runId);
+    await api.app.get(QueueService).add(JOBS.dispatchBroadcast, { runId }, { jobId, ...SHORT });
+    const ended = await waitFor(async () => {
+      const state = await queue().getJobState(jobId);
+      return state === 'failed' || state === 'completed' ? state : null;
+    }, 20_000);
+    // Not `completed` with the run ended `failed`: the last attempt's outage leaves the run to a later push.
+    expect(ended).toBe('failed');
+    const job = await queue().getJob(jobId);
+    expect(job!.attemptsMade).toBe(SHORT.attempts);
+    expect(job!.failedReason).toMatch(new RegExp(`^${OUTAGE_MARK}`));
+    // The outage did not end the run: its batch stays reserved for a later attempt under its key.
+    expect(await run(runId)).toMatchObject({ status: 'running', finishedAt: null });
+    expect(fake.deliveries).toHaveLength(0);
+    for (const m of members) fake.restoreAddress(m.email);
+    return { runId, members };
+  }
+
+  it('pushes the job of a run that failed on an outage again within the window: the run resumes and ends done', async () => {
+    const { runId, members } = await failedOnOutage(1, 'sweep-again');
+
+    const outcome = await worker.get(BroadcastSweeper).sweep();
+    expect(outcome.requeued).toContain(runId);
+    expect(outcome.failed).not.toContain(runId);
+    const done = await waitFor(async () => {
+      const current = await run(runId);
+      return current.status === 'done' ? current : null;
+    }, 20_000);
+    expect(done).toMatchObject({ sentCount: 3, failedCount: 0, recipientsTotal: 3 });
+    // Each member once, from the batch the failed attempts had reserved, resent under its key.
+    expect(fake.deliveries.map((d) => d.to).sort()).toEqual(members.map((m) => m.email).sort());
+    expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+  });
+
+  it('ends a run failed on an outage past the window failed, with the outage as its error, and sends nothing', async () => {
+    const { runId } = await failedOnOutage(2, 'sweep-given-up');
+    // Time travel: the run was created longer ago than the window (the provider's idempotency window).
+    await api.prisma.broadcastRun.update({
+      where: { id: runId },
+      data: { createdAt: new Date(Date.now() - OUTAGE_RETRY_WINDOW_MS - 3_600_000) },
+    });
+    const requestsBefore = fake.requests.length;
+
+    const outcome = await worker.get(BroadcastSweeper).sweep();
+    expect(outcome.failed).toContain(runId);
+    expect(outcome.requeued).not.toContain(runId);
+    const ended = await run(runId);
+    expect(ended).toMatchObject({ status: 'failed', sentCount: 0 });
+    expect(ended.finishedAt).not.toBeNull();
+    expect(ended.error).toMatch(new RegExp(`^${OUTAGE_MARK}`));
+    const finished = await api.prisma.auditLog.findMany({
+      where: { action: 'broadcast.finished', resourceId: runId },
+    });
+    expect(finished.map((a) => a.details)).toEqual([
+      expect.objectContaining({ status: 'failed', sent: 0, pending: 3 }),
+    ]);
+    // Not pushed again: the failed job stays as it was, and a second sweep leaves the ended run alone.
+    expect(await queue().getJobState(broadcastJobId(runId))).toBe('failed');
+    expect((await worker.get(BroadcastSweeper).sweep()).requeued).not.toContain(runId);
+    expect(fake.requests).toHaveLength(requestsBefore);
+    expect(fake.deliveries).toHaveLength(0);
+  });
+});
