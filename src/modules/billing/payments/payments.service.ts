@@ -47,9 +47,9 @@ interface ApprovedRefund {
  * the subscription's owner, or it is recorded without one, parked, and granted by the transaction that
  * creates the subscription row (grantParkedRenewals). Its credits are keyed on the transaction id either way.
  *
- * A refund and the grant it takes back meet under shared locks (decision "claw-back serialization"): the
- * transaction's claw-back lock (PaymentsRepository.lockTransaction) and, for a subscription's payment, the
- * subscription's lock, always in the order subscription, transaction, user row. Whichever is applied second
+ * A refund and the grant it takes back meet under the same exclusive locks (decision "claw-back
+ * serialization"): the transaction's claw-back lock (PaymentsRepository.lockTransaction) and, for a
+ * subscription's payment, the subscription's lock, always in the order subscription, transaction, user row. Whichever is applied second
  * reads what the first committed, so two apply batches open at once cannot both miss the other.
  */
 @Injectable()
