@@ -180,6 +180,52 @@ describe('billing backfill from the provider event log', () => {
     expect(await user(d.id)).toMatchObject({ currentTier: 'PRO', creditBalance: 1000 });
   });
 
+  it('runs on one replica at a time: a run while another holds the backfill skips; a dead lease expires', async () => {
+    const replica = await env.startWorker();
+    const e = await createUser(api.prisma);
+    const subE = newSubId();
+    await happened(
+      subscriptionEvent({ type: 'subscription.created', subId: subE, token: checkoutToken(api, e) }),
+      false,
+    );
+    const pages = () => billing.requests.filter((r) => r.path.startsWith('/events')).length;
+    const pagesBefore = pages();
+
+    // The first run has claimed the backfill and waits for the provider's first page.
+    const hold = billing.holdNextEventPage();
+    const first = worker.get(BillingBackfillService).run(new Date(), { force: true });
+    await hold.reached;
+    // Another replica's run (forced: the interval is not what stops it) skips without asking the provider.
+    expect(await replica.get(BillingBackfillService).run(new Date(), { force: true })).toMatchObject({
+      ran: false,
+      reason: 'running',
+      accepted: 0,
+    });
+    hold.release();
+    expect(await first).toMatchObject({ ran: true, accepted: 1 });
+    expect(pages()).toBe(pagesBefore + 1);
+    await settled(api, 'billing', billing.events[billing.events.length - 1].event_id);
+    expect(await user(e.id)).toMatchObject({ currentTier: 'PRO', creditBalance: 1000 });
+    const row = () => api.prisma.syncCheckpoint.findUniqueOrThrow({ where: { name: 'billing-backfill' } });
+    expect((await row()).leaseUntil).toBeNull();
+
+    // A run that died holding the backfill (the process crashed): its lease keeps the others off until it
+    // expires, not forever.
+    const crashed = (leaseUntil: Date) =>
+      api.prisma.syncCheckpoint.update({ where: { name: 'billing-backfill' }, data: { leaseUntil } });
+    await crashed(new Date(Date.now() + 60_000));
+    expect(await replica.get(BillingBackfillService).run(new Date(), { force: true })).toMatchObject({
+      ran: false,
+      reason: 'running',
+    });
+    await crashed(new Date(Date.now() - 1000));
+    expect(await replica.get(BillingBackfillService).run(new Date(), { force: true })).toMatchObject({
+      ran: true,
+      accepted: 0,
+    });
+    expect((await row()).leaseUntil).toBeNull();
+  });
+
   it('does nothing when the provider API is not configured, or before its interval', async () => {
     const off = await env.startWorker({
       config: env.configWith({ BILLING_API_URL: '', BILLING_API_KEY: '' }),

@@ -36,6 +36,7 @@ export class FakeBillingApi {
   readonly events: { event_id: string; event_type: string; occurred_at: string; data: unknown }[] = [];
   readonly subscriptions = new Map<string, FakeSubscription>();
   private failures: Failure[] = [];
+  private held: { arrived: () => void; released: Promise<void> } | null = null;
   private server!: Server;
   url = '';
 
@@ -50,6 +51,19 @@ export class FakeBillingApi {
   /** The next `times` requests answer `status` (use Infinity for always). */
   failNext(status: number, times = 1, headers: Record<string, string> = {}, body?: string): void {
     this.failures.push({ status, remaining: times, headers, body });
+  }
+
+  /**
+   * The next `GET /events` is answered only after `release()`; `reached` resolves when it has arrived (a
+   * backfill run is then inside its first page). Lets a test act while a run is in progress, without sleeps.
+   */
+  holdNextEventPage(): { reached: Promise<void>; release: () => void } {
+    let arrived!: () => void;
+    let release!: () => void;
+    const reached = new Promise<void>((resolve) => (arrived = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    this.held = { arrived, released };
+    return { reached, release };
   }
 
   reset(): void {
@@ -92,7 +106,15 @@ export class FakeBillingApi {
       return;
     }
 
-    if (req.method === 'GET' && path.startsWith('/events')) return this.eventLog(res, path);
+    if (req.method === 'GET' && path.startsWith('/events')) {
+      const held = this.held;
+      this.held = null;
+      if (held) {
+        held.arrived();
+        await held.released;
+      }
+      return this.eventLog(res, path);
+    }
 
     const match = /^\/subscriptions\/([^/]+)(\/(cancel|resume))?$/.exec(path);
     const sub = match ? this.subscriptions.get(decodeURIComponent(match[1])) : undefined;

@@ -354,6 +354,57 @@ describe('POST /webhooks/identity', () => {
       expect(await archived(late)).toMatchObject({ status: 'SKIPPED', error: STALE });
       expect(await api.prisma.user.count({ where: { identityUserId: sub } })).toBe(0);
     });
+
+    describe('the just-in-time path asks the same guard, by the token issue time (iat)', () => {
+      /** A real RS256 token of the test identity provider, issued `secondsAgo` before now. */
+      const tokenIssued = async (sub: string, secondsAgo: number) =>
+        `Bearer ${await env.idp.token({ sub, email: `${sub}@example.com` }, { issuedAt: -secondsAgo, expiresIn: 600 })}`;
+      const me = (authorization: string) => api.http.get('/api/v1/me').set('Authorization', authorization);
+      /** Clerk's user.deleted of `sub`, sent by the provider `secondsAgo` before now. */
+      const deletedAgo = (sub: string, secondsAgo: number) => {
+        const event = clerk('user.deleted', sub);
+        event.timestamp = Date.now() - secondsAgo * 1000;
+        return signIdentityEvent(event, { headerSet: 'svix' });
+      };
+
+      it('a token issued before the deletion of a user we never saw creates no account; a later one signs up', async () => {
+        const sub = 'user_ghost_token';
+        const before = await tokenIssued(sub, 120);
+        // The provider deleted the user a minute ago; we never saw it (user.created is still being retried).
+        expect((await deliver(deletedAgo(sub, 60))).outcome).toBe('skipped');
+
+        const refused = await me(before);
+        expect(refused.status).toBe(401);
+        expect(refused.headers['content-type']).toMatch(/application\/problem\+json/);
+        expect(refused.body).toMatchObject({ status: 401, code: 'unknown_user' });
+        expect(await created(sub)).toEqual({ users: 0, audits: 0 });
+        expect(signedUp).not.toContain(sub);
+
+        // A token issued after the deletion is newer than it: a new sign-up, as for the webhook.
+        expect((await me(await tokenIssued(sub, 0))).status).toBe(200);
+        expect(await created(sub)).toEqual({ users: 1, audits: 1 });
+      });
+
+      it('the erasure keeps the deletion: a token issued before it does not bring the erased account back', async () => {
+        const sub = 'user_ghost_token_erased';
+        const before = await tokenIssued(sub, 120);
+        expect((await me(before)).status).toBe(200);
+        expect(await created(sub)).toEqual({ users: 1, audits: 1 });
+        expect((await deliver(deletedAgo(sub, 60))).outcome).toBe('processed');
+        // Soft-deleted: the row is there (GET /me stays open to it), so no just-in-time path yet.
+        expect((await me(before)).body.deleted_at).not.toBeNull();
+        await api.prisma.user.update({
+          where: { identityUserId: sub },
+          data: { deletedAt: new Date(Date.now() - 31 * 86_400_000) },
+        });
+        expect((await worker.get(AccountDeletionService).hardDeleteDue()).deleted).toBe(1);
+
+        const refused = await me(before);
+        expect(refused.status).toBe(401);
+        expect(refused.body).toMatchObject({ code: 'unknown_user' });
+        expect(await api.prisma.user.count({ where: { identityUserId: sub } })).toBe(0);
+      });
+    });
   });
 
   it('archives and acknowledges other event types without effect', async () => {

@@ -77,4 +77,21 @@ describe('principal lookup on the driver', () => {
       sql.restore();
     }
   });
+
+  it('asks the identity deletion guard only for a missing row: a known user never reads the webhook archive', async () => {
+    const sql = captureSql(api.prisma.pool, { transactions: true });
+    const guard = () => sql.matching(/FROM webhook_events\s+WHERE .*event_type = 'user\.deleted'/s);
+    try {
+      const authorization = await api.bearer('user_guard_once');
+      // The first request creates the user just in time, after asking the guard (inside its transaction).
+      expect((await api.http.get('/api/v1/me').set('Authorization', authorization)).status).toBe(200);
+      expect(guard()).toHaveLength(1);
+      expect(guard()[0].values).toContain('user_guard_once');
+      sql.clear();
+      expect((await api.http.get('/api/v1/me').set('Authorization', authorization)).status).toBe(200);
+      expect(guard()).toEqual([]);
+    } finally {
+      sql.restore();
+    }
+  });
 });

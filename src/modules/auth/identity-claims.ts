@@ -18,6 +18,8 @@ export interface CheckedClaims {
   /** The identity provider vouches for `email` (`email_verified: true`, the boolean). */
   emailVerified: boolean;
   azp: string | null;
+  /** When the identity provider issued the token (`iat`, whole seconds). */
+  issuedAt: Date;
 }
 
 const invalid = (detail: string) => new UnauthenticatedError(detail, 'invalid_token');
@@ -62,6 +64,7 @@ export function checkClaims(
     email: address,
     emailVerified: address !== null && emailVerified === true,
     azp: (azp as string | undefined) ?? null,
+    issuedAt: new Date(iat * 1000),
   };
 }
 

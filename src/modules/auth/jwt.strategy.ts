@@ -91,14 +91,23 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
             'unknown_user',
           );
         }
-        user = (
-          await this.users.ensureUserStandalone({
+        const ensured = await this.users.ensureUserStandalone(
+          {
             identityUserId: claims.sub,
             email: claims.email,
             emailVerified: true,
             via: 'token',
-          })
-        ).user;
+          },
+          claims.issuedAt,
+        );
+        // The provider deleted the identity after it issued this token (the row was erased, or never made).
+        if (!ensured) {
+          throw new UnauthenticatedError(
+            'Unknown user: the identity provider deleted this user after the token was issued.',
+            'unknown_user',
+          );
+        }
+        user = ensured.user;
       }
       // The claim never replaces the stored address; it may only confirm that this very address is verified.
       if (!user.emailVerified && claims.emailVerified && claims.email === user.email) {

@@ -9,7 +9,6 @@ import { JOBS } from '../../infra/queue/queues.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { StandardWebhooksVerifier } from '../webhooks/standard-webhooks.js';
-import { WebhookInboxRepository } from '../webhooks/webhook-inbox.repository.js';
 import {
   type HandlerOutcome,
   type StoredEvent,
@@ -53,7 +52,6 @@ export class IdentityWebhookService implements OnModuleInit {
     private readonly deletion: AccountDeletionService,
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
-    private readonly archive: WebhookInboxRepository,
     refusals: WebhookRefusalsService,
   ) {
     this.verifier = new StandardWebhooksVerifier(
@@ -129,8 +127,7 @@ export class IdentityWebhookService implements OnModuleInit {
     const address = primaryAddress(data);
     if (!address) return { status: 'skipped', reason: 'the user has no e-mail address' };
     const version = identityVersion(data, occurredAt);
-    const deletedAt = await this.archive.latestIdentityDeletion(tx, data.id);
-    if (deletedAt && version.getTime() <= deletedAt.getTime()) {
+    if (await this.usersService.deletedByProviderSince(tx, data.id, version)) {
       return {
         status: 'skipped',
         reason: 'stale event: not newer than the identity provider deleting the user',

@@ -5,6 +5,7 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
+import { WebhookInboxRepository } from '../webhooks/webhook-inbox.repository.js';
 import { UsersRepository } from './users.repository.js';
 
 export type CreatedVia = 'identity_webhook' | 'token';
@@ -27,6 +28,7 @@ export class UsersService {
     private readonly audit: AuditService,
     private readonly outbox: OutboxService,
     private readonly uow: UnitOfWork,
+    private readonly archive: WebhookInboxRepository,
   ) {}
 
   /** The principal's row (every authenticated request): one statement on the driver. */
@@ -60,9 +62,32 @@ export class UsersService {
     return { user, created: true };
   }
 
-  /** ensureUser as its own unit of work (just-in-time creation from a token). */
-  ensureUserStandalone(input: EnsureUserInput): Promise<{ user: User; created: boolean }> {
-    return this.uow.run((tx) => this.ensureUser(tx, input));
+  /**
+   * ensureUser as its own unit of work: the just-in-time creation from a token issued at `issuedAt`. Null,
+   * and nothing written, when the identity provider deleted the identity at or after that time: a token
+   * lives on for minutes after the deletion, which erased the row or found none (a user.deleted delivered
+   * before user.created), and must not bring the person back. Only a missing row gets here, so the
+   * archive look-up never runs on a normal authenticated request.
+   */
+  ensureUserStandalone(
+    input: EnsureUserInput,
+    issuedAt: Date,
+  ): Promise<{ user: User; created: boolean } | null> {
+    return this.uow.run(async (tx) => {
+      if (await this.deletedByProviderSince(tx, input.identityUserId, issuedAt)) return null;
+      return this.ensureUser(tx, input);
+    });
+  }
+
+  /**
+   * The deletion guard, for every path that would create the row (the identity webhook's user.created and
+   * user.updated, a token just in time): true when the webhook archive holds a `user.deleted` of this
+   * identity user (not FAILED) whose event time is at or after `version`, the moment the provider vouched
+   * for the user (the event's version, the token's iat). Equal times count as not newer.
+   */
+  async deletedByProviderSince(tx: Tx, identityUserId: string, version: Date): Promise<boolean> {
+    const deletedAt = await this.archive.latestIdentityDeletion(tx, identityUserId);
+    return deletedAt !== null && version.getTime() <= deletedAt.getTime();
   }
 
   markEmailVerified(user: User): Promise<void> {

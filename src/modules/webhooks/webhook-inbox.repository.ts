@@ -351,7 +351,8 @@ export class WebhookInboxRepository {
    */
   async scrubIdentityArchive(tx: Tx, identityUserId: string): Promise<number> {
     // A user.deleted row keeps the identity id (nothing else): it is what stops an older user.created
-    // delivered late from re-creating the erased account (latestIdentityDeletion), until retention ends.
+    // delivered late, or a token issued before the deletion, from re-creating the erased account
+    // (latestIdentityDeletion), until retention ends.
     return tx.$executeRaw`
       UPDATE webhook_events
       SET payload = CASE WHEN event_type = 'user.deleted'

@@ -10,10 +10,21 @@ export const BACKFILL = 'billing-backfill';
 const PER_PAGE = 200;
 /** At most this many pages per run (10,000 events); the next run goes on from the checkpoint. */
 const MAX_PAGES = 50;
+/**
+ * How long a run holds the backfill without renewing (it renews after every page). Longer than one page's
+ * worst case: the provider call, every attempt timing out, ends within 5 minutes (MAX_HTTP_TIMEOUT_MS is
+ * derived so), then up to 200 intake statements. Also how long a crashed run keeps the next one waiting.
+ */
+export const BACKFILL_LEASE_MS = 10 * 60_000;
 
 export interface BackfillResult {
   ran: boolean;
-  reason?: 'not_configured' | 'not_due';
+  /**
+   * not_configured; not_due (the interval has not passed since the last finished run); running (another
+   * run, on this or another replica, holds the backfill); lease_lost (this run held it longer than its
+   * lease without renewing, another run took over, and this one stopped).
+   */
+  reason?: 'not_configured' | 'not_due' | 'running' | 'lease_lost';
   accepted: number;
   duplicates: number;
   refused: number;
@@ -26,6 +37,8 @@ export interface BackfillResult {
  * delivered one (claim, archive, worker handler, exactly once). Pages from a stored checkpoint; an event
  * the intake refuses (it breaks the contract) is archived FAILED and passed; an outage of the provider or
  * the database stops the run with the checkpoint where it was, and the next run resumes from there.
+ * One run at a time across replicas: a run claims the backfill's lease at its start (see
+ * SyncCheckpointsRepository), so a run longer than the tick interval is not paged again by the next tick.
  */
 @Injectable()
 export class BillingBackfillService {
@@ -39,35 +52,65 @@ export class BillingBackfillService {
     private readonly checkpoints: SyncCheckpointsRepository,
   ) {}
 
-  /** The scheduler ticks every minute; a run happens when BILLING_BACKFILL_INTERVAL_MINUTES have passed. */
+  /**
+   * The scheduler ticks every minute; a run happens when BILLING_BACKFILL_INTERVAL_MINUTES have passed
+   * since the last finished run (`force` skips that wait) and no other run holds the backfill.
+   */
   async run(now: Date = new Date(), options: { force?: boolean } = {}): Promise<BackfillResult> {
-    const state = await this.checkpoints.find(this.prisma, BACKFILL);
-    let after = state?.checkpoint ?? this.config.billing.backfillSince;
-    const result: BackfillResult = { ran: false, accepted: 0, duplicates: 0, refused: 0, checkpoint: after };
-    if (!this.config.billing.backfillEnabled) return { ...result, reason: 'not_configured' };
+    const result: BackfillResult = { ran: false, accepted: 0, duplicates: 0, refused: 0, checkpoint: null };
     const intervalMs = this.config.billing.backfillIntervalMinutes * 60_000;
     // A minute tick may fire a little early: half a minute of slack.
-    if (
-      !options.force &&
-      state?.lastRunAt &&
-      now.getTime() - state.lastRunAt.getTime() < intervalMs - 30_000
-    ) {
-      return { ...result, reason: 'not_due' };
+    const dueBefore = options.force ? null : new Date(now.getTime() - (intervalMs - 30_000));
+    const claimed = this.config.billing.backfillEnabled
+      ? await this.checkpoints.claim(this.prisma, BACKFILL, dueBefore, BACKFILL_LEASE_MS)
+      : null;
+    if (!claimed) {
+      const state = await this.checkpoints.find(this.prisma, BACKFILL);
+      const skipped = { ...result, checkpoint: state?.checkpoint ?? this.config.billing.backfillSince };
+      if (!this.config.billing.backfillEnabled) return { ...skipped, reason: 'not_configured' };
+      const held = state?.leaseUntil && state.leaseUntil.getTime() > Date.now();
+      return { ...skipped, reason: held ? 'running' : 'not_due' };
     }
-    for (let page = 0; page < MAX_PAGES; page += 1) {
-      const events = await this.api.events(after, PER_PAGE);
-      for (const event of events.data) {
-        await this.feed(event, result);
-        after = event.event_id;
+    let lease = claimed.leaseUntil;
+    let after = claimed.checkpoint ?? this.config.billing.backfillSince;
+    try {
+      for (let page = 0; page < MAX_PAGES; page += 1) {
+        const events = await this.api.events(after, PER_PAGE);
+        for (const event of events.data) {
+          await this.feed(event, result);
+          after = event.event_id;
+        }
+        const renewed = await this.checkpoints.advance(
+          this.prisma,
+          BACKFILL,
+          lease,
+          after,
+          BACKFILL_LEASE_MS,
+        );
+        if (!renewed) return this.lostLease(result, after);
+        lease = renewed;
+        if (!events.meta.pagination.has_more || events.data.length === 0) break;
       }
-      if (after) await this.checkpoints.advance(this.prisma, BACKFILL, after);
-      if (!events.meta.pagination.has_more || events.data.length === 0) break;
+      if (!(await this.checkpoints.finished(this.prisma, BACKFILL, lease, now, result.accepted))) {
+        return this.lostLease(result, after);
+      }
+    } catch (err) {
+      // Give the backfill up at once, so the next tick may retry (an expired lease would free it later).
+      await this.checkpoints.release(this.prisma, BACKFILL, lease).catch((releaseErr: Error) => {
+        this.logger.warn({ err: releaseErr.message }, 'billing backfill lease not released');
+      });
+      throw err;
     }
-    await this.checkpoints.finished(this.prisma, BACKFILL, now, result.accepted);
     if (result.accepted > 0 || result.refused > 0) {
       this.logger.log({ ...result, checkpoint: after }, 'billing backfill fed missed events');
     }
     return { ...result, ran: true, checkpoint: after };
+  }
+
+  /** Another run took the backfill over (this one outlived its lease): it goes on from the checkpoint. */
+  private lostLease(result: BackfillResult, after: string | null): BackfillResult {
+    this.logger.warn({ ...result, checkpoint: after }, 'billing backfill lease taken over; run stopped');
+    return { ...result, ran: true, reason: 'lease_lost', checkpoint: after };
   }
 
   private async feed(event: unknown, result: BackfillResult): Promise<void> {
