@@ -18,14 +18,29 @@ export const OUTAGE_MARK = 'dependency unavailable: ';
  */
 export const OUTAGE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 
-/**
- * An outage rather than a fault of the job: a store unreachable (isDependencyFailure), a provider that
- * stayed unreachable or kept answering 429/5xx through HttpClient's own retries.
- */
-export function isOutageFailure(err: unknown): boolean {
+/** True when `test` holds for the error, one of its causes or a member of an AggregateError in them. */
+function inChain(err: unknown, test: (e: object) => boolean, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 4) return false;
+  if (test(err)) return true;
+  if (err instanceof AggregateError && err.errors.some((e) => inChain(e, test, depth + 1))) return true;
+  return inChain((err as { cause?: unknown }).cause, test, depth + 1);
+}
+
+const isOutage = (err: object): boolean => {
   if (err instanceof ProviderHttpError) return isRetryableStatus(err.httpStatus);
   if (err instanceof DependencyError && err.code === 'upstream_unreachable') return true;
   return isDependencyFailure(err);
+};
+
+/**
+ * An outage rather than a fault of the job: a store unreachable (isDependencyFailure), a provider that
+ * stayed unreachable or kept answering 429/5xx through HttpClient's own retries. Read through the causes
+ * (the e-mail provider's EmailSendError and the billing client's `billing_unavailable` carry HttpClient's
+ * error, a broadcast's interruption carries the EmailSendError) and the members of an AggregateError (the
+ * user hooks of a job: one outage among them makes a later run worth it; every job is safe to run again).
+ */
+export function isOutageFailure(err: unknown): boolean {
+  return inChain(err, isOutage);
 }
 
 /** The error an attempt records: an outage gets OUTAGE_MARK in front of its message, anything else as thrown. */

@@ -20,13 +20,15 @@ export const MAX_BATCH_SIZE = 100;
 export type SendFailureKind =
   'rejected' | 'duplicate' | 'conflict' | 'server_error' | 'unavailable' | 'misconfigured';
 
+/** `cause`: HttpClient's error, which tells an outage from a refusal (infra/queue/job-failure.ts). */
 export class EmailSendError extends Error {
   constructor(
     readonly kind: SendFailureKind,
     readonly httpStatus: number | null,
     message: string,
+    cause?: unknown,
   ) {
-    super(message);
+    super(message, { cause });
     this.name = 'EmailSendError';
   }
 }

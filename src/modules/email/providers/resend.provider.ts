@@ -109,9 +109,10 @@ export class ResendEmailProvider extends EmailProvider {
           classify(err.httpStatus, err.responseBody),
           err.httpStatus,
           providerMessage(err),
+          err,
         );
       }
-      throw new EmailSendError('unavailable', null, (err as Error).message);
+      throw new EmailSendError('unavailable', null, (err as Error).message, err);
     }
   }
 }
