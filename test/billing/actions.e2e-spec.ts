@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import type { INestApplication } from '@nestjs/common';
 import type { User } from '../../src/generated/prisma/client.js';
 import { HttpClient } from '../../src/infra/http/http-client.js';
+import { isOutageFailure } from '../../src/infra/queue/job-failure.js';
 import { CheckoutTokenService } from '../../src/modules/billing/actions/checkout-token.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import { FakeBillingApi } from '../fakes/billing-api.js';
@@ -513,12 +514,19 @@ describe('billing endpoints and provider operations', () => {
       expect(audits[0].details).toMatchObject({ reason: 'account_deletion', status: 'accepted' });
     });
 
-    it('fails the hook (so the job retries) while the provider is down', async () => {
+    it('fails the hook (so the job retries) while the provider is down, as an outage the relay runs again', async () => {
       const { user } = await subscribed('PRO');
       billing.failNext(503, Infinity);
-      await expect(worker.get(UserHooks).run('deletion_requested', user)).rejects.toThrow(
-        /cancel-subscription/,
-      );
+      const failure = await worker
+        .get(UserHooks)
+        .run('deletion_requested', user)
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
+      expect((failure as Error).message).toMatch(/cancel-subscription/);
+      // The job's failure is recorded as an outage's, so the outbox relay pushes it again (faults.md).
+      expect(isOutageFailure(failure)).toBe(true);
       expect(billing.requests).toHaveLength(3);
     });
   });

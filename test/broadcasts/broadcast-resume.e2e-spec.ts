@@ -2,11 +2,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { randomUUID } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { HttpClient } from '../../src/infra/http/http-client.js';
+import { OUTAGE_MARK } from '../../src/infra/queue/job-failure.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
 import { BroadcastDispatcher } from '../../src/modules/broadcasts/broadcast-dispatcher.js';
 import { recipientKey } from '../../src/modules/broadcasts/broadcast-keys.js';
 import { DispatchInterrupted } from '../../src/modules/broadcasts/broadcast-sender.js';
+import { BroadcastSweeper } from '../../src/modules/broadcasts/broadcast-sweeper.js';
+import { broadcastJobId } from '../../src/modules/broadcasts/broadcasts.service.js';
 import type { User } from '../../src/generated/prisma/client.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
@@ -273,6 +276,34 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
     expect(fake.deliveries).toHaveLength(4);
     expect([...perAddress().values()]).toEqual([1, 1, 1, 1]);
     expect(await statuses(runId, members)).toEqual(['sent', 'sent', 'sent', 'sent']);
+  });
+
+  it('keeps a run whose last attempt failed on a provider outage running; the sweep pushes it again and it finishes', async () => {
+    const { createdAt, audience } = day(7);
+    const members = await createAudience(api.prisma, 'last-outage', 3, { consent: true, createdAt });
+    for (const m of members) fake.failAddress(m.email, 503);
+    const worker = await fastWorker();
+    const queued = await api.prisma.broadcastRun.create({
+      data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
+    });
+    // One attempt: this is the job's last one.
+    const jobId = broadcastJobId(queued.id);
+    const queue = worker.get(QueueService).queue(JOBS.dispatchBroadcast.queue);
+    await worker.get(QueueService).add(JOBS.dispatchBroadcast, { runId: queued.id }, { jobId, attempts: 1 });
+    await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 20_000, 50);
+    expect((await queue.getJob(jobId))!.failedReason).toMatch(new RegExp(`^${OUTAGE_MARK}`));
+    expect(await run(queued.id)).toMatchObject({ status: 'running', sentCount: 0, failedCount: 0 });
+    expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
+    expect(fake.deliveries).toHaveLength(0);
+
+    // The provider is back: the sweep pushes the job again and the run resumes its pending batch.
+    for (const m of members) fake.restoreAddress(m.email);
+    expect((await worker.get(BroadcastSweeper).sweep()).requeued).toContain(queued.id);
+    const done = await finished(queued.id);
+    await env.stop(worker);
+    expect(done).toMatchObject({ status: 'done', sentCount: 3, failedCount: 0 });
+    for (const m of members) expect(fake.deliveredTo(m.email)).toHaveLength(1);
+    expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
   });
 
   describe('dispatching directly (no queue), attempt by attempt', () => {

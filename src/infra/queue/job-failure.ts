@@ -1,4 +1,4 @@
-import type { Job } from 'bullmq';
+import { type Job, UnrecoverableError } from 'bullmq';
 import { DependencyError } from '../../common/errors/app-error.js';
 import { isDependencyFailure } from '../../common/errors/dependency-failure.js';
 import { isRetryableStatus, ProviderHttpError } from '../http/http-client.js';
@@ -19,24 +19,58 @@ export const OUTAGE_MARK = 'dependency unavailable: ';
 export const OUTAGE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 
 /**
- * An outage rather than a fault of the job: a store unreachable (isDependencyFailure), a provider that
- * stayed unreachable or kept answering 429/5xx through HttpClient's own retries. An error that wraps one
- * (its `cause`: a broadcast's DeliveryInterrupted around the e-mail provider's EmailSendError around the
- * HTTP failure) is one too.
+ * Thrown by a handler whose own retries against an unavailable provider are spent for this run (an
+ * e-mail's request budget, docs/decisions/email.md): the job fails now, as failed on an outage, without
+ * the BullMQ attempts it has left (they would only wait or spend more requests), and the relay pushes it
+ * again later: a new run.
  */
-export function isOutageFailure(err: unknown, depth = 0): boolean {
-  if (err instanceof ProviderHttpError) return isRetryableStatus(err.httpStatus);
-  if (err instanceof DependencyError && err.code === 'upstream_unreachable') return true;
-  if (isDependencyFailure(err)) return true;
-  return err instanceof Error && depth < 4 && isOutageFailure(err.cause, depth + 1);
+export class OutageEndsRun extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'OutageEndsRun';
+  }
 }
 
-/** The error an attempt records: an outage gets OUTAGE_MARK in front of its message, anything else as thrown. */
+/** True when `test` holds for the error, one of its causes or a member of an AggregateError in them. */
+function inChain(err: unknown, test: (e: object) => boolean, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 4) return false;
+  if (test(err)) return true;
+  if (err instanceof AggregateError && err.errors.some((e) => inChain(e, test, depth + 1))) return true;
+  return inChain((err as { cause?: unknown }).cause, test, depth + 1);
+}
+
+const isOutage = (err: object): boolean => {
+  if (err instanceof OutageEndsRun) return true;
+  if (err instanceof ProviderHttpError) return isRetryableStatus(err.httpStatus);
+  if (err instanceof DependencyError && err.code === 'upstream_unreachable') return true;
+  return isDependencyFailure(err);
+};
+
+/**
+ * An outage rather than a fault of the job: a store unreachable (isDependencyFailure), a provider that
+ * stayed unreachable or kept answering 429/5xx through HttpClient's own retries. Read through the causes
+ * (the e-mail provider's EmailSendError and the billing client's `billing_unavailable` carry HttpClient's
+ * error, a broadcast's interruption carries the EmailSendError) and the members of an AggregateError (the
+ * user hooks of a job: one outage among them makes a later run worth it; every job is safe to run again).
+ */
+export function isOutageFailure(err: unknown): boolean {
+  return inChain(err, isOutage);
+}
+
+/**
+ * The error an attempt records: an outage gets OUTAGE_MARK in front of its message, anything else as
+ * thrown. An outage that ends its run (OutageEndsRun, also inside the error) becomes BullMQ's
+ * UnrecoverableError, so the job fails at once.
+ */
 export function markOutage(err: unknown): unknown {
   if (!isOutageFailure(err)) return err;
   const message = err instanceof Error ? err.message : String(err);
   if (message.startsWith(OUTAGE_MARK)) return err;
-  return new Error(`${OUTAGE_MARK}${message}`, { cause: err });
+  const text = `${OUTAGE_MARK}${message}`;
+  const endsRun = inChain(err, (e) => e instanceof OutageEndsRun);
+  const marked = endsRun ? new UnrecoverableError(text) : new Error(text);
+  marked.cause = err;
+  return marked;
 }
 
 /** True when a failure reason (BullMQ's `failedReason`) is an outage's (markOutage). */

@@ -28,9 +28,14 @@ export class UserHooks {
     return [...(this.hooks.get(event)?.keys() ?? [])];
   }
 
-  /** Runs every hook; one failing hook does not stop the others, but fails the job so it is retried. */
+  /**
+   * Runs every hook; one failing hook does not stop the others, but fails the job so it is retried. The
+   * hooks' errors travel with it (an AggregateError): a hook that failed on an outage makes the job's
+   * failure an outage's, which the outbox relay runs again later (infra/queue/job-failure.ts).
+   */
   async run(event: UserEvent, user: User): Promise<void> {
     const failures: string[] = [];
+    const errors: unknown[] = [];
     for (const [name, hook] of this.hooks.get(event) ?? []) {
       try {
         await hook(user);
@@ -40,8 +45,10 @@ export class UserHooks {
           'user hook failed',
         );
         failures.push(name);
+        errors.push(err);
       }
     }
-    if (failures.length > 0) throw new Error(`${event} hooks failed: ${failures.join(', ')}`);
+    if (failures.length > 0)
+      throw new AggregateError(errors, `${event} hooks failed: ${failures.join(', ')}`);
   }
 }

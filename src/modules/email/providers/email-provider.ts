@@ -20,14 +20,15 @@ export const MAX_BATCH_SIZE = 100;
 export type SendFailureKind =
   'rejected' | 'duplicate' | 'conflict' | 'server_error' | 'unavailable' | 'misconfigured';
 
+/** `cause`: HttpClient's error, which tells an outage from a refusal (infra/queue/job-failure.ts). */
 export class EmailSendError extends Error {
   constructor(
     readonly kind: SendFailureKind,
     readonly httpStatus: number | null,
     message: string,
-    options?: ErrorOptions,
+    cause?: unknown,
   ) {
-    super(message, options);
+    super(message, { cause });
     this.name = 'EmailSendError';
   }
 }

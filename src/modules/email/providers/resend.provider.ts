@@ -109,11 +109,10 @@ export class ResendEmailProvider extends EmailProvider {
           classify(err.httpStatus, err.responseBody),
           err.httpStatus,
           providerMessage(err),
-          // What the job's failure is classified by (job-failure.ts isOutageFailure).
-          { cause: err },
+          err,
         );
       }
-      throw new EmailSendError('unavailable', null, (err as Error).message, { cause: err });
+      throw new EmailSendError('unavailable', null, (err as Error).message, err);
     }
   }
 }
