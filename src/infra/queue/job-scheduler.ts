@@ -26,9 +26,11 @@ import {
  * processor's `@OnJob` method. Timers start only when @nestjs/schedule is loaded (the worker's
  * `schedule` option); tests call tick(), enqueue() and catchUp() with the time they want.
  *
- * A tick that could not be enqueued (Redis unreachable) or that fired while no worker ran (a deploy) is
- * caught up: at boot, and after the next tick that reaches Redis again, each hourly and daily schedule gets
- * its most recent due tick enqueued unless that tick is in BullMQ or ran (docs/decisions/faults.md).
+ * A tick that could not be enqueued (Redis unreachable), that fired while no worker ran (a deploy) or whose
+ * waiting job a Redis restart lost is caught up: at boot, when the queues' Redis connection is back, and
+ * after the next tick that reaches Redis after a failure, each hourly and daily schedule gets its most
+ * recent due tick enqueued unless that tick is in BullMQ or ran (docs/decisions/faults.md). The catch-up on
+ * reconnect needs no timer, so it also runs in a worker built without them (tests).
  */
 @Injectable()
 export class JobScheduler implements OnApplicationBootstrap, OnModuleDestroy {
@@ -46,6 +48,11 @@ export class JobScheduler implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap(): void {
+    // Redis is back (after an outage, or a restart that may have lost waiting tick jobs): catch up now.
+    this.queues.onReconnect(() => {
+      this.catchUpPending = true;
+      void this.catchUpIfPending(new Date());
+    });
     if (!this.registry) return;
     for (const key of Object.keys(SCHEDULES) as ScheduledJobKey[]) {
       const { cron, timeZone } = SCHEDULES[key];
@@ -69,8 +76,8 @@ export class JobScheduler implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * What a cron timer runs: enqueue the tick; once an enqueue reaches Redis again, catch up whatever an
-   * earlier failure (or the boot) left pending. The per-minute schedules make that within 30 s of Redis
-   * coming back.
+   * earlier failure left pending (Redis refused writes without dropping the connection, e.g. out of memory,
+   * or a catch-up pass failed on PostgreSQL). The per-minute schedules make that within 30 s.
    */
   async tick(key: ScheduledJobKey, now: Date): Promise<void> {
     if (await this.enqueue(key, now)) await this.catchUpIfPending(now);
@@ -139,10 +146,7 @@ export class JobScheduler implements OnApplicationBootstrap, OnModuleDestroy {
       .then(() => undefined)
       .catch((err: Error) => {
         this.catchUpPending = true;
-        this.logger.warn(
-          { err: err.message },
-          'could not catch up scheduled ticks; trying after the next tick',
-        );
+        this.logger.warn({ err: err.message }, 'could not catch up scheduled ticks');
       })
       .finally(() => (this.catchingUp = null));
     await this.catchingUp;
