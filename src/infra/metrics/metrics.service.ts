@@ -68,6 +68,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly scheduledTicksCaughtUp = new Counter({
+    name: 'scheduled_ticks_caught_up_total',
+    help: 'Scheduled ticks enqueued late by the catch-up (Redis unreachable or no worker running at the tick), by job',
+    labelNames: ['job_name'] as const,
+    registers: [this.registry],
+  });
+
   readonly emailDeliveryEvents = new Counter({
     name: 'email_delivery_events_total',
     help: 'Delivery webhooks applied, by event (bounced_permanent, bounced_transient, complained, delivered, delivery_delayed)',

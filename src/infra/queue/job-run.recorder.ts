@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '../prisma/prisma.service.js';
 
-/** Records the last run of each scheduled job (admin stats shows it). */
+/**
+ * Records the last run of each scheduled job (admin stats shows it; the scheduler's catch-up reads when
+ * each last started: the durable mark that a tick ran, after BullMQ has forgotten its job).
+ */
 @Injectable()
 export class JobRunRecorder {
   constructor(private readonly prisma: PrismaService) {}
@@ -21,6 +24,17 @@ export class JobRunRecorder {
       await this.finish(name, started, 'failed', (err as Error).message).catch(() => undefined);
       throw err;
     }
+  }
+
+  /** When each of these jobs last started a run; a job that never ran is absent. */
+  async lastStarts(names: string[]): Promise<Map<string, Date>> {
+    const rows = await this.prisma.jobRun.findMany({
+      where: { name: { in: names }, lastStartedAt: { not: null } },
+      select: { name: true, lastStartedAt: true },
+    });
+    const starts = new Map<string, Date>();
+    for (const row of rows) if (row.lastStartedAt) starts.set(row.name, row.lastStartedAt);
+    return starts;
   }
 
   private async finish(name: string, started: Date, status: string, error: string | null): Promise<void> {

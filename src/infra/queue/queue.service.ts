@@ -14,6 +14,7 @@ import { DEFAULT_JOB_OPTIONS, type JobDef, QUEUES, type QueueName } from './queu
 export class QueueService implements OnModuleDestroy {
   private readonly queues = new Map<QueueName, { queue: Queue; broken: boolean }>();
   private connection: Redis | null = null;
+  private readonly reconnectListeners: (() => void)[] = [];
 
   constructor(private readonly config: AppConfig) {}
 
@@ -52,11 +53,28 @@ export class QueueService implements OnModuleDestroy {
     return { used: field('used_memory'), max: field('maxmemory') };
   }
 
+  /**
+   * Calls `listener` each time the queues' connection is ready again after it was lost or could not be made
+   * (Redis back from an outage or a restart); not at a first connect that succeeded.
+   */
+  onReconnect(listener: () => void): void {
+    this.reconnectListeners.push(listener);
+  }
+
   /** The one connection the queues share (created on first use). */
   private client(): Redis {
     if (!this.connection) {
-      this.connection = createRedis(this.config, { commandTimeout: 5000 });
-      this.connection.on('error', () => undefined);
+      const connection = createRedis(this.config, { commandTimeout: 5000 });
+      connection.on('error', () => undefined);
+      // 'close' also follows a first connect that failed: Redis was down when the connection was made.
+      let lost = false;
+      connection.on('close', () => (lost = true));
+      connection.on('ready', () => {
+        if (!lost) return;
+        lost = false;
+        for (const listener of this.reconnectListeners) listener();
+      });
+      this.connection = connection;
     }
     return this.connection;
   }
