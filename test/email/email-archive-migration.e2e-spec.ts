@@ -24,7 +24,7 @@ function rawEvents(): unknown[] {
     'email-clicked',
   ].map(fixture);
   const mixedCase = fixture('email-bounced');
-  mixedCase.data.to = [' \u00a0Jane.Doe@Example.COM\t', 'b@example.org'];
+  mixedCase.data.to = [' Jane.Doe@Example.COM\t\n', 'b@example.org'];
   events.push(mixedCase);
   events.push({
     type: 'email.bounced',

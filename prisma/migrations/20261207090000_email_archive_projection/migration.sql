@@ -5,8 +5,10 @@
 -- rewrites the rows archived before to the same projection (the worker and a replay read nothing else), so
 -- the erasure scrub finds them through the index below. Rows the erasure already scrubbed
 -- ({"redacted": true, "type": ...}) stay as they are. Running it twice changes nothing more.
--- The trim is JavaScript's String.prototype.trim (its whitespace set); lower() follows the database's
--- LC_CTYPE, which for non-ASCII letters may differ from JavaScript's toLowerCase (see decisions/email.md).
+-- The trim takes ASCII whitespace (JavaScript's trim also takes Unicode spaces, but this script must stay
+-- ASCII: a SQL_ASCII database, such as npm start's embedded PostgreSQL, refuses a non-ASCII literal); lower()
+-- follows the database's encoding and LC_CTYPE, which for non-ASCII letters may differ from JavaScript's
+-- toLowerCase (see decisions/email.md).
 UPDATE "webhook_events" w
 SET "payload" = CASE WHEN jsonb_typeof(w."payload") <> 'object' THEN '{"not_an_object": true}'::jsonb ELSE (
   SELECT coalesce(jsonb_object_agg(e.key, CASE
@@ -18,8 +20,7 @@ SET "payload" = CASE WHEN jsonb_typeof(w."payload") <> 'object' THEN '{"not_an_o
         WHEN 'to' THEN
           CASE WHEN jsonb_typeof(d.value) <> 'array' THEN 'null'::jsonb ELSE (
             SELECT coalesce(jsonb_agg(CASE jsonb_typeof(t.address)
-                WHEN 'string' THEN to_jsonb(lower(btrim(t.address #>> '{}',
-                  E' \t\n\x0B\f\r\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF')))
+                WHEN 'string' THEN to_jsonb(lower(btrim(t.address #>> '{}', E' \t\n\x0B\f\r')))
                 WHEN 'object' THEN 'null'::jsonb
                 WHEN 'array' THEN 'null'::jsonb
                 ELSE t.address END ORDER BY t.n), '[]'::jsonb)
