@@ -46,6 +46,12 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     api.prisma.emailMessage.findFirstOrThrow({ where: { providerMessageId } });
   const suppression = (address: string) =>
     api.prisma.emailSuppression.findUnique({ where: { email: address.toLowerCase() } });
+  const archived = async (eventId: string) =>
+    (
+      await api.prisma.webhookEvent.findUniqueOrThrow({
+        where: { provider_eventId: { provider: 'email', eventId } },
+      })
+    ).payload;
 
   async function broadcastTo(user: User): Promise<{ status: string; error: string | null }> {
     const res = await api.http
@@ -78,6 +84,12 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     const entry = await suppression(user.email);
     expect(entry).toMatchObject({ reason: 'bounce', sourceEventId: delivery.id });
     expect((await message(providerId)).deliveryStatus).toBe('bounced');
+    // The worker applied it from the archive, which holds only the projection: no subject, sender or tags.
+    expect(await archived(delivery.id)).toEqual({
+      type: 'email.bounced',
+      created_at: '2024-11-22T23:41:12.126Z',
+      data: { email_id: providerId, to: [user.email], bounce: { type: 'Permanent' } },
+    });
     // Audited under the entry's id, linked to the user; the address is in no field of the entry.
     const suppressed = await api.prisma.auditLog.findMany({
       where: { action: 'email.suppressed', resourceId: entry!.id },
@@ -202,6 +214,11 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     const entry = await suppression(user.email);
     expect(entry).toMatchObject({ reason: 'complaint' });
     expect((await message(providerId)).deliveryStatus).toBe('complained');
+    expect(await archived(delivery.id)).toEqual({
+      type: 'email.complained',
+      created_at: '2024-02-22T23:41:12.126Z',
+      data: { email_id: providerId, to: [user.email] },
+    });
     const suppressed = await api.prisma.auditLog.findMany({
       where: { action: 'email.suppressed', resourceId: entry!.id },
     });

@@ -7,6 +7,7 @@ import { JOBS } from '../../src/infra/queue/queues.js';
 import { EmailService } from '../../src/modules/email/email.service.js';
 import { AccountDeletionService } from '../../src/modules/users/account-deletion.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
+import { SCRUB_EMAIL_ARCHIVE_SQL } from '../../src/modules/webhooks/webhook-inbox.repository.js';
 import { JobScheduler } from '../../src/infra/queue/job-scheduler.js';
 import { type SeededUser, seedUserWithEverything } from '../factories/user-data.factory.js';
 import { deliverEmailEvent, resendEvent, signEmailEvent } from '../support/email-webhook.js';
@@ -401,6 +402,99 @@ describe('account deletion: soft delete, restore, hard delete', () => {
       });
     });
 
+    it("scrubs the erased user's archived bounce through the projection's addresses; another user's stays", async () => {
+      const email = worker.get(EmailService);
+      const erased = await seedUserWithEverything(
+        api.prisma,
+        'user_bounce_erased',
+        'Bounce.Erased@Example.com',
+      );
+      const kept = await seedUserWithEverything(api.prisma, 'user_bounce_kept', 'Bounce.Kept@Example.com');
+      const bounce = async (seeded: SeededUser) => {
+        const outcome = await email.sendTemplate({
+          userId: seeded.user.id,
+          templateKey: 'welcome',
+          idempotencyKey: `welcome-bounce-${seeded.user.id}`,
+        });
+        const providerMessageId = outcome.message!.providerMessageId!;
+        const delivery = signEmailEvent(
+          resendEvent('email-bounced', { providerMessageId, to: seeded.user.email }),
+        );
+        // Applied by the worker from the archived projection: the permanent bounce suppresses the address.
+        expect((await deliverEmailEvent(api, delivery)).outcome).toBe('processed');
+        expect(
+          await api.prisma.emailSuppression.findUnique({ where: { email: seeded.user.email.toLowerCase() } }),
+        ).toMatchObject({ reason: 'bounce', sourceEventId: delivery.id });
+        return { eventId: delivery.id, providerMessageId };
+      };
+      const archived = (eventId: string) =>
+        api.prisma.webhookEvent.findUniqueOrThrow({
+          where: { provider_eventId: { provider: 'email', eventId } },
+        });
+      const erasedBounce = await bounce(erased);
+      const keptBounce = await bounce(kept);
+      // Tied to the user by the address alone (a provider id we never learnt), sent in another case.
+      const addressOnly = signEmailEvent(
+        resendEvent('email-bounced', { providerMessageId: 'never-learnt', to: 'BOUNCE.ERASED@example.com' }),
+      );
+      expect((await deliverEmailEvent(api, addressOnly)).outcome).toBe('processed');
+
+      // The archive holds the projection: no subject, sender or tags, the recipient lower-cased.
+      const keptBefore = await archived(keptBounce.eventId);
+      expect(keptBefore.payload).toEqual({
+        type: 'email.bounced',
+        created_at: '2024-11-22T23:41:12.126Z',
+        data: {
+          email_id: keptBounce.providerMessageId,
+          to: ['bounce.kept@example.com'],
+          bounce: { type: 'Permanent' },
+        },
+      });
+      expect((await archived(addressOnly.id)).payload).toMatchObject({
+        data: { email_id: 'never-learnt', to: ['bounce.erased@example.com'] },
+      });
+
+      await softDelete(erased.user, daysAgo(31));
+      expect((await deletion.hardDeleteDue()).deleted).toBe(1);
+      await expectErased(erased);
+      await expectIntact(kept);
+      for (const eventId of [erasedBounce.eventId, addressOnly.id]) {
+        expect((await archived(eventId)).payload).toEqual({ redacted: true, type: 'email.bounced' });
+      }
+      expect(await archived(keptBounce.eventId)).toEqual(keptBefore);
+    });
+
+    it('finds the e-mail archive rows to scrub through the partial index, not a scan of every e-mail row', async () => {
+      // A few thousand archived e-mail events (and billing ones) of other recipients, as the table holds them.
+      await api.prisma.$executeRaw`
+        INSERT INTO webhook_events (id, provider, event_id, event_type, payload, status)
+        SELECT gen_random_uuid(), CASE WHEN i % 4 = 0 THEN 'billing' ELSE 'email' END, 'plan_probe_' || i,
+               'email.delivered',
+               jsonb_build_object('type', 'email.delivered', 'data', jsonb_build_object(
+                 'email_id', 'plan-probe-' || i, 'to', jsonb_build_array('probe-' || i || '@example.com'))),
+               'PROCESSED'::"WebhookEventStatus"
+        FROM generate_series(1, 4000) AS i`;
+      try {
+        await api.prisma.$executeRaw`ANALYZE webhook_events`;
+        const { rows } = await api.prisma.pool.query<{ 'QUERY PLAN': unknown }>(
+          `EXPLAIN (FORMAT JSON) ${SCRUB_EMAIL_ARCHIVE_SQL}`,
+          [['plan-probe-1', 'plan-probe-2'], ['probe-3@example.com']],
+        );
+        const nodes = planNodes((rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan);
+        // Each id and address is looked up in the index by containment (not the index read whole as the
+        // list of e-mail rows, which its partial predicate also allows), and no table is read in full.
+        expect(nodes.filter((node) => node['Index Name'] === 'webhook_events_email_data_idx')).toEqual([
+          expect.objectContaining({
+            'Node Type': 'Bitmap Index Scan',
+            'Index Cond': "((payload -> 'data'::text) @> wanted.pattern)",
+          }),
+        ]);
+        expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan')).toEqual([]);
+      } finally {
+        await api.prisma.$executeRaw`DELETE FROM webhook_events WHERE event_id LIKE 'plan_probe_%'`;
+      }
+    });
+
     it('deletes each due user exactly once when two workers run at the same time', async () => {
       const users = await Promise.all(
         Array.from({ length: 6 }, (_, i) => seedUserWithEverything(api.prisma, `user_parallel_${i}`)),
@@ -619,3 +713,13 @@ describe('account deletion: soft delete, restore, hard delete', () => {
     });
   }
 });
+
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  Plans?: PlanNode[];
+}
+
+/** Every node of an EXPLAIN (FORMAT JSON) plan. */
+const planNodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(planNodes)];

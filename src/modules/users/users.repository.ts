@@ -219,15 +219,16 @@ export class UsersRepository {
   /**
    * What ties the e-mail provider's events to the user (for the archive scrub of the hard delete): the
    * provider ids of the messages sent to them and every address they were sent to, plus the current one,
-   * lower-cased. Read before the delete, whose cascade removes the messages.
+   * as stored (the caller normalizes them as the archive does). Read before the delete, whose cascade
+   * removes the messages.
    */
   async emailTrailOf(tx: Tx, id: string): Promise<{ messageIds: string[]; addresses: string[] }> {
     const [row] = await tx.$queryRaw<{ message_ids: string[]; addresses: string[] }[]>`
       SELECT
         ARRAY(SELECT DISTINCT provider_message_id FROM email_messages
               WHERE user_id = ${id}::uuid AND provider_message_id IS NOT NULL) AS message_ids,
-        ARRAY(SELECT lower(trim(email)) FROM users WHERE id = ${id}::uuid
-              UNION SELECT lower(trim(to_address)) FROM email_messages WHERE user_id = ${id}::uuid) AS addresses`;
+        ARRAY(SELECT email FROM users WHERE id = ${id}::uuid
+              UNION SELECT to_address FROM email_messages WHERE user_id = ${id}::uuid) AS addresses`;
     return { messageIds: row?.message_ids ?? [], addresses: row?.addresses ?? [] };
   }
 

@@ -377,30 +377,42 @@ export class WebhookInboxRepository {
   }
 
   /**
-   * The e-mail provider's events are archived raw: the recipient's address, the subject, tags and, for a
-   * click, the client's IP address and user agent. When the user is erased, every e-mail archive row about
-   * one of the user's messages (`data.email_id`, the provider message id) or sent to one of the user's
-   * addresses (`data.to`, compared lower-cased; the only link of a message whose provider id we never
-   * learnt) keeps its row (dedupe history, status, type, times) and loses its payload, as the identity
-   * rows do. The caller collects the ids and addresses before the delete cascades the user's messages.
+   * When the user is erased, every e-mail archive row about one of the user's messages (`data.email_id`, the
+   * provider message id) or sent to one of the user's addresses (`data.to`; the only link of a message whose
+   * provider id we never learnt) keeps its row (dedupe history, status, type, times) and loses its payload,
+   * as the identity rows do. The archive holds archivableEmailPayload's projection, whose addresses are
+   * normalized, so `addresses` must be normalized the same way (normalizeAddress). One statement, one probe
+   * of the partial index webhook_events_email_data_idx per id and address (SCRUB_EMAIL_ARCHIVE_SQL), not a
+   * scan of every e-mail row. The caller collects the ids and addresses before the delete cascades the
+   * user's messages.
    */
   async scrubEmailArchive(tx: Tx, trail: { messageIds: string[]; addresses: string[] }): Promise<number> {
     if (trail.messageIds.length === 0 && trail.addresses.length === 0) return 0;
-    return tx.$executeRaw`
-      UPDATE webhook_events
-      SET payload = jsonb_build_object('redacted', true, 'type', payload->>'type')
-      WHERE provider = 'email' AND (
-        payload->'data'->>'email_id' = ANY(${trail.messageIds}::text[])
-        OR EXISTS (
-          SELECT 1 FROM jsonb_array_elements_text(
-            CASE jsonb_typeof(payload->'data'->'to')
-              WHEN 'array' THEN payload->'data'->'to'
-              WHEN 'string' THEN jsonb_build_array(payload->'data'->'to')
-              ELSE '[]'::jsonb
-            END) AS recipient(address)
-          WHERE lower(trim(recipient.address)) = ANY(${trail.addresses}::text[])))`;
+    const { rowCount } = await driverOf(tx).query(SCRUB_EMAIL_ARCHIVE_SQL, [
+      trail.messageIds,
+      trail.addresses,
+    ]);
+    return rowCount ?? 0;
   }
 }
+
+/**
+ * The e-mail archive scrub: one containment pattern per provider message id (`{"email_id": id}`) and per
+ * address (`{"to": [address]}`), each matched through the partial GIN index (jsonb_path_ops) on the e-mail
+ * rows' `payload->'data'` (migration 20261207091000_email_archive_projection): the planner runs a nested
+ * loop of one bitmap index scan per pattern (a GIN index cannot serve `@> ANY(...)`, so the patterns are
+ * joined, not listed). A row matched by several patterns is updated once. Exported for the plan check in
+ * test/users/account-deletion.e2e-spec.ts.
+ */
+export const SCRUB_EMAIL_ARCHIVE_SQL = `
+  UPDATE webhook_events w
+  SET payload = jsonb_build_object('redacted', true, 'type', w.payload->>'type')
+  FROM (
+    SELECT jsonb_build_object('email_id', id) AS pattern FROM unnest($1::text[]) AS id
+    UNION
+    SELECT jsonb_build_object('to', jsonb_build_array(address)) FROM unnest($2::text[]) AS address
+  ) wanted
+  WHERE w.provider = 'email' AND w.payload->'data' @> wanted.pattern`;
 
 export interface ArchiveFilter {
   provider?: string;

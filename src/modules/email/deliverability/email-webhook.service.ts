@@ -18,6 +18,7 @@ import { UsersRepository } from '../../users/users.repository.js';
 import { type DeliveryStatus, EmailRepository } from '../email.repository.js';
 import { normalizeAddress } from '../send-policy.js';
 import {
+  archivableEmailPayload,
   bouncedData,
   dataSchemaFor,
   emailEnvelope,
@@ -38,7 +39,8 @@ export interface EmailWebhookReceipt {
  * POST /webhooks/email: the e-mail provider's (Resend's) delivery events, through the same pipeline as
  * billing and identity: Standard Webhooks verification (401, nothing stored), the envelope and data check
  * (400: archived FAILED, `webhook.failed`), then ONE intake statement (claim on the Svix message id +
- * archive RECEIVED); the worker applies the event with the handler registered here.
+ * archive RECEIVED); the worker applies the event with the handler registered here. The archive holds
+ * archivableEmailPayload's projection of the event, never the raw body.
  *
  * Effects: a permanent bounce suppresses the address (a transient one is recorded on the message only);
  * a complaint suppresses the address, withdraws marketing consent (consent history row) and is audited
@@ -73,12 +75,15 @@ export class EmailWebhookService implements OnModuleInit {
 
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<EmailWebhookReceipt> {
     const { id, timestamp, payload } = await this.verifier.verify(rawBody, headers);
-    const envelope = emailEnvelope.safeParse(payload);
+    // The archive keeps the projection, never the raw body (no subject, no click's IP address), and the
+    // checks below read it too: what is accepted is exactly what the worker and a replay will read.
+    const archived = archivableEmailPayload(payload);
+    const envelope = emailEnvelope.safeParse(archived);
     const eventType = envelope.success ? envelope.data.type : 'invalid';
     const created = envelope.success && envelope.data.created_at ? new Date(envelope.data.created_at) : null;
     // A date PostgreSQL cannot store (or no date) is not the sender's fault to refuse: the signed time is used.
     const occurredAt = created && storableDate(created) ? created : timestamp;
-    const inbound = { eventId: id, eventType, occurredAt, payload: payload as Prisma.InputJsonValue };
+    const inbound = { eventId: id, eventType, occurredAt, payload: archived as Prisma.InputJsonObject };
 
     const schema = envelope.success ? dataSchemaFor(envelope.data.type) : null;
     const data = schema && envelope.success ? schema.safeParse(envelope.data.data) : null;
@@ -95,7 +100,7 @@ export class EmailWebhookService implements OnModuleInit {
     return { received: true, event_id: id, status: acceptance.duplicate ? 'duplicate' : 'accepted' };
   }
 
-  /** Worker side, inside the inbox's transaction (the archive row is locked RECEIVED). */
+  /** Worker side, inside the inbox's transaction (the archive row is locked RECEIVED); reads the archive. */
   private async apply(tx: Tx, stored: StoredEvent): Promise<HandlerOutcome> {
     const envelope = emailEnvelope.safeParse(stored.payload);
     if (!envelope.success) throw invalidPayload(envelope.error);
