@@ -42,7 +42,14 @@ describe('e-mail jobs through a provider outage: sent later, once', () => {
   const enqueue = (job: JobDef, data: object, jobId: string) =>
     api.app.get(UnitOfWork).run((tx) => api.app.get(OutboxService).add(tx, job, data, jobId));
   const queueOf = (job: JobDef) => worker.get(QueueService).queue(job.queue);
-  const relay = () => worker.get(OutboxService).relay(500, 0);
+  /** The relay's pass once the backoff since each open entry's last push has passed (time travel). */
+  const relay = async () => {
+    await api.prisma.outboxEntry.updateMany({
+      where: { completedAt: null, dispatchedAt: { not: null } },
+      data: { dispatchedAt: new Date(Date.now() - 3_600_000) },
+    });
+    return worker.get(OutboxService).relay(500, 0);
+  };
   const stateOf = (job: JobDef, jobId: string) => queueOf(job).getJobState(jobId);
   const settled = (job: JobDef, jobId: string, state: 'failed' | 'completed') =>
     waitFor(async () => (await stateOf(job, jobId)) === state, 20_000, 50);
@@ -82,6 +89,10 @@ describe('e-mail jobs through a provider outage: sent later, once', () => {
     expect(await audits(user, 'email.failed')).toBe(1);
     const open = await api.prisma.outboxEntry.findUniqueOrThrow({ where: { jobId: key } });
     expect(open.completedAt).toBeNull();
+    // A pass within the backoff after that second push (10 s) leaves the job alone.
+    expect(await worker.get(OutboxService).relay(500, 0)).toBe(0);
+    expect(await stateOf(JOBS.sendEmail, key)).toBe('failed');
+    expect(statusesTo(user)).toHaveLength(8);
 
     // The provider is back: the next push sends it, once, under the e-mail's key.
     fake.restoreAddress(user.email);

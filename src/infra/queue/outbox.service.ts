@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { PrismaService, type Tx } from '../prisma/prisma.service.js';
 import { Unit } from '../prisma/unit-of-work.js';
-import { afterOutage } from './job-failure.js';
+import { afterOutage, outageRepushDelayMs } from './job-failure.js';
 import { QueueService } from './queue.service.js';
 import type { JobDef, QueueName } from './queues.js';
 
@@ -21,6 +21,9 @@ interface OutboxRow {
 
 interface OpenRow extends OutboxRow {
   created_at: Date;
+  dispatched_at: Date;
+  /** Pushes so far (the first, then the relay's). */
+  attempts: number;
 }
 
 /**
@@ -139,7 +142,7 @@ export class OutboxService {
   private reconcile(limit: number, olderThanMs: number): Promise<number> {
     return this.prisma.$transaction(async (tx) => {
       const rows = await tx.$queryRaw<OpenRow[]>`
-        SELECT id, queue, job_name, job_id, payload, created_at FROM outbox
+        SELECT id, queue, job_name, job_id, payload, created_at, dispatched_at, attempts FROM outbox
         WHERE completed_at IS NULL AND dispatched_at IS NOT NULL
           AND dispatched_at < now() - make_interval(secs => ${olderThanMs / 1000})
         ORDER BY dispatched_at
@@ -148,17 +151,18 @@ export class OutboxService {
       let pushed = 0;
       for (const row of rows) {
         let state: string;
-        let again = false;
+        let outage: 'push' | 'wait' | null = null;
         try {
           const queue = this.queues.queue(row.queue as QueueName);
           state = await queue.getJobState(row.job_id);
-          if (state === 'failed') again = await this.retryAfterOutage(row, await queue.getJob(row.job_id));
+          if (state === 'failed') outage = await this.retryAfterOutage(row, await queue.getJob(row.job_id));
         } catch (err) {
           // Redis unreachable: the next pass looks again.
           this.logger.warn({ err: (err as Error).message }, 'outbox check deferred');
           break;
         }
-        if (again) {
+        if (outage === 'wait') continue;
+        if (outage === 'push') {
           if (!(await this.push(row, tx))) break;
           pushed += 1;
         } else if (state === 'completed' || state === 'failed') {
@@ -178,24 +182,27 @@ export class OutboxService {
   }
 
   /**
-   * True when a failed job is to be pushed again: its last attempt failed on an outage and its entry is
-   * within OUTAGE_RETRY_WINDOW_MS. The failed job is removed first, as BullMQ keeps it 7 days under the
-   * same id and would ignore the push (the webhook relay and the broadcast sweep do the same). Should
-   * the push then fail, the next pass finds the job `unknown` and pushes it.
+   * What to do with a failed job: `push` it again (its last attempt failed on an outage, its entry is
+   * within OUTAGE_RETRY_WINDOW_MS and its last push is older than the backoff, outageRepushDelayMs),
+   * `wait` for the backoff, or null (close the entry: another failure, or given up). The failed job is
+   * removed before a push, as BullMQ keeps it 7 days under the same id and would ignore the push (the
+   * webhook relay and the broadcast sweep do the same). Should the push then fail, the next pass finds the
+   * job `unknown` and pushes it.
    */
-  private async retryAfterOutage(row: OpenRow, job: Job | undefined): Promise<boolean> {
+  private async retryAfterOutage(row: OpenRow, job: Job | undefined): Promise<'push' | 'wait' | null> {
     const next = job ? afterOutage(job, row.created_at) : null;
-    if (!job || !next) return false;
+    if (!job || !next) return null;
     const fields = { queue: row.queue, job_name: row.job_name, job_id: row.job_id, reason: job.failedReason };
     if (next === 'given_up') {
       this.metrics.outboxOutageRetries.inc({ job_name: row.job_name, outcome: 'abandoned' });
       this.logger.error(fields, 'job failed on an outage past its retry window; giving up');
-      return false;
+      return null;
     }
+    if (Date.now() - row.dispatched_at.getTime() < outageRepushDelayMs(row.attempts)) return 'wait';
     await job.remove();
     this.metrics.outboxOutageRetries.inc({ job_name: row.job_name, outcome: 'pushed' });
     this.logger.warn(fields, 'job failed on an outage; pushing it again');
-    return true;
+    return 'push';
   }
 
   private async push(row: OutboxRow, tx?: Tx): Promise<boolean> {
