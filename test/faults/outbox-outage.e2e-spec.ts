@@ -77,6 +77,39 @@ describe('fault injection: an outage outlasting an outbox job attempts', () => {
     expect(await db.emailMessage.count({ where: { userId: user.id } })).toBe(1);
   }, 90_000);
 
+  it('waits the backoff before pushing again a job that keeps failing on an outage', async () => {
+    const user = await createUser(db, {
+      identityUserId: 'user_outbox_backoff',
+      email: 'backoff@example.com',
+    });
+    const jobId = `post-signup-${user.id}`;
+    const queue = worker.get(QueueService).queue(JOBS.postSignup.queue);
+    proxy.cut('reset');
+    await dispatched(jobId, { userId: user.id });
+    await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 30_000, 100);
+    proxy.restore();
+    // Pushed twice already (the first push and one relay push), the last a second ago: within its 10 s.
+    await db.outboxEntry.updateMany({
+      where: { jobId },
+      data: { attempts: 2, dispatchedAt: new Date(Date.now() - 1000) },
+    });
+
+    const outbox = worker.get(OutboxService);
+    expect(await outbox.relay(500, 0)).toBe(0);
+    expect(await queue.getJobState(jobId)).toBe('failed');
+    expect((await db.outboxEntry.findFirstOrThrow({ where: { jobId } })).completedAt).toBeNull();
+
+    // The backoff has passed: pushed again, and the welcome e-mail goes out once.
+    await db.outboxEntry.updateMany({
+      where: { jobId },
+      data: { dispatchedAt: new Date(Date.now() - 11_000) },
+    });
+    expect(await outbox.relay(500, 0)).toBe(1);
+    await waitFor(async () => (await queue.getJobState(jobId)) === 'completed', 20_000, 100);
+    await waitFor(async () => (await db.emailMessage.count({ where: { userId: user.id } })) > 0, 20_000, 100);
+    expect(await db.emailMessage.count({ where: { userId: user.id } })).toBe(1);
+  }, 90_000);
+
   it('gives up a job that failed through an outage past the retry window: logged, counted, its row closed', async () => {
     const user = await createUser(db, {
       identityUserId: 'user_outbox_given_up',

@@ -1,4 +1,4 @@
-import { type Job, UnrecoverableError } from 'bullmq';
+import type { Job } from 'bullmq';
 import { DependencyError } from '../../common/errors/app-error.js';
 import { isDependencyFailure } from '../../common/errors/dependency-failure.js';
 import { isRetryableStatus, ProviderHttpError } from '../http/http-client.js';
@@ -25,26 +25,13 @@ const OUTAGE_REPUSH_MAX_WAIT_MS = 10 * 60_000;
 /**
  * How long after its last push a job that failed on an outage waits before the relay pushes it again,
  * given the pushes so far (the outbox entry's `attempts`, the first push included): none after the first
- * push, then 10 s, doubling up to 10 minutes. A run of an e-mail job spends its request budget within
- * seconds, so without it every stuck job would hit a provider that is down every relay pass (10 s) for up
- * to 24 h; with it a job makes about 150 runs in the window instead of about 8,000.
+ * push, then 10 s, doubling up to 10 minutes. Without it a job failing on a long outage
+ * was pushed again at the first relay pass after its attempts (about every 40 s) for up to 24 h, each run
+ * hitting a dependency that is down; with it a job makes about 150 runs in the window instead of 2,000.
  */
 export function outageRepushDelayMs(pushes: number): number {
   if (pushes <= 1) return 0;
   return Math.min(OUTAGE_REPUSH_FIRST_WAIT_MS * 2 ** Math.min(pushes - 2, 20), OUTAGE_REPUSH_MAX_WAIT_MS);
-}
-
-/**
- * Thrown by a handler whose own retries against an unavailable provider are spent for this run (an
- * e-mail's request budget, docs/decisions/email.md): the job fails now, as failed on an outage, without
- * the BullMQ attempts it has left (they would only wait or spend more requests), and the relay pushes it
- * again later: a new run.
- */
-export class OutageEndsRun extends Error {
-  constructor(cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause), { cause });
-    this.name = 'OutageEndsRun';
-  }
 }
 
 /** True when `test` holds for the error, one of its causes or a member of an AggregateError in them. */
@@ -56,7 +43,6 @@ function inChain(err: unknown, test: (e: object) => boolean, depth = 0): boolean
 }
 
 const isOutage = (err: object): boolean => {
-  if (err instanceof OutageEndsRun) return true;
   if (err instanceof ProviderHttpError) return isRetryableStatus(err.httpStatus);
   if (err instanceof DependencyError && err.code === 'upstream_unreachable') return true;
   return isDependencyFailure(err);
@@ -73,20 +59,12 @@ export function isOutageFailure(err: unknown): boolean {
   return inChain(err, isOutage);
 }
 
-/**
- * The error an attempt records: an outage gets OUTAGE_MARK in front of its message, anything else as
- * thrown. An outage that ends its run (OutageEndsRun, also inside the error) becomes BullMQ's
- * UnrecoverableError, so the job fails at once.
- */
+/** The error an attempt records: an outage gets OUTAGE_MARK in front of its message, anything else as thrown. */
 export function markOutage(err: unknown): unknown {
   if (!isOutageFailure(err)) return err;
   const message = err instanceof Error ? err.message : String(err);
   if (message.startsWith(OUTAGE_MARK)) return err;
-  const text = `${OUTAGE_MARK}${message}`;
-  const endsRun = inChain(err, (e) => e instanceof OutageEndsRun);
-  const marked = endsRun ? new UnrecoverableError(text) : new Error(text);
-  marked.cause = err;
-  return marked;
+  return new Error(`${OUTAGE_MARK}${message}`, { cause: err });
 }
 
 /** True when a failure reason (BullMQ's `failedReason`) is an outage's (markOutage). */

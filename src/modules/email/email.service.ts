@@ -2,7 +2,6 @@ import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import { isOutageFailure, OutageEndsRun } from '../../infra/queue/job-failure.js';
 import type { EmailMessage, User } from '../../generated/prisma/client.js';
 import { EmailRecorder } from './email-recorder.js';
 import { EmailRepository } from './email.repository.js';
@@ -91,12 +90,8 @@ export class EmailService {
   }
 
   /**
-   * `finalAttempt`: the job will not be retried. A rejection by the provider is recorded `failed` at once.
-   * A provider outage (5xx/429/unreachable after the retries) that leaves this run of the job no request
-   * (its budget spent, or its last attempt) ends the run (OutageEndsRun): the outbox relay runs the job
-   * again later under the same idempotency key, and the e-mail is recorded `failed` meanwhile
-   * (`unavailable`). Any other transient failure is thrown while the run has attempts and requests left,
-   * then recorded `failed`.
+   * `finalAttempt`: the job will not be retried, so a transient provider failure is recorded as failed
+   * instead of thrown. A rejection by the provider is final at once.
    */
   async sendTemplate(job: SendEmailJob, options: { finalAttempt?: boolean } = {}): Promise<SendOutcome> {
     const previous = await this.repository.findByIdempotencyKey(this.prisma, job.idempotencyKey);
@@ -131,11 +126,7 @@ export class EmailService {
       // The provider already took a request under this key (an earlier attempt whose answer was lost,
       // the body having changed since): the message went out then.
       if (err.kind === 'duplicate') providerMessageId = null;
-      else if (err.kind === 'rejected')
-        return this.failed(user, job, template.kind, message.subject, err.message);
-      else if (!options.finalAttempt && !(await this.budgetSpent(job))) throw err;
-      else if (isOutageFailure(err))
-        return this.unavailable(user, job, template.kind, message.subject, err, previous);
+      else if (err.kind !== 'rejected' && !options.finalAttempt && !(await this.budgetSpent(job))) throw err;
       else return this.failed(user, job, template.kind, message.subject, err.message);
     }
     const row = await this.recorder.record(
@@ -151,6 +142,7 @@ export class EmailService {
     return { status: 'sent', message: row };
   }
 
+  /** Links signed at send time: the double opt-in confirmation (valid 7 days from now). */
   /** Records the e-mail as failed for good (logged, audited by the recorder) and answers the outcome. */
   private async failed(
     user: User,
@@ -164,33 +156,6 @@ export class EmailService {
     return { status: 'failed', reason: error, message: row };
   }
 
-  /**
-   * The provider stayed unavailable through this run's requests: the run ends (OutageEndsRun, the job fails
-   * on an outage) and the outbox relay runs it again for up to 24 h after the e-mail was queued, Resend's
-   * idempotency window for the same key; the next run gets a fresh request budget. The e-mail is recorded
-   * `failed` now, once (the next runs find the row so): an operator sees it, it stays so if the relay gives
-   * up, and a later run that sends it overwrites the row with `sent`.
-   */
-  private async unavailable(
-    user: User,
-    job: SendEmailJob,
-    kind: EmailKind,
-    subject: string,
-    err: EmailSendError,
-    previous: EmailMessage | null,
-  ): Promise<never> {
-    await this.budget.reset(job.idempotencyKey);
-    if (previous?.status !== 'failed') {
-      await this.recorder.record(user, job, kind, subject, 'failed', null, err.message);
-    }
-    this.logger.warn(
-      { template: job.templateKey, err: err.message },
-      'e-mail provider unavailable; sent later',
-    );
-    throw new OutageEndsRun(err);
-  }
-
-  /** Links signed at send time: the double opt-in confirmation (valid 7 days from now). */
   private withLinks(user: User, job: SendEmailJob): SendEmailJob {
     if (job.templateKey !== CONFIRM_SUBSCRIPTION_TEMPLATE) return job;
     return { ...job, data: { ...job.data, confirm_url: this.unsubscribe.confirmUrl(user.id) } };

@@ -7,9 +7,8 @@ const TTL_SECONDS = 3 * 24 * 3600;
 
 /**
  * Provider requests made for one e-mail (its idempotency key), counted in Redis across job attempts,
- * so the spec's "1 + EMAIL_SEND_RETRIES requests" holds for the e-mail's run, not for each of BullMQ's
- * attempts (5 x 4 = 20 before). Redis holds the jobs themselves: the count lives as long as they do. A
- * run that spends it on a provider outage ends, and the relay's next run of the job starts afresh (`reset`).
+ * so the spec's "1 + EMAIL_SEND_RETRIES requests" holds for the e-mail, not for each of BullMQ's
+ * attempts (5 x 4 = 20 before). Redis holds the jobs themselves: the count lives as long as they do.
  */
 @Injectable()
 export class EmailSendBudget {
@@ -31,11 +30,6 @@ export class EmailSendBudget {
   async count(idempotencyKey: string): Promise<void> {
     const key = this.key(idempotencyKey);
     await this.redis.client.multi().incr(key).expire(key, TTL_SECONDS).exec();
-  }
-
-  /** A new run of the e-mail's job may make its requests again (the last run ended on an outage). */
-  async reset(idempotencyKey: string): Promise<void> {
-    await this.redis.client.del(this.key(idempotencyKey));
   }
 
   private key(idempotencyKey: string): string {
