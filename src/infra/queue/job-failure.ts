@@ -35,6 +35,20 @@ export function outageRepushDelayMs(pushes: number): number {
 }
 
 /**
+ * For a job that failed on an outage and is pushed again where no outbox entry counts its pushes (the
+ * broadcast sweep for a run without one, the scheduler's catch-up of a tick): the data of the next push,
+ * or null while the backoff (outageRepushDelayMs) since this push lasts. The pushes so far travel in the
+ * job's own data (`outagePushes`; absent: the first push) and this push's time is BullMQ's `timestamp`,
+ * the same count and clock the relay reads from its entry's `attempts` and `dispatched_at`.
+ */
+export function nextOutagePush(job: Job, now = Date.now()): Record<string, unknown> | null {
+  const data = (job.data ?? {}) as Record<string, unknown>;
+  const pushes = typeof data.outagePushes === 'number' && data.outagePushes >= 1 ? data.outagePushes : 1;
+  if (now - job.timestamp < outageRepushDelayMs(pushes)) return null;
+  return { ...data, outagePushes: pushes + 1 };
+}
+
+/**
  * Thrown by a handler whose own retries against an unavailable provider are spent for this run (an
  * e-mail's request budget, docs/decisions/email.md): the job fails now, as failed on an outage, without
  * the BullMQ attempts it has left (they would only wait or spend more requests), and the relay pushes it
