@@ -2,7 +2,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import type { INestApplication } from '@nestjs/common';
 import type { User } from '../../src/generated/prisma/client.js';
 import { HttpClient } from '../../src/infra/http/http-client.js';
-import { OUTAGE_MARK, OUTAGE_RETRY_WINDOW_MS } from '../../src/infra/queue/job-failure.js';
+import {
+  OUTAGE_MARK,
+  OUTAGE_RETRY_WINDOW_MS,
+  outageRepushDelayMs,
+} from '../../src/infra/queue/job-failure.js';
+import { OutboxService } from '../../src/infra/queue/outbox.service.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
 import { BroadcastSweeper } from '../../src/modules/broadcasts/broadcast-sweeper.js';
@@ -60,8 +65,15 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
     };
   };
 
-  /** A queued run for `members` whose job fails for good while the provider is down for them. */
-  async function failedOnOutage(n: number, label: string): Promise<{ runId: string; members: User[] }> {
+  /**
+   * A queued run for `members` whose job fails for good while the provider is down for them; `data` joins
+   * the job's own (`outagePushes`: the pushes so far).
+   */
+  async function failedOnOutage(
+    n: number,
+    label: string,
+    data: object = {},
+  ): Promise<{ runId: string; members: User[] }> {
     const { createdAt, audience } = day(n);
     const members = await createAudience(api.prisma, label, 3, { consent: true, createdAt });
     for (const m of members) fake.failAddress(m.email);
@@ -69,7 +81,7 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
       data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
     });
     const jobId = broadcastJobId(runId);
-    await api.app.get(QueueService).add(JOBS.dispatchBroadcast, { runId }, { jobId, ...SHORT });
+    await api.app.get(QueueService).add(JOBS.dispatchBroadcast, { runId, ...data }, { jobId, ...SHORT });
     const ended = await waitFor(async () => {
       const state = await queue().getJobState(jobId);
       return state === 'failed' || state === 'completed' ? state : null;
@@ -92,6 +104,8 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
     const outcome = await worker.get(BroadcastSweeper).sweep();
     expect(outcome.requeued).toContain(runId);
     expect(outcome.failed).not.toContain(runId);
+    // The push counts itself in the job's data, where the next sweep reads the backoff from.
+    expect((await queue().getJob(broadcastJobId(runId)))!.data).toMatchObject({ runId, outagePushes: 2 });
     const done = await waitFor(async () => {
       const current = await run(runId);
       return current.status === 'done' ? current : null;
@@ -129,5 +143,55 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
     expect((await worker.get(BroadcastSweeper).sweep()).requeued).not.toContain(runId);
     expect(fake.requests).toHaveLength(requestsBefore);
     expect(fake.deliveries).toHaveLength(0);
+  });
+
+  it('leaves a job that failed on an outage alone while the backoff since its last push lasts', async () => {
+    // Its eighth push, just made: the backoff is outageRepushDelayMs(8), the relay's 10-minute cap.
+    expect(outageRepushDelayMs(8)).toBe(600_000);
+    const { runId } = await failedOnOutage(3, 'sweep-backoff', { outagePushes: 8 });
+    const jobId = broadcastJobId(runId);
+    const pushed = (await queue().getJob(jobId))!.timestamp;
+    const requestsBefore = fake.requests.length;
+
+    const outcome = await worker.get(BroadcastSweeper).sweep();
+    expect(outcome.backingOff).toContain(runId);
+    expect(outcome.requeued).not.toContain(runId);
+    expect(outcome.failed).not.toContain(runId);
+    // The same failed job, not removed and added again; the run waits, nothing is sent.
+    const job = await queue().getJob(jobId);
+    expect(await job!.getState()).toBe('failed');
+    expect(job!.timestamp).toBe(pushed);
+    expect(await run(runId)).toMatchObject({ status: 'running', finishedAt: null });
+    expect(fake.requests).toHaveLength(requestsBefore);
+  });
+
+  it('leaves a run whose job has an open outbox entry to the relay, which pushes it with its own backoff', async () => {
+    const { runId, members } = await failedOnOutage(4, 'sweep-relay');
+    const jobId = broadcastJobId(runId);
+    // As BroadcastsService writes it: the entry stays open until the relay sees the job finish.
+    await api.prisma.outboxEntry.create({
+      data: {
+        queue: JOBS.dispatchBroadcast.queue,
+        jobName: JOBS.dispatchBroadcast.name,
+        jobId,
+        payload: { runId },
+        attempts: 1,
+        dispatchedAt: new Date(Date.now() - 60_000),
+      },
+    });
+
+    const outcome = await worker.get(BroadcastSweeper).sweep();
+    expect(outcome.leftToRelay).toContain(runId);
+    expect(outcome.requeued).not.toContain(runId);
+    expect(await queue().getJobState(jobId)).toBe('failed');
+
+    // The relay's first re-push is immediate: the run resumes and ends done, each member mailed once.
+    expect(await worker.get(OutboxService).relay(500, 0)).toBeGreaterThanOrEqual(1);
+    const done = await waitFor(async () => {
+      const current = await run(runId);
+      return current.status === 'done' ? current : null;
+    }, 20_000);
+    expect(done).toMatchObject({ sentCount: 3, failedCount: 0 });
+    for (const m of members) expect(fake.deliveredTo(m.email)).toHaveLength(1);
   });
 });

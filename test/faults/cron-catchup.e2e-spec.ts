@@ -6,6 +6,7 @@ import { WorkerModule } from '../../src/app/worker.module.js';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import type { PrismaService } from '../../src/infra/prisma/prisma.service.js';
 import { dueTick } from '../../src/infra/queue/due-tick.js';
+import { OUTAGE_MARK } from '../../src/infra/queue/job-failure.js';
 import { JobRunRecorder } from '../../src/infra/queue/job-run.recorder.js';
 import { JobScheduler } from '../../src/infra/queue/job-scheduler.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
@@ -25,6 +26,12 @@ import { directDb } from './fault-helpers.js';
 const HOUR_MS = 3600_000;
 const DAY_MS = 24 * HOUR_MS;
 const ALL_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'] as const;
+/**
+ * The tick's own push in the outage test: two attempts 100 ms apart instead of the production five from
+ * 2 s, the same "every attempt failed" end in a second (as test/faults/outbox-outage.e2e-spec.ts). The
+ * catch-up's push uses the production options.
+ */
+const SHORT = { attempts: 2, backoff: { type: 'fixed', delay: 100 } };
 
 /**
  * A cron tick only enqueues a job; when Redis is unreachable at that moment, or no worker runs at the tick
@@ -175,6 +182,43 @@ describe('fault injection: a scheduled tick missed while Redis was unreachable i
     }, 15_000);
     expect(await jobIds(JOBS.checkBillingDrift)).toHaveLength(1);
     expect(logged('scheduled tick caught up').map((line) => line.job)).toContain(JOBS.checkBillingDrift.name);
+  });
+
+  it('runs a tick whose job failed on a PostgreSQL outage again, once, though Redis never went away', async () => {
+    // The hourly expiry last ran the hour before its most recent tick; at the tick PostgreSQL fails over
+    // for longer than the job's attempts: its job_runs upsert fails each time, so last_started_at stays
+    // before the tick and the job fails for good in BullMQ, marked as an outage.
+    const tick = dueTick(SCHEDULES.expireSubscriptions, new Date())!;
+    const jobId = tickJobId(JOBS.expireSubscriptions, tick, 'hour');
+    await ranAt('expireSubscriptions', new Date(tick.getTime() - HOUR_MS + 60_000));
+    const queue = queues.queue(JOBS.expireSubscriptions.queue);
+    dbProxy.cut();
+    await queues.add(JOBS.expireSubscriptions, {}, { jobId, ...SHORT });
+    await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 30_000, 100);
+    dbProxy.restore();
+    expect((await queue.getJob(jobId))!.failedReason).toMatch(new RegExp(`^${OUTAGE_MARK}`));
+    const before = await db.jobRun.findUniqueOrThrow({ where: { name: JOBS.expireSubscriptions.name } });
+    expect(before.lastStartedAt!.getTime()).toBeLessThan(tick.getTime());
+
+    // A pass (every CATCH_UP_EVERY_MS on the ticks, or any other) removes the failed job and adds it again.
+    expect(await scheduler.catchUp(new Date())).toEqual(['expireSubscriptions']);
+    await waitFor(async () => (await queue.getJobState(jobId)) === 'completed', 20_000, 100);
+    const after = await db.jobRun.findUniqueOrThrow({ where: { name: JOBS.expireSubscriptions.name } });
+    expect(after).toMatchObject({ lastStatus: 'ok', runs: before.runs + 1 });
+    expect(after.lastStartedAt!.getTime()).toBeGreaterThanOrEqual(tick.getTime());
+    expect(
+      logged('scheduled tick failed on an outage; running it again').map((l) => [l.job, l.jobId]),
+    ).toEqual([[JOBS.expireSubscriptions.name, jobId]]);
+    expect(await caughtUpMetric()).toContainEqual([JOBS.expireSubscriptions.name, 1]);
+
+    // Exactly once: the next pass finds the tick run, one job under the tick's id.
+    expect(await scheduler.catchUp(new Date())).toEqual([]);
+    expect(await jobIds(JOBS.expireSubscriptions)).toEqual([jobId]);
+    expect(
+      await db.jobRun.findUniqueOrThrow({ where: { name: JOBS.expireSubscriptions.name } }),
+    ).toMatchObject({
+      runs: before.runs + 1,
+    });
   });
 
   it('a worker that boots after a tick nobody enqueued (a deploy at the tick) enqueues it', async () => {

@@ -34,6 +34,20 @@ export function outageRepushDelayMs(pushes: number): number {
   return Math.min(OUTAGE_REPUSH_FIRST_WAIT_MS * 2 ** Math.min(pushes - 2, 20), OUTAGE_REPUSH_MAX_WAIT_MS);
 }
 
+/**
+ * For a job that failed on an outage and is pushed again where no outbox entry counts its pushes (the
+ * broadcast sweep for a run without one, the scheduler's catch-up of a tick): the data of the next push,
+ * or null while the backoff (outageRepushDelayMs) since this push lasts. The pushes so far travel in the
+ * job's own data (`outagePushes`; absent: the first push) and this push's time is BullMQ's `timestamp`,
+ * the same count and clock the relay reads from its entry's `attempts` and `dispatched_at`.
+ */
+export function nextOutagePush(job: Job, now = Date.now()): Record<string, unknown> | null {
+  const data = (job.data ?? {}) as Record<string, unknown>;
+  const pushes = typeof data.outagePushes === 'number' && data.outagePushes >= 1 ? data.outagePushes : 1;
+  if (now - job.timestamp < outageRepushDelayMs(pushes)) return null;
+  return { ...data, outagePushes: pushes + 1 };
+}
+
 /** True when `test` holds for the error, one of its causes or a member of an AggregateError in them. */
 function inChain(err: unknown, test: (e: object) => boolean, depth = 0): boolean {
   if (!err || typeof err !== 'object' || depth > 4) return false;

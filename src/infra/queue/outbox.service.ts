@@ -101,6 +101,20 @@ export class OutboxService {
   }
 
   /**
+   * Of these job ids, those whose outbox entry is still open (not closed by the relay): the relay owns
+   * them, pushes them again when lost or failed on an outage (with its backoff) and closes them once their
+   * job finished. A sweep that finds lost jobs of its own leaves these alone.
+   */
+  async openJobIds(jobIds: string[]): Promise<Set<string>> {
+    if (jobIds.length === 0) return new Set();
+    const rows = await this.prisma.outboxEntry.findMany({
+      where: { jobId: { in: jobIds }, completedAt: null },
+      select: { jobId: true },
+    });
+    return new Set(rows.map((row) => row.jobId));
+  }
+
+  /**
    * One relay pass, safe on several workers at once: pushes the entries still undispatched after
    * `olderThanMs`, then checks the dispatched ones against BullMQ (see `reconcile`). Returns how many jobs
    * it pushed (first pushes and pushes of lost jobs).

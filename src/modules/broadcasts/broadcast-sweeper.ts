@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
-import { afterOutage } from '../../infra/queue/job-failure.js';
+import { afterOutage, nextOutagePush } from '../../infra/queue/job-failure.js';
+import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { BroadcastDispatcher } from './broadcast-dispatcher.js';
@@ -14,6 +15,10 @@ export interface SweepOutcome {
   checked: number;
   /** Runs whose job was gone: enqueued again (the dispatcher resumes from the recorded recipients). */
   requeued: string[];
+  /** Runs whose job has an open outbox entry: the relay pushes it, backs off and closes it, not the sweep. */
+  leftToRelay: string[];
+  /** Runs whose job failed on an outage and was pushed less than the backoff ago (nextOutagePush). */
+  backingOff: string[];
   /**
    * Runs whose job had failed for good without ending the run, not on an outage or on one past
    * OUTAGE_RETRY_WINDOW_MS (afterOutage `given_up`): ended failed now.
@@ -26,7 +31,9 @@ export interface SweepOutcome {
  * job was removed by hand) leaves it `running` at 100 of 250 for good. The sweep (every minute, in the
  * worker) finds such runs and enqueues their job again under the same id; the dispatcher resumes where
  * the run stopped and resends a batch whose answer was lost under its key, so nobody is mailed twice.
- * The outbox relay re-pushes lost jobs as well; this also covers runs whose outbox entry is gone.
+ * A run whose job still has an open outbox entry is the relay's (it pushes lost jobs and jobs failed on an
+ * outage, with its backoff, and closes the entry once the job finished): the sweep covers runs whose entry
+ * is closed or gone, and pushes a job failed on an outage again only past the same backoff.
  */
 @Injectable()
 export class BroadcastSweeper {
@@ -35,6 +42,7 @@ export class BroadcastSweeper {
   constructor(
     private readonly prisma: PrismaService,
     private readonly queues: QueueService,
+    private readonly outbox: OutboxService,
     private readonly dispatcher: BroadcastDispatcher,
   ) {}
 
@@ -45,9 +53,20 @@ export class BroadcastSweeper {
       orderBy: { createdAt: 'asc' },
     });
     const queue = this.queues.queue(JOBS.dispatchBroadcast.queue);
-    const outcome: SweepOutcome = { checked: runs.length, requeued: [], failed: [] };
+    const outcome: SweepOutcome = {
+      checked: runs.length,
+      requeued: [],
+      leftToRelay: [],
+      backingOff: [],
+      failed: [],
+    };
+    const open = await this.outbox.openJobIds(runs.map((run) => broadcastJobId(run.id)));
     for (const run of runs) {
       const jobId = broadcastJobId(run.id);
+      if (open.has(jobId)) {
+        outcome.leftToRelay.push(run.id);
+        continue;
+      }
       const job = await queue.getJob(jobId);
       const state = job ? await job.getState() : 'unknown';
       if (LIVE_STATES.has(state)) continue;
@@ -60,9 +79,15 @@ export class BroadcastSweeper {
         outcome.failed.push(run.id);
         continue;
       }
+      // Pushed again on an outage only past the relay's backoff, counted in the job's own data.
+      const data = outage ? nextOutagePush(job!) : { runId: run.id };
+      if (!data) {
+        outcome.backingOff.push(run.id);
+        continue;
+      }
       // Completed while the run is unfinished cannot be re-added under its id: start that job afresh.
       if (state === 'completed' || outage) await job!.remove();
-      await this.queues.add(JOBS.dispatchBroadcast, { runId: run.id }, { jobId });
+      await this.queues.add(JOBS.dispatchBroadcast, data, { jobId });
       this.logger.warn({ run_id: run.id, job_state: state }, 'broadcast had no live job; enqueued again');
       outcome.requeued.push(run.id);
     }
