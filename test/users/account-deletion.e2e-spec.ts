@@ -11,9 +11,15 @@ import { SCRUB_EMAIL_ARCHIVE_SQL } from '../../src/modules/webhooks/webhook-inbo
 import { JobScheduler } from '../../src/infra/queue/job-scheduler.js';
 import { type SeededUser, seedUserWithEverything } from '../factories/user-data.factory.js';
 import { deliverEmailEvent, resendEvent, signEmailEvent } from '../support/email-webhook.js';
-import { deliverIdentity, identityDeletedEvent, signIdentityEvent } from '../support/identity-webhook.js';
+import {
+  deliverIdentity,
+  identityDeletedEvent,
+  identityUserEvent,
+  signIdentityEvent,
+} from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
+import { settled } from '../support/webhooks.js';
 
 const DAY_MS = 86_400_000;
 const daysAgo = (days: number) => new Date(Date.now() - days * DAY_MS);
@@ -462,6 +468,111 @@ describe('account deletion: soft delete, restore, hard delete', () => {
         expect((await archived(eventId)).payload).toEqual({ redacted: true, type: 'email.bounced' });
       }
       expect(await archived(keptBounce.eventId)).toEqual(keptBefore);
+    });
+
+    describe('events still waiting for the worker when the user is erased', () => {
+      /** Runs `during` with the webhook queue paused: what the API accepts meanwhile stays RECEIVED. */
+      const webhooksPaused = async (during: () => Promise<void>) => {
+        const queue = api.app.get(QueueService).queue(JOBS.applyWebhooks.queue);
+        await queue.pause();
+        try {
+          await during();
+        } finally {
+          await queue.resume();
+        }
+      };
+      const accept = async (path: string, delivery: { body: string; headers: Record<string, string> }) => {
+        const res = await api.http.post(path).set(delivery.headers).send(delivery.body);
+        expect(res.body).toMatchObject({ status: 'accepted' });
+      };
+      const archived = (provider: 'email' | 'identity', eventId: string) =>
+        api.prisma.webhookEvent.findUniqueOrThrow({ where: { provider_eventId: { provider, eventId } } });
+      const failureEntries = (eventId: string) =>
+        api.prisma.auditLog.findMany({ where: { action: 'webhook.failed', resourceId: eventId } });
+      const welcome = async (seeded: SeededUser) => {
+        const outcome = await worker.get(EmailService).sendTemplate({
+          userId: seeded.user.id,
+          templateKey: 'welcome',
+          idempotencyKey: `welcome-waiting-${seeded.user.id}`,
+        });
+        expect(outcome.status).toBe('sent');
+        return outcome.message!.providerMessageId!;
+      };
+
+      it("leaves another account's bounce at an address the erased user once had: the worker applies it", async () => {
+        // The erased user was mailed at an address they have left since; Bob holds it now.
+        const erased = await seedUserWithEverything(
+          api.prisma,
+          'user_left_address',
+          'Left.Address@Example.com',
+        );
+        await welcome(erased);
+        await api.prisma.user.update({
+          where: { id: erased.user.id },
+          data: { email: 'user_left_address@example.com' },
+        });
+        const bob = await seedUserWithEverything(api.prisma, 'user_bob_address', 'left.address@example.com');
+        const bounce = signEmailEvent(
+          resendEvent('email-bounced', { providerMessageId: await welcome(bob), to: bob.user.email }),
+        );
+        await softDelete(erased.user, daysAgo(31));
+
+        await webhooksPaused(async () => {
+          await accept('/webhooks/email', bounce);
+          expect((await deletion.hardDeleteDue()).deleted).toBe(1);
+          // Tied to the erased user by the address alone: left for the worker, payload intact.
+          expect(await archived('email', bounce.id)).toMatchObject({
+            status: 'RECEIVED',
+            payload: { type: 'email.bounced', data: { to: ['left.address@example.com'] } },
+          });
+        });
+        await expectErased(erased);
+
+        expect(await settled(api, 'email', bounce.id)).toMatchObject({ status: 'PROCESSED', error: null });
+        expect(
+          await api.prisma.emailSuppression.findUnique({ where: { email: 'left.address@example.com' } }),
+        ).toMatchObject({ reason: 'bounce', sourceEventId: bounce.id });
+        expect(await failureEntries(bounce.id)).toEqual([]);
+      });
+
+      it("archives the erased user's own waiting events SKIPPED (erased), not FAILED, without webhook.failed", async () => {
+        const erased = await seedUserWithEverything(api.prisma, 'user_erased_waiting');
+        // Its own by the message id (e-mail) and by the identity id (identity): scrubbed while RECEIVED.
+        const bounce = signEmailEvent(
+          resendEvent('email-bounced', { providerMessageId: await welcome(erased), to: erased.user.email }),
+        );
+        const update = signIdentityEvent(
+          identityUserEvent('user.updated', erased.user.identityUserId, 'renamed-waiting@example.com'),
+        );
+        await softDelete(erased.user, daysAgo(31));
+
+        await webhooksPaused(async () => {
+          await accept('/webhooks/email', bounce);
+          await accept('/webhooks/identity', update);
+          expect((await deletion.hardDeleteDue()).deleted).toBe(1);
+          expect(await archived('email', bounce.id)).toMatchObject({
+            status: 'RECEIVED',
+            payload: { redacted: true, type: 'email.bounced' },
+          });
+          expect(await archived('identity', update.id)).toMatchObject({
+            status: 'RECEIVED',
+            payload: { redacted: true, type: 'user.updated' },
+          });
+        });
+
+        expect(await settled(api, 'email', bounce.id)).toMatchObject({ status: 'SKIPPED', error: 'erased' });
+        expect(await settled(api, 'identity', update.id)).toMatchObject({
+          status: 'SKIPPED',
+          error: 'erased',
+        });
+        expect(await failureEntries(bounce.id)).toEqual([]);
+        expect(await failureEntries(update.id)).toEqual([]);
+        // Nothing was applied: the erased user's address is not suppressed, no account came back.
+        expect(await api.prisma.emailSuppression.count({ where: { sourceEventId: bounce.id } })).toBe(0);
+        expect(await api.prisma.user.count({ where: { identityUserId: erased.user.identityUserId } })).toBe(
+          0,
+        );
+      });
     });
 
     it('finds the e-mail archive rows to scrub through the partial index, not a scan of every e-mail row', async () => {

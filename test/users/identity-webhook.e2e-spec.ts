@@ -7,15 +7,17 @@ import { JOBS } from '../../src/infra/queue/queues.js';
 import { AccountDeletionService } from '../../src/modules/users/account-deletion.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
 import { fixture, type Json } from '../contracts/contract-support.js';
+import { lockWaiters, waitForLockWaiters } from '../support/held-events.js';
 import {
   identityDeletedEvent,
   identityUserEvent,
   type SignedDelivery,
   signIdentityEvent,
 } from '../support/identity-webhook.js';
+import { holding } from '../support/lock-holder.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
-import { withOutcome } from '../support/webhooks.js';
+import { settled, withOutcome } from '../support/webhooks.js';
 
 describe('POST /webhooks/identity', () => {
   let env: TestEnv;
@@ -403,6 +405,61 @@ describe('POST /webhooks/identity', () => {
         expect(refused.status).toBe(401);
         expect(refused.body).toMatchObject({ code: 'unknown_user' });
         expect(await api.prisma.user.count({ where: { identityUserId: sub } })).toBe(0);
+      });
+
+      it('a user.deleted applied while a just-in-time creation is still open waits for it and deletes the account', async () => {
+        const sub = 'user_jit_race';
+        const gateKey = `test-gate:${sub}`;
+        // The just-in-time transaction stops at its user.created audit entry (after the guard read the
+        // archive and the row was inserted, before the commit) until the test opens the gate.
+        await api.prisma.$executeRawUnsafe(`
+          CREATE FUNCTION test_hold_jit() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            IF NEW.action = 'user.created' AND NEW.user_id = '${sub}' THEN
+              PERFORM pg_advisory_xact_lock_shared(hashtextextended('${gateKey}', 0));
+            END IF;
+            RETURN NEW;
+          END $$`);
+        await api.prisma.$executeRawUnsafe(
+          `CREATE TRIGGER test_hold_jit BEFORE INSERT ON audit_logs FOR EACH ROW EXECUTE FUNCTION test_hold_jit()`,
+        );
+        const gate = await holding(
+          api.prisma,
+          (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${gateKey}, 0))`,
+        );
+        try {
+          // A token issued before the deletion, whose guard read found no deletion yet.
+          const signIn = me(await tokenIssued(sub, 120)).then((res) => res);
+          await waitForLockWaiters(api.prisma, gateKey);
+          const deletion = deletedAgo(sub, 60);
+          const accepted = await api.http
+            .post('/webhooks/identity')
+            .set(deletion.headers)
+            .send(deletion.body);
+          expect(accepted.body).toMatchObject({ status: 'accepted' });
+          // The worker has reached the event: it applied it without seeing the uncommitted row (the race), or
+          // it waits for the identity's lock, which the just-in-time transaction holds until its commit.
+          await waitFor(
+            async () =>
+              (await archived(deletion)).status !== 'RECEIVED' ||
+              (await lockWaiters(api.prisma, `identity-user:${sub}`)) > 0,
+            // Within the API's statement timeout, which ends the held insert.
+            12_000,
+          );
+          gate.release();
+          await gate.done;
+          expect((await signIn).status).toBe(200);
+          expect(await settled(api, 'identity', deletion.id)).toMatchObject({ status: 'PROCESSED' });
+          expect(await api.prisma.user.findUnique({ where: { identityUserId: sub } })).toMatchObject({
+            deletedAt: expect.any(Date),
+            deletedVia: 'identity_webhook',
+          });
+        } finally {
+          gate.release();
+          await gate.done;
+          await api.prisma.$executeRawUnsafe(`DROP TRIGGER test_hold_jit ON audit_logs`);
+          await api.prisma.$executeRawUnsafe(`DROP FUNCTION test_hold_jit()`);
+        }
       });
     });
   });

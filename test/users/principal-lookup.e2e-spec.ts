@@ -81,15 +81,21 @@ describe('principal lookup on the driver', () => {
   it('asks the identity deletion guard only for a missing row: a known user never reads the webhook archive', async () => {
     const sql = captureSql(api.prisma.pool, { transactions: true });
     const guard = () => sql.matching(/FROM webhook_events\s+WHERE .*event_type = 'user\.deleted'/s);
+    // The identity's lock (against a user.deleted applied meanwhile): on the just-in-time path only.
+    const identityLock = () => sql.matching(/pg_advisory_xact_lock/);
     try {
       const authorization = await api.bearer('user_guard_once');
       // The first request creates the user just in time, after asking the guard (inside its transaction).
       expect((await api.http.get('/api/v1/me').set('Authorization', authorization)).status).toBe(200);
       expect(guard()).toHaveLength(1);
       expect(guard()[0].values).toContain('user_guard_once');
+      expect(identityLock().map((statement) => statement.values)).toEqual([
+        ['identity-user:user_guard_once'],
+      ]);
       sql.clear();
       expect((await api.http.get('/api/v1/me').set('Authorization', authorization)).status).toBe(200);
       expect(guard()).toEqual([]);
+      expect(identityLock()).toEqual([]);
     } finally {
       sql.restore();
     }

@@ -118,6 +118,8 @@ export class IdentityWebhookService implements OnModuleInit {
    * arrived first (for a user we never saw, it had nothing to delete). An event that is not newer than an
    * archived deletion of the identity (same clock as the update rule: `updated_at`, else the event time)
    * creates nothing, so the late delivery cannot bring back, and welcome, a person the provider deleted.
+   * Under the identity's lock (UsersRepository.lockIdentity), taken before the guard's read, as the
+   * just-in-time creation and user.deleted take it.
    */
   private async created(
     tx: Tx,
@@ -127,6 +129,7 @@ export class IdentityWebhookService implements OnModuleInit {
     const address = primaryAddress(data);
     if (!address) return { status: 'skipped', reason: 'the user has no e-mail address' };
     const version = identityVersion(data, occurredAt);
+    await this.users.lockIdentity(tx, data.id);
     if (await this.usersService.deletedByProviderSince(tx, data.id, version)) {
       return {
         status: 'skipped',
@@ -194,7 +197,14 @@ export class IdentityWebhookService implements OnModuleInit {
     return { status: 'processed' };
   }
 
+  /**
+   * Soft-deletes the user (grace period, hooks). Under the identity's lock, taken before the read: a
+   * just-in-time creation that passed the deletion guard before this event was accepted inserts the row in
+   * a transaction holding that lock, so this waits for its commit and finds the row (else it would skip
+   * "unknown user" and the account would outlive the deletion).
+   */
   private async deleted(tx: Tx, data: z.infer<typeof identityDeletedData>): Promise<HandlerOutcome> {
+    await this.users.lockIdentity(tx, data.id);
     const user = await this.users.findByIdentityId(tx, data.id);
     if (!user) return { status: 'skipped', reason: 'unknown user' };
     const result = await this.deletion.softDelete(tx, user.id, 'identity_webhook');

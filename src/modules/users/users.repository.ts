@@ -95,6 +95,17 @@ export class UsersRepository {
   }
 
   /**
+   * Serializes the paths that create or delete the row of one identity user (the just-in-time creation, the
+   * identity webhook's user.created and user.deleted) until the caller's transaction ends, so each one's
+   * reads (the archive's deletions, the user row) see what the other committed. An advisory lock rather
+   * than a row lock because the row may not exist yet; key `identity-user:<identity id>`, the scheme of the
+   * billing locks (SubscriptionsRepository.lock).
+   */
+  async lockIdentity(tx: Tx, identityUserId: string): Promise<void> {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`identity-user:${identityUserId}`}, 0))`;
+  }
+
+  /**
    * Inserts the user unless a row with this identity id exists. Concurrent callers (the identity webhook
    * and a just-in-time token) end with one row; exactly one of them sees `inserted: true`.
    */

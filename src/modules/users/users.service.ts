@@ -67,13 +67,16 @@ export class UsersService {
    * and nothing written, when the identity provider deleted the identity at or after that time: a token
    * lives on for minutes after the deletion, which erased the row or found none (a user.deleted delivered
    * before user.created), and must not bring the person back. Only a missing row gets here, so the
-   * archive look-up never runs on a normal authenticated request.
+   * archive look-up (and the identity's lock) never runs on a normal authenticated request. The identity's
+   * lock, taken first and held to the commit, keeps a user.deleted applied meanwhile from missing the row
+   * this inserts (IdentityWebhookService.deleted takes it too, before it reads the row).
    */
   ensureUserStandalone(
     input: EnsureUserInput,
     issuedAt: Date,
   ): Promise<{ user: User; created: boolean } | null> {
     return this.uow.run(async (tx) => {
+      await this.users.lockIdentity(tx, input.identityUserId);
       if (await this.deletedByProviderSince(tx, input.identityUserId, issuedAt)) return null;
       return this.ensureUser(tx, input);
     });
@@ -83,7 +86,8 @@ export class UsersService {
    * The deletion guard, for every path that would create the row (the identity webhook's user.created and
    * user.updated, a token just in time): true when the webhook archive holds a `user.deleted` of this
    * identity user (not FAILED) whose event time is at or after `version`, the moment the provider vouched
-   * for the user (the event's version, the token's iat). Equal times count as not newer.
+   * for the user (the event's version, the token's iat). Equal times count as not newer. The caller holds
+   * the identity's lock (lockIdentity).
    */
   async deletedByProviderSince(tx: Tx, identityUserId: string, version: Date): Promise<boolean> {
     const deletedAt = await this.archive.latestIdentityDeletion(tx, identityUserId);

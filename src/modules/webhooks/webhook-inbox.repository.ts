@@ -45,6 +45,27 @@ export type StoredEvent = Pick<
 /** Reason under which an event for a not-yet-known subscription is parked (archived SKIPPED). */
 export const PARKED_REASON = 'unknown_subscription';
 
+/**
+ * Reason under which the worker archives SKIPPED an event whose payload the erasure scrub redacted while it
+ * was still RECEIVED (see isRedactedPayload): it was about the erased user, there is nothing left to apply.
+ */
+export const ERASED_REASON = 'erased';
+
+/**
+ * Whether an archived payload is the erasure scrub's redaction (`{"redacted": true, "type": ...}`, written
+ * by scrubIdentityArchive and SCRUB_EMAIL_ARCHIVE_SQL, this file being their one writer), not a provider's
+ * payload: none of the archived shapes (the identity and e-mail allowlists, Paddle's envelope) has a
+ * top-level `redacted` member.
+ */
+export function isRedactedPayload(payload: Prisma.JsonValue): boolean {
+  return (
+    typeof payload === 'object' &&
+    payload !== null &&
+    !Array.isArray(payload) &&
+    (payload as Prisma.JsonObject).redacted === true
+  );
+}
+
 const PRUNE_BATCH = 5000;
 
 /** The worker's statements, on the driver (issue 15 item 3): see lockReceivedMany, markSkipped, markProcessedMany. */
@@ -347,7 +368,9 @@ export class WebhookInboxRepository {
   /**
    * The identity webhook archive has no user foreign key but holds the user's e-mail addresses in its
    * archived payloads (archivableIdentityPayload keeps them): keep the rows (dedupe history) and replace
-   * their payloads. Called when the user is erased.
+   * their payloads. Called when the user is erased. Rows still RECEIVED are scrubbed too: the identity id is
+   * the erased person's alone (unlike an address), and the worker archives a redacted row SKIPPED
+   * (ERASED_REASON), never FAILED.
    */
   async scrubIdentityArchive(tx: Tx, identityUserId: string): Promise<number> {
     // A user.deleted row keeps the identity id (nothing else): it is what stops an older user.created
@@ -380,7 +403,11 @@ export class WebhookInboxRepository {
    * When the user is erased, every e-mail archive row about one of the user's messages (`data.email_id`, the
    * provider message id) or sent to one of the user's addresses (`data.to`; the only link of a message whose
    * provider id we never learnt) keeps its row (dedupe history, status, type, times) and loses its payload,
-   * as the identity rows do. The archive holds archivableEmailPayload's projection, whose addresses are
+   * as the identity rows do. A row still RECEIVED (accepted, not yet applied) is scrubbed only when one of
+   * the user's message ids matches it (it is then the user's own; the worker archives it SKIPPED,
+   * ERASED_REASON): matched by an address alone, it may be another account's event at an address the erased
+   * user once had (a bounce or complaint that must still suppress it), so it is left for the worker.
+   * The archive holds archivableEmailPayload's projection, whose addresses are
    * normalized, so `addresses` must be normalized the same way (normalizeAddress). One statement, one probe
    * of the partial index webhook_events_email_data_idx per id and address (SCRUB_EMAIL_ARCHIVE_SQL), not a
    * scan of every e-mail row. The caller collects the ids and addresses before the delete cascades the
@@ -401,18 +428,21 @@ export class WebhookInboxRepository {
  * address (`{"to": [address]}`), each matched through the partial GIN index (jsonb_path_ops) on the e-mail
  * rows' `payload->'data'` (migration 20261207091000_email_archive_projection): the planner runs a nested
  * loop of one bitmap index scan per pattern (a GIN index cannot serve `@> ANY(...)`, so the patterns are
- * joined, not listed). A row matched by several patterns is updated once. Exported for the plan check in
+ * joined, not listed). A row matched by several patterns is updated once. A RECEIVED row is updated only
+ * through a message id pattern (`own`; see scrubEmailArchive); the status is re-checked on a row the worker
+ * held, so a row it applied meanwhile is scrubbed as PROCESSED. Exported for the plan check in
  * test/users/account-deletion.e2e-spec.ts.
  */
 export const SCRUB_EMAIL_ARCHIVE_SQL = `
   UPDATE webhook_events w
   SET payload = jsonb_build_object('redacted', true, 'type', w.payload->>'type')
   FROM (
-    SELECT jsonb_build_object('email_id', id) AS pattern FROM unnest($1::text[]) AS id
+    SELECT jsonb_build_object('email_id', id) AS pattern, true AS own FROM unnest($1::text[]) AS id
     UNION
-    SELECT jsonb_build_object('to', jsonb_build_array(address)) FROM unnest($2::text[]) AS address
+    SELECT jsonb_build_object('to', jsonb_build_array(address)), false FROM unnest($2::text[]) AS address
   ) wanted
-  WHERE w.provider = 'email' AND w.payload->'data' @> wanted.pattern`;
+  WHERE w.provider = 'email' AND w.payload->'data' @> wanted.pattern
+    AND (wanted.own OR w.status <> 'RECEIVED'::"WebhookEventStatus")`;
 
 export interface ArchiveFilter {
   provider?: string;

@@ -17,7 +17,9 @@ import {
   type AcceptedInput,
   type AcceptedRow,
   type ArchiveFilter,
+  ERASED_REASON,
   type InboundEvent,
+  isRedactedPayload,
   type StoredEvent,
   WebhookInboxRepository,
   type WebhookProvider,
@@ -145,7 +147,8 @@ const notInBatch = (input: AcceptedInput, batch: readonly AcceptedInput[]): bool
  * job of the statement's group (the statements started within a few milliseconds) is pushed and the provider
  * gets its 200.
  * The worker's apply() runs the provider's handler in a transaction that also moves the row to PROCESSED or
- * SKIPPED, so a redelivered job finds it done (exactly once). A failed attempt rolls back and is retried with
+ * SKIPPED, so a redelivered job finds it done (exactly once); a row the erasure redacted while it waited is
+ * SKIPPED (`erased`) without its handler. A failed attempt rolls back and is retried with
  * backoff; after the last attempt, or at once for a payload that can never succeed, the row is FAILED with a
  * `webhook.failed` audit entry and the claim is released, so the provider's redelivery or a replay is
  * accepted again. When the push fails (Redis down) the row itself is the durable record: the relay re-pushes
@@ -437,16 +440,28 @@ export class WebhookInboxService {
         this.countAtCommit(tx, attempts);
         const stored = await this.inbox.lockReceivedMany(tx, ids);
         const byProvider = new Map<string, { index: number; event: StoredEvent }[]>();
+        const erased: { index: number; event: StoredEvent }[] = [];
         ids.forEach((id, index) => {
           const event = stored.get(id);
           // The same id twice in one batch (a stalled job running again) is applied once.
           stored.delete(id);
           if (!event) return;
+          if (isRedactedPayload(event.payload)) {
+            // Scrubbed by an erasure while it waited: about the erased user, nothing left to apply. SKIPPED,
+            // not FAILED: no `webhook.failed`, and a replay would find the same redaction.
+            erased.push({ index, event });
+            return;
+          }
           const group = byProvider.get(event.provider);
           if (group) group.push({ index, event });
           else byProvider.set(event.provider, [{ index, event }]);
         });
         const processed: string[] = [];
+        for (const { index, event } of erased) {
+          const outcome: HandlerOutcome = { status: 'skipped', reason: ERASED_REASON };
+          await this.inbox.markSkipped(tx, event.id, outcome.reason);
+          attempts[index] = { kind: 'applied', outcome, provider: event.provider };
+        }
         for (const [provider, group] of byProvider) {
           const handler = this.handlers.get(provider);
           if (!handler) throw new Error(`no webhook handler registered for provider ${provider}`);
