@@ -199,11 +199,11 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
       'a %i with a hostile message: 400 completion_rejected, the message on one short printable line',
       async (status) => {
         const { user, auth } = await customer(50);
-        const message = `first line\r\n\u001b[2J\u202Etxt.exe ${'x'.repeat(5000)}`;
+        const message = `first line\r\n\u001b[2J\u202Etxt.exe\u200B\uFEFF${'x'.repeat(5000)}`;
         llm.behaviour = {
           kind: 'status',
           status,
-          body: { error: { message, type: 'invalid_request_error', code: null } },
+          body: { error: { message, type: 'invalid_request_error', param: 'messages', code: null } },
         };
         const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
         expect(res.status).toBe(400);
@@ -211,11 +211,114 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
         expect(body).toMatchObject({ code: 'completion_rejected', provider_error: { status } });
         expect(body.detail).toContain('first line [2J txt.exe xxx');
         // eslint-disable-next-line no-control-regex -- matching control characters is the point
-        expect(body.detail).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202A-\u202E]/);
+        expect(body.detail).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202A-\u202E\u200B\uFEFF]/);
+        expect(body.detail).toContain('txt.exe xxx');
         expect(body.detail.length).toBeLessThan(600);
         await expectRefunded(user.id, 50);
       },
     );
+
+    /** The error line LlmClient wrote for the operators since `logsBefore`, parsed; never the provider's text. */
+    function errorLogged(logsBefore: number, text: string, providerText: string) {
+      const written = env.logs.lines.slice(logsBefore);
+      expect(written.join('\n')).not.toContain(providerText);
+      const logged = written.find((line) => line.includes(text));
+      expect(logged).toBeDefined();
+      return JSON.parse(logged!) as Record<string, unknown>;
+    }
+
+    it('a 400 naming nothing in the request (Gemini’s answer to a bad key): 502 upstream_error, no provider text, logged as an error', async () => {
+      const { user, auth } = await customer(50);
+      llm.behaviour = {
+        kind: 'status',
+        status: 400,
+        body: fixture<unknown[]>('gemini', 'openai-compat.error-api-key-invalid'),
+      };
+      const logsBefore = env.logs.lines.length;
+      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(res.status).toBe(502);
+      const body = problem(res);
+      expect(body).toMatchObject({ status: 502, code: 'upstream_error' });
+      expect(JSON.stringify(body)).not.toMatch(/API key not valid|INVALID_ARGUMENT/);
+      expect(body.provider_error).toBeUndefined();
+      await expectRefunded(user.id, 50);
+      expect(errorLogged(logsBefore, 'check LLM_API_KEY', 'API key not valid')).toMatchObject({
+        level: 50,
+        provider_status: 400,
+        code: 'upstream_error',
+      });
+    });
+
+    it('a refused max_tokens is the caller’s only when the caller chose it: 400 then, 502 for our default', async () => {
+      const { user, auth } = await customer(50);
+      const refusal = (maxTokens: number) => ({
+        error: {
+          message: `max_tokens is too large: ${maxTokens}. This model supports at most 512 completion tokens, whereas you provided ${maxTokens}.`,
+          type: 'invalid_request_error',
+          param: 'max_tokens',
+          code: 'invalid_value',
+        },
+      });
+      llm.behaviour = { kind: 'status', status: 400, body: refusal(970) };
+      const chosen = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(chosen.status).toBe(400);
+      expect(problem(chosen)).toMatchObject({
+        code: 'completion_rejected',
+        provider_error: { param: 'max_tokens', code: 'invalid_value' },
+      });
+      expect(problem(chosen).detail).toContain('max_tokens is too large: 970');
+
+      // Without max_tokens we sent the tier's default (1,024): the model's limit is our configuration.
+      llm.behaviour = { kind: 'status', status: 400, body: refusal(1024) };
+      const logsBefore = env.logs.lines.length;
+      const defaulted = await complete(auth, { messages: MESSAGES });
+      expect(llm.requests.at(-1)!.body.max_tokens).toBe(1024);
+      expect(defaulted.status).toBe(502);
+      expect(problem(defaulted)).toMatchObject({ code: 'upstream_error' });
+      expect(defaulted.text).not.toContain('too large');
+      expect(errorLogged(logsBefore, 'check LLM_API_KEY', 'too large')).toMatchObject({
+        level: 50,
+        provider_status: 400,
+        provider_param: 'max_tokens',
+        provider_code: 'invalid_value',
+      });
+      // Both reservations (10 and 11 credits) refunded at once.
+      expect((await ledger(user.id)).map((r) => [r.kind, r.delta])).toEqual([
+        ['grant', 50],
+        ['spend', -10],
+        ['refund', 10],
+        ['spend', -11],
+        ['refund', 11],
+      ]);
+      expect(await balance(user.id)).toBe(50);
+    });
+
+    it('OpenAI’s 429 insufficient_quota (our account is out of money): 502 upstream_error, no Retry-After, logged as an error naming the code', async () => {
+      const { user, auth } = await customer(50);
+      llm.behaviour = {
+        kind: 'status',
+        status: 429,
+        headers: { 'retry-after': '1' },
+        body: fixture('openai', 'chat-completion.error-insufficient-quota'),
+      };
+      const logsBefore = env.logs.lines.length;
+      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(res.status).toBe(502);
+      const body = problem(res);
+      expect(body).toMatchObject({ status: 502, code: 'upstream_error' });
+      expect(res.headers['retry-after']).toBeUndefined();
+      expect(JSON.stringify(body)).not.toMatch(/quota/);
+      await expectRefunded(user.id, 50);
+      expect(
+        errorLogged(logsBefore, 'out of quota (insufficient_quota)', 'exceeded your current quota'),
+      ).toMatchObject({
+        level: 50,
+        provider_status: 429,
+        provider_type: 'insufficient_quota',
+        provider_code: 'insufficient_quota',
+        code: 'upstream_error',
+      });
+    });
 
     it.each([401, 403, 404])(
       'a %i is our misconfiguration: 502 upstream_error without the provider’s text, no retry',

@@ -14,7 +14,10 @@ const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 export type Json = Record<string, unknown>;
 
 /** A published payload, parsed afresh on each call (tests may change their copy). */
-export function fixture<T = Json>(provider: 'paddle' | 'clerk' | 'resend' | 'openai', name: string): T {
+export function fixture<T = Json>(
+  provider: 'paddle' | 'clerk' | 'resend' | 'openai' | 'gemini',
+  name: string,
+): T {
   return JSON.parse(readFileSync(join(FIXTURES, provider, `${name}.json`), 'utf8')) as T;
 }
 

@@ -137,7 +137,13 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
     hostile.answer = {
       status: 400,
       body: {
-        error: { message, type: '<script>alert(1)</script>', code: 'x'.repeat(100), param: { $ne: 1 } },
+        // A content code, so the request is the one at fault and the message is quoted at all.
+        error: {
+          message,
+          type: '<script>alert(1)</script>',
+          code: 'context_length_exceeded',
+          param: { $ne: 1 },
+        },
         other: `${MARK}-ELSEWHERE`,
       },
     };
@@ -148,7 +154,7 @@ describe('API10 unsafe consumption of APIs: provider answers are validated, boun
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({
       code: 'completion_rejected',
-      provider_error: { status: 400, type: null, code: null, param: null },
+      provider_error: { status: 400, type: null, code: 'context_length_exceeded', param: null },
     });
     expect(res.body.detail).toContain(`${MARK} ]8;;http://evil.example link ]8;;`);
     // eslint-disable-next-line no-control-regex -- matching control characters is the point

@@ -4807,7 +4807,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompletionResponseDto"];
                 };
             };
-            /** @description validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request (e.g. longer than the model takes); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again */
+            /** @description validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4865,7 +4865,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description upstream_error (the provider refused our credentials or configuration), upstream_invalid_response or upstream_response_too_large; the credits were refunded */
+            /** @description upstream_error (the provider refused our credentials or configuration, or our account with it is out of quota), upstream_invalid_response or upstream_response_too_large; the credits were refunded */
             502: {
                 headers: {
                     [name: string]: unknown;

@@ -53,7 +53,7 @@ export class AiController {
   @ApiResponse({
     status: 400,
     description:
-      'validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request (e.g. longer than the model takes); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again',
+      'validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again',
   })
   @ApiResponse({ status: 402, description: 'insufficient_credits (problem+json with balance and required)' })
   @ApiResponse({ status: 409, description: 'request_in_progress or idempotency_key_reused' })
@@ -62,7 +62,7 @@ export class AiController {
   @ApiResponse({
     status: 502,
     description:
-      'upstream_error (the provider refused our credentials or configuration), upstream_invalid_response or upstream_response_too_large; the credits were refunded',
+      'upstream_error (the provider refused our credentials or configuration, or our account with it is out of quota), upstream_invalid_response or upstream_response_too_large; the credits were refunded',
   })
   @ApiResponse({
     status: 503,

@@ -15,6 +15,8 @@ export interface PreparedCompletion {
   keyed: boolean;
   messages: ChatMessageDto[];
   maxTokens: number;
+  /** The caller sent max_tokens (false: `maxTokens` is the default of its tier). */
+  callerSetMaxTokens: boolean;
   hash: string;
   /** Credits reserved before the call: its highest possible cost. */
   estimate: number;
@@ -65,6 +67,7 @@ export class CompletionsService {
       keyed: idempotencyKey !== undefined,
       messages,
       maxTokens,
+      callerSetMaxTokens: typeof dto.max_tokens === 'number',
       hash: requestHash({ messages, max_tokens: maxTokens }),
       estimate: estimateCredits(messages, maxTokens, this.config.project.creditsPer1kTokens),
     };
@@ -81,7 +84,9 @@ export class CompletionsService {
 
     let completion;
     try {
-      completion = await this.llm.complete(request.messages, request.maxTokens);
+      completion = await this.llm.complete(request.messages, request.maxTokens, {
+        callerSetMaxTokens: request.callerSetMaxTokens,
+      });
     } catch (err) {
       // If this refund fails too (database gone), the hold stays open and the reconciler refunds it.
       await this.metered

@@ -1,10 +1,23 @@
 import { describe, expect, it } from '@jest/globals';
 import { BadGatewayError, DependencyError, ValidationError } from '../../common/errors/app-error.js';
 import { ProviderHttpError } from '../../infra/http/http-client.js';
-import { completionFailure, MAX_PROVIDER_MESSAGE, printableMessage, providerReason } from './llm-errors.js';
+import {
+  completionFailure,
+  MAX_PROVIDER_MESSAGE,
+  printableMessage,
+  providerReason,
+  type SentRequest,
+} from './llm-errors.js';
 
-const failure = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  completionFailure(new ProviderHttpError('llm', status, body, new Headers(headers)));
+const CALLER_MAX_TOKENS: SentRequest = { callerSetMaxTokens: true };
+const DEFAULT_MAX_TOKENS: SentRequest = { callerSetMaxTokens: false };
+
+const failure = (
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+  sent: SentRequest = CALLER_MAX_TOKENS,
+) => completionFailure(new ProviderHttpError('llm', status, body, new Headers(headers)), sent);
 
 const openAiError = (error: Record<string, unknown>) => ({ error });
 
@@ -39,13 +52,32 @@ describe('the language-model provider errors our callers see', () => {
       expect(err.headers).toEqual({ 'Retry-After': '12' });
     });
 
+    it('OpenAI’s 429 insufficient_quota (our account is out of money) is 502 upstream_error, no Retry-After', () => {
+      // As OpenAI answers it (public reports of openai-node's RateLimitError), and the older form with
+      // `code: null` that names it in `type` only.
+      for (const error of [
+        {
+          message: 'You exceeded your current quota, please check your plan and billing details.',
+          type: 'insufficient_quota',
+          param: null,
+          code: 'insufficient_quota',
+        },
+        { message: 'You exceeded your current quota', type: 'insufficient_quota', param: null, code: null },
+      ]) {
+        const err = failure(429, openAiError(error), { 'retry-after': '20' });
+        expect(err).toBeInstanceOf(BadGatewayError);
+        expect(err).toMatchObject({ status: 502, code: 'upstream_error', headers: {} });
+        expect(err.message).toBe('The language-model provider call failed.');
+      }
+    });
+
     it('never forwards the provider’s other headers', () => {
       const err = failure(429, null, { 'retry-after': '3', 'set-cookie': 'a=b', 'x-request-id': 'req_1' });
       expect(err.headers).toEqual({ 'Retry-After': '3' });
     });
   });
 
-  describe('400, 413 and 422: the request is at fault (400 completion_rejected)', () => {
+  describe('400, 413 and 422 naming the request’s content: the request is at fault (400 completion_rejected)', () => {
     it('quotes the provider’s type, code and message and names them in provider_error', () => {
       const err = failure(
         400,
@@ -74,12 +106,51 @@ describe('the language-model provider errors our callers see', () => {
 
     it.each([413, 422])('a %i too', (status) => {
       expect(
-        failure(status, openAiError({ message: 'too large', type: 'invalid_request_error' })),
+        failure(
+          status,
+          openAiError({ message: 'too large', type: 'invalid_request_error', param: 'messages' }),
+        ),
       ).toMatchObject({
         status: 400,
         code: 'completion_rejected',
-        extensions: { provider_error: { status, type: 'invalid_request_error', code: null, param: null } },
+        extensions: {
+          provider_error: { status, type: 'invalid_request_error', code: null, param: 'messages' },
+        },
       });
+    });
+
+    it.each([
+      [
+        'a prompt over the context window',
+        { type: 'invalid_request_error', code: 'context_length_exceeded' },
+      ],
+      [
+        'OpenAI’s safety system (content_policy_violation)',
+        { type: 'invalid_request_error', param: null, code: 'content_policy_violation' },
+      ],
+      [
+        'a prompt flagged by the usage policy (invalid_prompt)',
+        { type: 'invalid_request_error', code: 'invalid_prompt' },
+      ],
+      // Azure OpenAI's content filter: `type: null`, `param: "prompt"`.
+      ['Azure’s content filter', { type: null, param: 'prompt', code: 'content_filter' }],
+      [
+        'an invalid_request_error on messages',
+        { type: 'invalid_request_error', param: 'messages', code: null },
+      ],
+      [
+        'an invalid_request_error on one message',
+        { type: 'invalid_request_error', param: 'messages[0].content', code: 'string_above_max_length' },
+      ],
+      [
+        'an invalid_request_error on max_tokens the caller chose',
+        { type: 'invalid_request_error', param: 'max_tokens', code: 'invalid_value' },
+      ],
+    ])('%s', (_name, error) => {
+      const err = failure(400, openAiError({ message: 'Refused.', ...error }));
+      expect(err).toBeInstanceOf(ValidationError);
+      expect(err).toMatchObject({ status: 400, code: 'completion_rejected' });
+      expect(err.message).toContain('Refused.');
     });
 
     it('reads an error body without the `error` wrapper, as the SDK does, and survives any other body', () => {
@@ -89,25 +160,52 @@ describe('the language-model provider errors our callers see', () => {
         param: null,
         message: 'flat',
       });
+      expect(providerReason({ error: { type: 'a b', code: 'x'.repeat(65), param: { $ne: 1 } } })).toEqual({
+        type: null,
+        code: null,
+        param: null,
+        message: null,
+      });
+      // Nothing in these names the request's content: ours to look at, not the caller's.
       for (const body of [null, 'Bad Request', 17, [], { error: 'nope' }, { error: { message: 7 } }]) {
-        const err = failure(400, body);
-        expect(err).toMatchObject({ status: 400, code: 'completion_rejected' });
-        expect(err.message).toContain('Provider answer 400');
+        expect(failure(400, body)).toMatchObject({ status: 502, code: 'upstream_error' });
       }
     });
 
-    it('keeps control and direction characters out and the message short', () => {
-      const hostile = `line one\r\n\u001b[31mred\u0000 \u202Egnp.exe\u2028${'x'.repeat(5000)}`;
+    it('keeps control, format and direction characters out and the message short', () => {
+      const hostile = `line one\r\n\u001b[31mred\u0000 \u202Egnp.exe\u2028\u200B${'x'.repeat(5000)}`;
       const err = failure(
         400,
-        openAiError({ message: hostile, type: 'invalid\nrequest', code: 'a b', param: 'p'.repeat(65) }),
+        openAiError({
+          message: hostile,
+          type: 'invalid\nrequest',
+          code: 'context_length_exceeded',
+          param: 'p'.repeat(65),
+        }),
       );
       // eslint-disable-next-line no-control-regex -- matching control characters is the point
-      expect(err.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202A-\u202E]/);
+      expect(err.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202A-\u202E\u200B]/);
       expect(err.message).toContain('line one [31mred gnp.exe xxx');
-      expect(err.extensions.provider_error).toEqual({ status: 400, type: null, code: null, param: null });
+      expect(err.extensions.provider_error).toEqual({
+        status: 400,
+        type: null,
+        code: 'context_length_exceeded',
+        param: null,
+      });
       expect(printableMessage(hostile)!.length).toBe(MAX_PROVIDER_MESSAGE);
       expect(err.message.length).toBeLessThan(MAX_PROVIDER_MESSAGE + 200);
+    });
+
+    it.each([
+      ['U+061C arabic letter mark', '\u061C'],
+      ['U+200B zero width space', '\u200B'],
+      ['U+200C zero width non-joiner', '\u200C'],
+      ['U+200D zero width joiner', '\u200D'],
+      ['U+2060 word joiner', '\u2060'],
+      ['U+FEFF zero width no-break space', '\uFEFF'],
+      ['U+00AD soft hyphen', '\u00AD'],
+    ])('quotes no format character: %s', (_name, char) => {
+      expect(printableMessage(`${char}quota${char}exceeded${char}`)).toBe('quota exceeded');
     });
 
     it('a rejection of `model` is our configuration: 502 without the provider’s text', () => {
@@ -122,6 +220,70 @@ describe('the language-model provider errors our callers see', () => {
       expect(err).toBeInstanceOf(BadGatewayError);
       expect(err).toMatchObject({ status: 502, code: 'upstream_error' });
       expect(err.message).not.toContain('gpt-x');
+    });
+  });
+
+  describe('400, 413 and 422 naming nothing in the request’s content: our setup (502 upstream_error)', () => {
+    const API_KEY_INVALID = {
+      code: 400,
+      message: 'API key not valid. Please pass a valid API key.',
+      status: 'INVALID_ARGUMENT',
+    };
+    it.each([
+      // Gemini's OpenAI-compatible endpoint answers a bad key with 400, as a list and as one object.
+      ['a bad key, Gemini’s list form', 400, [{ error: API_KEY_INVALID }], CALLER_MAX_TOKENS],
+      ['a bad key, one error object', 400, { error: API_KEY_INVALID }, CALLER_MAX_TOKENS],
+      [
+        'our default max_tokens above the model’s limit',
+        400,
+        openAiError({
+          message: 'max_tokens is too large: 1024. This model supports at most 512 completion tokens.',
+          type: 'invalid_request_error',
+          param: 'max_tokens',
+          code: 'invalid_value',
+        }),
+        DEFAULT_MAX_TOKENS,
+      ],
+      [
+        'max_tokens not supported by the model (we always send it), even when the caller chose it',
+        400,
+        openAiError({
+          message: "Unsupported parameter: 'max_tokens' is not supported with this model.",
+          type: 'invalid_request_error',
+          param: 'max_tokens',
+          code: 'unsupported_parameter',
+        }),
+        CALLER_MAX_TOKENS,
+      ],
+      [
+        'another parameter the model does not support',
+        400,
+        openAiError({
+          message: "Unsupported parameter: 'stream_options'.",
+          type: 'invalid_request_error',
+          param: 'stream_options',
+          code: 'unsupported_parameter',
+        }),
+        CALLER_MAX_TOKENS,
+      ],
+      [
+        'an invalid_request_error on no parameter',
+        422,
+        openAiError({ message: 'Bad request.', type: 'invalid_request_error', param: null, code: null }),
+        CALLER_MAX_TOKENS,
+      ],
+      [
+        'a parameter that only starts with the letters of messages',
+        400,
+        openAiError({ message: 'No.', type: 'invalid_request_error', param: 'messagesX', code: null }),
+        CALLER_MAX_TOKENS,
+      ],
+      ['a 413 without a body', 413, null, CALLER_MAX_TOKENS],
+    ] satisfies [string, number, unknown, SentRequest][])('%s', (_name, status, body, sent) => {
+      const err = failure(status, body, {}, sent);
+      expect(err).toBeInstanceOf(BadGatewayError);
+      expect(err).toMatchObject({ status: 502, code: 'upstream_error', headers: {} });
+      expect(err.message).toBe('The language-model provider call failed.');
     });
   });
 

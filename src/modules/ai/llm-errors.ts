@@ -13,8 +13,26 @@ const REJECTED_STATUSES = new Set([400, 413, 422]);
 export const MAX_PROVIDER_MESSAGE = 300;
 /** A provider's `type`/`code`/`param` is an identifier; anything else is not quoted. */
 const IDENTIFIER = /^[A-Za-z0-9_.:[\]-]{1,64}$/;
-/** Control characters, line and paragraph separators and bidirectional overrides: never quoted. */
-const UNPRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}\u200E\u200F\u202A-\u202E\u2066-\u2069]+/gu;
+/**
+ * Control characters, format characters (bidirectional marks, overrides and isolates, U+061C, zero-width
+ * spaces and joiners U+200B-U+200D, U+2060, U+FEFF, ...) and line and paragraph separators: never quoted.
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+/gu;
+/**
+ * Codes that name a problem with the request's content (OpenAI and OpenAI-compatible providers): the
+ * prompt is over the model's context window, or a content policy / content filter refused it (OpenAI's
+ * `content_policy_violation` and `invalid_prompt`, Azure OpenAI's `content_filter`).
+ */
+const CONTENT_CODES = new Set([
+  'context_length_exceeded',
+  'content_policy_violation',
+  'content_filter',
+  'invalid_prompt',
+]);
+/** `messages`, `messages[0].content`, `messages.0.content`: a part of the caller's messages. */
+const MESSAGES_PARAM = /^messages(?:$|[[.])/;
+/** OpenAI's 429 for an account out of money (`type` and, in newer answers, `code`). */
+const QUOTA_EXHAUSTED = 'insufficient_quota';
 
 /** The provider's reason, from an OpenAI error body: `{error: {message, type, param, code}}`. */
 export interface ProviderReason {
@@ -56,6 +74,30 @@ export function providerReason(body: unknown): ProviderReason {
   };
 }
 
+/** What we sent that the provider's verdict depends on. */
+export interface SentRequest {
+  /** The caller chose `max_tokens` (false: we sent the tier's default). */
+  callerSetMaxTokens: boolean;
+}
+
+/** OpenAI's `insufficient_quota` 429: our account is out of money; it clears only when someone pays. */
+export const isQuotaExhausted = (status: number, reason: ProviderReason): boolean =>
+  status === 429 && (reason.code === QUOTA_EXHAUSTED || reason.type === QUOTA_EXHAUSTED);
+
+/**
+ * Whether a 400/413/422 names a problem with the request's content, which the caller can change: a
+ * content code, or an `invalid_request_error` on the caller's `messages`, or on `max_tokens` when the
+ * caller chose it (not `unsupported_parameter`: we always send max_tokens, so a model that does not take
+ * it is our configuration). Anything else (a bad key some providers answer with 400, our default
+ * max_tokens above the model's limit, a parameter the model does not support, `model`) is ours.
+ */
+export function isRequestContentProblem(reason: ProviderReason, sent: SentRequest): boolean {
+  if (reason.code !== null && CONTENT_CODES.has(reason.code)) return true;
+  if (reason.type !== 'invalid_request_error' || reason.param === null) return false;
+  if (MESSAGES_PARAM.test(reason.param)) return true;
+  return reason.param === 'max_tokens' && sent.callerSetMaxTokens && reason.code !== 'unsupported_parameter';
+}
+
 /** The provider's Retry-After (seconds or HTTP date) for our answer, capped like our own waits. */
 function retryAfterSeconds(headers: Headers): number {
   const ms = retryAfterMs(headers);
@@ -66,17 +108,20 @@ function retryAfterSeconds(headers: Headers): number {
  * What a non-2xx provider answer (after HttpClient's retries) means for our caller; the credits are
  * refunded in every case (CompletionsService). docs/decisions/credits.md "Failures":
  * - 429 -> 503 `upstream_rate_limited`, 5xx -> 503 `upstream_unavailable`, both with the provider's last
- *   Retry-After (capped at 30 s, 5 s when it sent none): the same request may succeed later;
- * - 400/413/422 -> 400 `completion_rejected` quoting the provider's reason: the request itself is at fault
- *   and fails again unchanged. A rejection of `model` is our configuration, not the request: 502;
- * - anything else (401/403/404: our key, model or address) -> 502 `upstream_error`, no provider text.
+ *   Retry-After (capped at 30 s, 5 s when it sent none): the same request may succeed later. Not a 429
+ *   `insufficient_quota`: our account is out of money, 502 below;
+ * - 400/413/422 naming a problem with the request's content (`isRequestContentProblem`) -> 400
+ *   `completion_rejected` quoting the provider's reason: the request fails again unchanged;
+ * - anything else (other 400s, 401/403/404: our key, model, address or parameters) -> 502
+ *   `upstream_error`, no provider text.
  */
 export function completionFailure(
   err: ProviderHttpError,
+  sent: SentRequest,
   reason = providerReason(err.responseBody),
 ): AppError {
   const status = err.httpStatus;
-  if (status === 429) {
+  if (status === 429 && !isQuotaExhausted(status, reason)) {
     return new DependencyError(
       'The language-model provider is rate limiting this service; the credits were refunded. Try again after Retry-After.',
       'upstream_rate_limited',
@@ -92,7 +137,7 @@ export function completionFailure(
       retryAfterSeconds(err.responseHeaders),
     );
   }
-  if (REJECTED_STATUSES.has(status) && reason.param !== 'model') {
+  if (REJECTED_STATUSES.has(status) && isRequestContentProblem(reason, sent)) {
     const names = [reason.type && `type ${reason.type}`, reason.code && `code ${reason.code}`].filter(
       Boolean,
     );

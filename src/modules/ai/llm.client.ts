@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, BadGatewayError } from '../../common/errors/app-error.js';
 import { HttpClient, ProviderHttpError } from '../../infra/http/http-client.js';
-import { completionFailure, providerReason } from './llm-errors.js';
+import { completionFailure, isQuotaExhausted, providerReason, type SentRequest } from './llm-errors.js';
 
 /**
  * The message of the first choice: an answer (`content`) or, from models that refuse, `content: null`
@@ -57,9 +57,14 @@ export class LlmClient {
    * Throws AppErrors only: 503 `upstream_unreachable` when the provider could not be reached in time;
    * for its non-2xx answers see `completionFailure` (503 `upstream_rate_limited` / `upstream_unavailable`,
    * 400 `completion_rejected`, 502 `upstream_error`); 502 `upstream_invalid_response` for a 2xx off the
-   * contract.
+   * contract. `sent` says whether `maxTokens` is the caller's choice or the tier's default: a provider's
+   * refusal of max_tokens is the caller's to fix only in the first case.
    */
-  async complete(messages: { role: string; content: string }[], maxTokens: number): Promise<ChatCompletion> {
+  async complete(
+    messages: { role: string; content: string }[],
+    maxTokens: number,
+    sent: SentRequest,
+  ): Promise<ChatCompletion> {
     const { apiKey, baseUrl, model } = this.config.llm;
     try {
       const { body } = await this.http.request({
@@ -78,7 +83,7 @@ export class LlmClient {
       // The tokens were spent either way, so a refusal is charged like an answer (DESIGN.md 5c).
       return { content: content ?? null, refusal: refusal ?? null, usage: body.usage };
     } catch (err) {
-      if (err instanceof ProviderHttpError) throw this.failure(err);
+      if (err instanceof ProviderHttpError) throw this.failure(err, sent);
       if (err instanceof AppError) throw err;
       throw new BadGatewayError('The language-model provider call failed.', 'upstream_error', err);
     }
@@ -86,11 +91,12 @@ export class LlmClient {
 
   /**
    * The provider's identifiers are logged, never its message (it may quote the prompt or part of a key).
-   * A 502 is ours to fix (key, model, address), so it is logged as an error.
+   * A 502 is ours to fix (key, model, address, the parameters we send, our account's quota), so it is
+   * logged as an error.
    */
-  private failure(err: ProviderHttpError): AppError {
+  private failure(err: ProviderHttpError, sent: SentRequest): AppError {
     const reason = providerReason(err.responseBody);
-    const failure = completionFailure(err, reason);
+    const failure = completionFailure(err, sent, reason);
     const fields = {
       provider_status: err.httpStatus,
       provider_type: reason.type,
@@ -98,10 +104,15 @@ export class LlmClient {
       provider_param: reason.param,
       code: failure.code,
     };
-    if (failure.status === 502) {
+    if (isQuotaExhausted(err.httpStatus, reason)) {
       this.logger.error(
         fields,
-        'the language-model provider refused our call: check LLM_API_KEY, LLM_MODEL and LLM_BASE_URL',
+        'the language-model provider account is out of quota (insufficient_quota): add credit or raise its spending limit at the provider',
+      );
+    } else if (failure.status === 502) {
+      this.logger.error(
+        fields,
+        'the language-model provider refused our call: check LLM_API_KEY, LLM_MODEL and LLM_BASE_URL, and for a 400 the parameter in provider_param',
       );
     } else {
       this.logger.warn(fields, 'the language-model provider did not complete the call');
