@@ -51,8 +51,15 @@ describe('fault injection: an outage outlasting an outbox job attempts', () => {
     });
   }
 
-  it('pushes a job that failed through a database outage again: the welcome e-mail goes out once', async () => {
-    const user = await createUser(db, { identityUserId: 'user_outbox_outage', email: 'outage@example.com' });
+  /**
+   * A welcome job (post-signup) of a new user, dispatched while PostgreSQL is cut: it fails for good on the
+   * outage (its reason carries OUTAGE_MARK), then the database is back.
+   */
+  async function failedThroughOutage(name: string) {
+    const user = await createUser(db, {
+      identityUserId: `user_outbox_${name}`,
+      email: `${name}@example.com`,
+    });
     const jobId = `post-signup-${user.id}`;
     const queue = worker.get(QueueService).queue(JOBS.postSignup.queue);
     proxy.cut('reset');
@@ -60,6 +67,11 @@ describe('fault injection: an outage outlasting an outbox job attempts', () => {
     await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 30_000, 100);
     expect((await queue.getJob(jobId))!.failedReason).toMatch(new RegExp(`^${OUTAGE_MARK}`));
     proxy.restore();
+    return { user, jobId, queue };
+  }
+
+  it('pushes a job that failed through a database outage again: the welcome e-mail goes out once', async () => {
+    const { user, jobId, queue } = await failedThroughOutage('outage');
 
     const outbox = worker.get(OutboxService);
     expect(await outbox.relay(500, 0)).toBe(1);
@@ -78,16 +90,7 @@ describe('fault injection: an outage outlasting an outbox job attempts', () => {
   }, 90_000);
 
   it('waits the backoff before pushing again a job that keeps failing on an outage', async () => {
-    const user = await createUser(db, {
-      identityUserId: 'user_outbox_backoff',
-      email: 'backoff@example.com',
-    });
-    const jobId = `post-signup-${user.id}`;
-    const queue = worker.get(QueueService).queue(JOBS.postSignup.queue);
-    proxy.cut('reset');
-    await dispatched(jobId, { userId: user.id });
-    await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 30_000, 100);
-    proxy.restore();
+    const { user, jobId, queue } = await failedThroughOutage('backoff');
     // Pushed twice already (the first push and one relay push), the last a second ago: within its 10 s.
     await db.outboxEntry.updateMany({
       where: { jobId },
@@ -111,17 +114,7 @@ describe('fault injection: an outage outlasting an outbox job attempts', () => {
   }, 90_000);
 
   it('gives up a job that failed through an outage past the retry window: logged, counted, its row closed', async () => {
-    const user = await createUser(db, {
-      identityUserId: 'user_outbox_given_up',
-      email: 'given-up@example.com',
-    });
-    const jobId = `post-signup-${user.id}`;
-    const queue = worker.get(QueueService).queue(JOBS.postSignup.queue);
-    proxy.cut('reset');
-    await dispatched(jobId, { userId: user.id });
-    await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 30_000, 100);
-    expect((await queue.getJob(jobId))!.failedReason).toMatch(new RegExp(`^${OUTAGE_MARK}`));
-    proxy.restore();
+    const { user, jobId, queue } = await failedThroughOutage('given_up');
     // Time travel: the commit that wrote the row is older than the window.
     await db.outboxEntry.updateMany({
       where: { jobId },
