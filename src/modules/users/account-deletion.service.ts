@@ -7,7 +7,6 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, systemActor, userActor, webhookActor } from '../audit/audit.service.js';
-import { normalizeAddress } from '../email/send-policy.js';
 import { WebhookInboxRepository } from '../webhooks/webhook-inbox.repository.js';
 import { UsersRepository } from './users.repository.js';
 
@@ -179,12 +178,7 @@ export class AccountDeletionService {
             });
             await this.webhookArchive.scrubIdentityArchive(tx, due.identity_user_id);
             // Before the delete: its cascade removes the e-mail log rows that tie the events to the user.
-            const trail = await this.users.emailTrailOf(tx, due.id);
-            await this.webhookArchive.scrubEmailArchive(tx, {
-              messageIds: trail.messageIds,
-              // As the archive holds them (archivableEmailPayload): the index matches exact values.
-              addresses: [...new Set(trail.addresses.map(normalizeAddress))],
-            });
+            await this.webhookArchive.scrubEmailArchive(tx, await this.users.emailTrailOf(tx, due.id));
             await this.users.hardDelete(tx, due.id);
             return 'deleted' as const;
           },

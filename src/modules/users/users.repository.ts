@@ -230,8 +230,8 @@ export class UsersRepository {
   /**
    * What ties the e-mail provider's events to the user (for the archive scrub of the hard delete): the
    * provider ids of the messages sent to them and every address they were sent to, plus the current one,
-   * as stored (the caller normalizes them as the archive does). Read before the delete, whose cascade
-   * removes the messages.
+   * as stored (the scrub normalizes both sides). Read before the delete, whose cascade removes the
+   * messages.
    */
   async emailTrailOf(tx: Tx, id: string): Promise<{ messageIds: string[]; addresses: string[] }> {
     const [row] = await tx.$queryRaw<{ message_ids: string[]; addresses: string[] }[]>`

@@ -54,15 +54,13 @@ export const ERASED_REASON = 'erased';
 /**
  * Whether an archived payload is the erasure scrub's redaction (`{"redacted": true, "type": ...}`, written
  * by scrubIdentityArchive and SCRUB_EMAIL_ARCHIVE_SQL, this file being their one writer), not a provider's
- * payload: none of the archived shapes (the identity and e-mail allowlists, Paddle's envelope) has a
- * top-level `redacted` member.
+ * payload: none of the archived shapes (the identity allowlist, Paddle's and Resend's raw envelopes) is an
+ * object of `redacted: true` and at most a `type`.
  */
 export function isRedactedPayload(payload: Prisma.JsonValue): boolean {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return false;
   return (
-    typeof payload === 'object' &&
-    payload !== null &&
-    !Array.isArray(payload) &&
-    (payload as Prisma.JsonObject).redacted === true
+    payload.redacted === true && Object.keys(payload).every((key) => key === 'redacted' || key === 'type')
   );
 }
 
@@ -407,11 +405,10 @@ export class WebhookInboxRepository {
    * the user's message ids matches it (it is then the user's own; the worker archives it SKIPPED,
    * ERASED_REASON): matched by an address alone, it may be another account's event at an address the erased
    * user once had (a bounce or complaint that must still suppress it), so it is left for the worker.
-   * The archive holds archivableEmailPayload's projection, whose addresses are
-   * normalized, so `addresses` must be normalized the same way (normalizeAddress). One statement, one probe
-   * of the partial index webhook_events_email_data_idx per id and address (SCRUB_EMAIL_ARCHIVE_SQL), not a
-   * scan of every e-mail row. The caller collects the ids and addresses before the delete cascades the
-   * user's messages.
+   * Addresses are compared trimmed and lower-cased (the archive holds Resend's raw events, whose recipients
+   * keep the case they were sent with), through the keys index (SCRUB_EMAIL_ARCHIVE_SQL), not a scan of
+   * every e-mail row. The caller collects the ids and addresses before the delete cascades the user's
+   * messages.
    */
   async scrubEmailArchive(tx: Tx, trail: { messageIds: string[]; addresses: string[] }): Promise<number> {
     if (trail.messageIds.length === 0 && trail.addresses.length === 0) return 0;
@@ -424,25 +421,23 @@ export class WebhookInboxRepository {
 }
 
 /**
- * The e-mail archive scrub: one containment pattern per provider message id (`{"email_id": id}`) and per
- * address (`{"to": [address]}`), each matched through the partial GIN index (jsonb_path_ops) on the e-mail
- * rows' `payload->'data'` (migration 20261207091000_email_archive_projection): the planner runs a nested
- * loop of one bitmap index scan per pattern (a GIN index cannot serve `@> ANY(...)`, so the patterns are
- * joined, not listed). A row matched by several patterns is updated once. A RECEIVED row is updated only
- * through a message id pattern (`own`; see scrubEmailArchive); the status is re-checked on a row the worker
- * held, so a row it applied meanwhile is scrubbed as PROCESSED. Exported for the plan check in
+ * The e-mail archive scrub, through the partial GIN index webhook_events_email_keys_idx on
+ * email_archive_keys(payload) (migration 20261207092000_email_archive_erasure_keys): the function gives a
+ * raw event's keys, `id:<email_id>` and `to:<recipient, trimmed and lower-cased>`, and also computes the
+ * keys of the erased user's addresses, so both sides are normalized by one definition. Two overlap probes of
+ * the index, OR-ed into one bitmap: the message ids in every status, the addresses only on rows no longer
+ * RECEIVED (`own`, see scrubEmailArchive). The status is re-checked on a row the worker held, so a row it
+ * applied meanwhile is scrubbed as PROCESSED. Exported for the plan check in
  * test/users/account-deletion.e2e-spec.ts.
  */
 export const SCRUB_EMAIL_ARCHIVE_SQL = `
   UPDATE webhook_events w
   SET payload = jsonb_build_object('redacted', true, 'type', w.payload->>'type')
-  FROM (
-    SELECT jsonb_build_object('email_id', id) AS pattern, true AS own FROM unnest($1::text[]) AS id
-    UNION
-    SELECT jsonb_build_object('to', jsonb_build_array(address)), false FROM unnest($2::text[]) AS address
-  ) wanted
-  WHERE w.provider = 'email' AND w.payload->'data' @> wanted.pattern
-    AND (wanted.own OR w.status <> 'RECEIVED'::"WebhookEventStatus")`;
+  WHERE w.provider = 'email' AND (
+    email_archive_keys(w.payload) && ARRAY(SELECT 'id:' || id FROM unnest($1::text[]) AS id)
+    OR (email_archive_keys(w.payload)
+          && email_archive_keys(jsonb_build_object('data', jsonb_build_object('to', to_jsonb($2::text[]))))
+        AND w.status <> 'RECEIVED'::"WebhookEventStatus"))`;
 
 export interface ArchiveFilter {
   provider?: string;

@@ -18,7 +18,6 @@ import { UsersRepository } from '../../users/users.repository.js';
 import { type DeliveryStatus, EmailRepository } from '../email.repository.js';
 import { normalizeAddress } from '../send-policy.js';
 import {
-  archivableEmailPayload,
   bouncedData,
   dataSchemaFor,
   emailEnvelope,
@@ -39,8 +38,7 @@ export interface EmailWebhookReceipt {
  * POST /webhooks/email: the e-mail provider's (Resend's) delivery events, through the same pipeline as
  * billing and identity: Standard Webhooks verification (401, nothing stored), the envelope and data check
  * (400: archived FAILED, `webhook.failed`), then ONE intake statement (claim on the Svix message id +
- * archive RECEIVED); the worker applies the event with the handler registered here. The archive holds
- * archivableEmailPayload's projection of the event, never the raw body.
+ * archive RECEIVED, the raw payload); the worker applies the event with the handler registered here.
  *
  * Effects: a permanent bounce suppresses the address (a transient one is recorded on the message only);
  * a complaint suppresses the address, withdraws marketing consent (consent history row) and is audited
@@ -75,15 +73,13 @@ export class EmailWebhookService implements OnModuleInit {
 
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<EmailWebhookReceipt> {
     const { id, timestamp, payload } = await this.verifier.verify(rawBody, headers);
-    // The archive keeps the projection, never the raw body (no subject, no click's IP address), and the
-    // checks below read it too: what is accepted is exactly what the worker and a replay will read.
-    const archived = archivableEmailPayload(payload);
-    const envelope = emailEnvelope.safeParse(archived);
+    // The archive keeps the raw payload (SPEC); the checks below read what the worker and a replay will.
+    const envelope = emailEnvelope.safeParse(payload);
     const eventType = envelope.success ? envelope.data.type : 'invalid';
     const created = envelope.success && envelope.data.created_at ? new Date(envelope.data.created_at) : null;
     // A date PostgreSQL cannot store (or no date) is not the sender's fault to refuse: the signed time is used.
     const occurredAt = created && storableDate(created) ? created : timestamp;
-    const inbound = { eventId: id, eventType, occurredAt, payload: archived as Prisma.InputJsonObject };
+    const inbound = { eventId: id, eventType, occurredAt, payload: payload as Prisma.InputJsonValue };
 
     const schema = envelope.success ? dataSchemaFor(envelope.data.type) : null;
     const data = schema && envelope.success ? schema.safeParse(envelope.data.data) : null;
