@@ -5,6 +5,7 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { BroadcastDispatcher } from './broadcast-dispatcher.js';
+import { BroadcastsRepository } from './broadcasts.repository.js';
 import { broadcastJobId } from './broadcasts.service.js';
 
 /** BullMQ states in which a job will still run, or runs now. */
@@ -41,17 +42,14 @@ export class BroadcastSweeper {
 
   constructor(
     private readonly prisma: PrismaService,
+    private readonly runs: BroadcastsRepository,
     private readonly queues: QueueService,
     private readonly outbox: OutboxService,
     private readonly dispatcher: BroadcastDispatcher,
   ) {}
 
   async sweep(): Promise<SweepOutcome> {
-    const runs = await this.prisma.broadcastRun.findMany({
-      where: { status: { in: ['queued', 'running'] } },
-      select: { id: true, createdAt: true },
-      orderBy: { createdAt: 'asc' },
-    });
+    const runs = await this.runs.openRuns(this.prisma);
     const queue = this.queues.queue(JOBS.dispatchBroadcast.queue);
     const outcome: SweepOutcome = {
       checked: runs.length,

@@ -15,6 +15,6 @@ import { BroadcastsService } from './broadcasts.service.js';
     BroadcastSender,
     BroadcastRecorder,
   ],
-  exports: [BroadcastsService, BroadcastDispatcher],
+  exports: [BroadcastsService, BroadcastDispatcher, BroadcastsRepository],
 })
 export class BroadcastsModule {}

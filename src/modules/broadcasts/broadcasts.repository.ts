@@ -80,6 +80,15 @@ export class BroadcastsRepository {
     return db.broadcastRun.create({ data });
   }
 
+  /** Runs not yet ended (`queued` or `running`), oldest first: what the sweep checks for a live job. */
+  openRuns(db: Db): Promise<Pick<BroadcastRun, 'id' | 'createdAt'>[]> {
+    return db.broadcastRun.findMany({
+      where: { status: { in: ['queued', 'running'] } },
+      select: { id: true, createdAt: true },
+      orderBy: { createdAt: 'asc' },
+    });
+  }
+
   findById(db: Db, id: string): Promise<BroadcastRun | null> {
     return db.broadcastRun.findUnique({ where: { id } });
   }
