@@ -302,8 +302,11 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
         body: fixture('openai', 'chat-completion.error-insufficient-quota'),
       };
       const logsBefore = env.logs.lines.length;
+      const before = llm.requests.length;
       const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
       expect(res.status).toBe(502);
+      // No retry: out of quota clears only when someone pays.
+      expect(llm.requests.length - before).toBe(1);
       const body = problem(res);
       expect(body).toMatchObject({ status: 502, code: 'upstream_error' });
       expect(res.headers['retry-after']).toBeUndefined();

@@ -26,6 +26,11 @@ export interface HttpRequest<S extends z.ZodType | undefined = undefined> {
   onResponse?: (response: { status: number; headers: Headers }) => void | Promise<void>;
   /** Largest response body accepted (default DEFAULT_MAX_RESPONSE_BYTES); more is a 502, never buffered. */
   maxResponseBytes?: number;
+  /**
+   * Whether a non-2xx answer is worth asking again (default isRetryableStatus: 429 and 5xx). A provider
+   * whose 429 can also mean a state no retry clears (OpenAI's `insufficient_quota`) narrows it.
+   */
+  retryable?: (status: number, body: unknown) => boolean;
 }
 
 /** A provider answer is a few kB; 10 MiB leaves room for any legitimate one and bounds a hostile one. */
@@ -172,7 +177,8 @@ export class HttpClient {
         };
       }
       lastError = new ProviderHttpError(req.provider, response.status, body, response.headers);
-      if (!isRetryableStatus(response.status) || attempt === maxAttempts) throw lastError;
+      const retryable = req.retryable ?? isRetryableStatus;
+      if (!retryable(response.status, body) || attempt === maxAttempts) throw lastError;
       this.logger.warn(
         { provider: req.provider, attempt, status: response.status },
         'provider answered with a retryable status',

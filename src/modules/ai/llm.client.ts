@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, BadGatewayError } from '../../common/errors/app-error.js';
-import { HttpClient, ProviderHttpError } from '../../infra/http/http-client.js';
+import { HttpClient, isRetryableStatus, ProviderHttpError } from '../../infra/http/http-client.js';
 import { completionFailure, isQuotaExhausted, providerReason, type SentRequest } from './llm-errors.js';
 
 /**
@@ -78,6 +78,9 @@ export class LlmClient {
         },
         schema: chatCompletionSchema,
         provider: 'llm',
+        // Out of quota clears only when someone pays: asking again wastes two calls and seconds.
+        retryable: (status, body) =>
+          isRetryableStatus(status) && !isQuotaExhausted(status, providerReason(body)),
       });
       const { content, refusal } = body.choices[0].message;
       // The tokens were spent either way, so a refusal is charged like an answer (DESIGN.md 5c).
