@@ -3,9 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import type { User } from '../../src/generated/prisma/client.js';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
+import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
 import { AccountDeletionService } from '../../src/modules/users/account-deletion.service.js';
 import { UserHooks } from '../../src/modules/users/user-hooks.js';
+import { UsersRepository } from '../../src/modules/users/users.repository.js';
+import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
 import { fixture, type Json } from '../contracts/contract-support.js';
 import { lockWaiters, waitForLockWaiters } from '../support/held-events.js';
 import {
@@ -462,6 +465,50 @@ describe('POST /webhooks/identity', () => {
         }
       });
     });
+  });
+
+  it("applies a batch of identity events taking the identities' locks in one order, never one while waiting for another", async () => {
+    // Two identities, named so that the batch lists the one with the larger lock key first.
+    const key = (sub: string) => `identity-user:${sub}`;
+    const [{ first_is_larger }] = await api.prisma.$queryRaw<{ first_is_larger: boolean }[]>`
+      SELECT hashtextextended(${key('user_order_a')}, 0) > hashtextextended(${key('user_order_b')}, 0)
+        AS first_is_larger`;
+    const [larger, smaller] = first_is_larger
+      ? ['user_order_a', 'user_order_b']
+      : ['user_order_b', 'user_order_a'];
+    const deliveries = [larger, smaller].map((sub) =>
+      signIdentityEvent(identityUserEvent('user.created', sub, `${sub}@example.com`)),
+    );
+    const queue = worker.get(QueueService).queue(JOBS.applyWebhooks.queue);
+    await queue.pause();
+    // A just-in-time creation of the smaller one holds its lock.
+    const jit = await holding(api.prisma, (tx) => worker.get(UsersRepository).lockIdentity(tx, smaller));
+    let batch: Promise<unknown> | undefined;
+    try {
+      const ids: string[] = [];
+      for (const delivery of deliveries) {
+        const res = await api.http.post('/webhooks/identity').set(delivery.headers).send(delivery.body);
+        expect(res.body).toMatchObject({ status: 'accepted' });
+        const row = await api.prisma.webhookEvent.findFirstOrThrow({
+          where: { provider: 'identity', eventId: delivery.id },
+        });
+        ids.push(row.id);
+      }
+      // One batch, larger first: its handlers alone would lock the larger identity, then wait for the smaller.
+      batch = worker.get(WebhookInboxService).applyMany(ids, false);
+      await waitForLockWaiters(api.prisma, key(smaller));
+      const [{ free }] = await api.prisma.$queryRaw<{ free: boolean }[]>`
+        SELECT pg_try_advisory_xact_lock(hashtextextended(${key(larger)}, 0)) AS free`;
+      expect(free).toBe(true);
+    } finally {
+      jit.release();
+      await jit.done;
+      await batch;
+      await queue.resume();
+    }
+    for (const delivery of deliveries)
+      expect(await settled(api, 'identity', delivery.id)).toMatchObject({ status: 'PROCESSED' });
+    expect(await api.prisma.user.count({ where: { identityUserId: { in: [larger, smaller] } } })).toBe(2);
   });
 
   it('archives and acknowledges other event types without effect', async () => {

@@ -39,6 +39,12 @@ export interface WebhookReceipt {
  * (invalid -> 401, nothing stored), then exactly-once handling through the shared webhook inbox, which
  * claims the message id, archives the payload and runs the effect in one transaction.
  */
+/**
+ * The event types whose handlers lock the identity (created, deleted, and updated when no row exists) or
+ * its user row (updated): a batch takes their identity locks first, in one order (see prepare).
+ */
+const LOCKING_EVENT_TYPES = new Set(['user.created', 'user.updated', 'user.deleted']);
+
 @Injectable()
 export class IdentityWebhookService implements OnModuleInit {
   /** Standard Webhooks: the current secret first, then the previous one during a rotation. */
@@ -63,7 +69,28 @@ export class IdentityWebhookService implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.inbox.register('identity', (tx, stored) => this.apply(tx, stored));
+    this.inbox.register(
+      'identity',
+      (tx, stored) => this.apply(tx, stored),
+      (tx, batch) => this.prepare(tx, batch),
+    );
+  }
+
+  /**
+   * Worker side, before a batch: the identities of its user events are locked at once, in one order
+   * (UsersRepository.lockIdentities). Two batches about the same identities then wait for each other
+   * instead of each locking one (the identity lock, or the user row an update locks) and waiting for the
+   * other's.
+   */
+  private async prepare(tx: Tx, batch: readonly StoredEvent[]): Promise<void> {
+    const ids: string[] = [];
+    for (const stored of batch) {
+      if (!LOCKING_EVENT_TYPES.has(stored.eventType)) continue;
+      // A payload without one fails in its handler, as it would alone.
+      const id = (stored.payload as { data?: { id?: unknown } } | null)?.data?.id;
+      if (typeof id === 'string') ids.push(id);
+    }
+    await this.users.lockIdentities(tx, ids);
   }
 
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<WebhookReceipt> {

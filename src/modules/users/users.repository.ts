@@ -106,6 +106,21 @@ export class UsersRepository {
   }
 
   /**
+   * lockIdentity for several identities at once, in the order of the lock keys: two transactions that each
+   * apply a batch of identity events naming the same identities in opposite orders take them in one order,
+   * so neither holds one while waiting for the other's (a deadlock, which rolled a batch back to be applied
+   * event by event). The handlers' own lockIdentity calls then find the locks held.
+   */
+  async lockIdentities(tx: Tx, identityUserIds: readonly string[]): Promise<void> {
+    if (identityUserIds.length === 0) return;
+    await tx.$queryRaw`
+      SELECT count(pg_advisory_xact_lock(k)) FROM (
+        SELECT DISTINCT hashtextextended('identity-user:' || id, 0) AS k
+        FROM unnest(${[...identityUserIds]}::text[]) AS id
+        ORDER BY k) AS keys`;
+  }
+
+  /**
    * Inserts the user unless a row with this identity id exists. Concurrent callers (the identity webhook
    * and a just-in-time token) end with one row; exactly one of them sees `inserted: true`.
    */
