@@ -195,6 +195,27 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
       await expectRefunded(user.id, 50);
     });
 
+    it('a self-hosted model’s prompt over its context size (llama.cpp): 400 completion_rejected, no retry', async () => {
+      const { user, auth } = await customer(50);
+      const rejection = fixture<{ error: { message: string } }>(
+        'llama-cpp',
+        'chat-completion.error-exceed-context-size',
+      );
+      llm.behaviour = { kind: 'status', status: 400, body: rejection };
+      const before = llm.requests.length;
+      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(res.status).toBe(400);
+      const body = problem(res);
+      expect(body).toMatchObject({
+        status: 400,
+        code: 'completion_rejected',
+        provider_error: { status: 400, type: 'exceed_context_size_error', code: '400', param: null },
+      });
+      expect(body.detail).toContain(rejection.error.message);
+      expect(llm.requests.length - before).toBe(1);
+      await expectRefunded(user.id, 50);
+    });
+
     it.each([413, 422])(
       'a %i with a hostile message: 400 completion_rejected, the message on one short printable line',
       async (status) => {

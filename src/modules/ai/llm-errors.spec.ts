@@ -146,6 +146,8 @@ describe('the language-model provider errors our callers see', () => {
         'an invalid_request_error on max_tokens the caller chose',
         { type: 'invalid_request_error', param: 'max_tokens', code: 'invalid_value' },
       ],
+      // llama.cpp's server: the HTTP status as `code`, no `param`.
+      ['llama.cpp’s prompt over the context size', { type: 'exceed_context_size_error', code: 400 }],
     ])('%s', (_name, error) => {
       const err = failure(400, openAiError({ message: 'Refused.', ...error }));
       expect(err).toBeInstanceOf(ValidationError);

@@ -29,6 +29,12 @@ const CONTENT_CODES = new Set([
   'content_filter',
   'invalid_prompt',
 ]);
+/**
+ * Types that name a problem with the request's content: llama.cpp's server (an OpenAI-compatible
+ * self-hosted model) answers a prompt over the context window with 400 `exceed_context_size_error` and the
+ * HTTP status as `code` (`format_error_response`).
+ */
+const CONTENT_TYPES = new Set(['exceed_context_size_error']);
 /** `messages`, `messages[0].content`, `messages.0.content`: a part of the caller's messages. */
 const MESSAGES_PARAM = /^messages(?:$|[[.])/;
 /** OpenAI's 429 for an account out of money (`type` and, in newer answers, `code`). */
@@ -86,13 +92,14 @@ export const isQuotaExhausted = (status: number, reason: ProviderReason): boolea
 
 /**
  * Whether a 400/413/422 names a problem with the request's content, which the caller can change: a
- * content code, or an `invalid_request_error` on the caller's `messages`, or on `max_tokens` when the
+ * content code or type, or an `invalid_request_error` on the caller's `messages`, or on `max_tokens` when the
  * caller chose it (not `unsupported_parameter`: we always send max_tokens, so a model that does not take
  * it is our configuration). Anything else (a bad key some providers answer with 400, our default
  * max_tokens above the model's limit, a parameter the model does not support, `model`) is ours.
  */
 export function isRequestContentProblem(reason: ProviderReason, sent: SentRequest): boolean {
   if (reason.code !== null && CONTENT_CODES.has(reason.code)) return true;
+  if (reason.type !== null && CONTENT_TYPES.has(reason.type)) return true;
   if (reason.type !== 'invalid_request_error' || reason.param === null) return false;
   if (MESSAGES_PARAM.test(reason.param)) return true;
   return reason.param === 'max_tokens' && sent.callerSetMaxTokens && reason.code !== 'unsupported_parameter';
