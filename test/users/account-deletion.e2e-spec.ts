@@ -536,11 +536,14 @@ describe('account deletion: soft delete, restore, hard delete', () => {
         const update = signIdentityEvent(
           identityUserEvent('user.updated', erased.user.identityUserId, 'renamed-waiting@example.com'),
         );
+        // A user.deleted keeps its identity id when redacted (the deletion guard reads it).
+        const deleted = signIdentityEvent(identityDeletedEvent(erased.user.identityUserId));
         await softDelete(erased.user, daysAgo(31));
 
         await webhooksPaused(async () => {
           await accept('/webhooks/email', bounce);
           await accept('/webhooks/identity', update);
+          await accept('/webhooks/identity', deleted);
           expect((await deletion.hardDeleteDue()).deleted).toBe(1);
           expect(await archived('email', bounce.id)).toMatchObject({
             status: 'RECEIVED',
@@ -557,6 +560,12 @@ describe('account deletion: soft delete, restore, hard delete', () => {
           status: 'SKIPPED',
           error: 'erased',
         });
+        expect(await settled(api, 'identity', deleted.id)).toMatchObject({
+          status: 'SKIPPED',
+          error: 'erased',
+          payload: { redacted: true, type: 'user.deleted', data: { id: erased.user.identityUserId } },
+        });
+        expect(await failureEntries(deleted.id)).toEqual([]);
         expect(await failureEntries(bounce.id)).toEqual([]);
         expect(await failureEntries(update.id)).toEqual([]);
         // Nothing was applied: the erased user's address is not suppressed, no account came back.

@@ -17,6 +17,7 @@ import {
   type SignedDelivery,
   signIdentityEvent,
 } from '../support/identity-webhook.js';
+import { send as sendBilling, subscribe, subscriptionEvent } from '../support/billing.js';
 import { holding } from '../support/lock-holder.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
@@ -509,6 +510,56 @@ describe('POST /webhooks/identity', () => {
     for (const delivery of deliveries)
       expect(await settled(api, 'identity', delivery.id)).toMatchObject({ status: 'PROCESSED' });
     expect(await api.prisma.user.count({ where: { identityUserId: { in: [larger, smaller] } } })).toBe(2);
+  });
+
+  it("runs a mixed batch's identity locks before billing's row locks, whatever order its events arrived in", async () => {
+    // Ada has a subscription; a billing event and an identity update about her arrive, billing first.
+    const { user, subId } = await subscribe(api);
+    const key = `identity-user:${user.identityUserId}`;
+    const renewal = subscriptionEvent({ type: 'subscription.updated', subId, occurredAt: new Date() });
+    const rename = signIdentityEvent(
+      identityUserEvent('user.updated', user.identityUserId, `renamed-${user.email}`, {
+        updatedAt: Date.now(),
+      }),
+    );
+    const queue = worker.get(QueueService).queue(JOBS.applyWebhooks.queue);
+    await queue.pause();
+    // Another batch (or a just-in-time creation) holds Ada's identity lock.
+    const other = await holding(api.prisma, (tx) =>
+      worker.get(UsersRepository).lockIdentity(tx, user.identityUserId),
+    );
+    let batch: Promise<unknown> | undefined;
+    try {
+      expect((await sendBilling(api, renewal)).body).toMatchObject({ status: 'accepted' });
+      const res = await api.http.post('/webhooks/identity').set(rename.headers).send(rename.body);
+      expect(res.body).toMatchObject({ status: 'accepted' });
+      const ids = await Promise.all(
+        [
+          { provider: 'billing', eventId: renewal.event_id },
+          { provider: 'identity', eventId: rename.id },
+        ].map(
+          async (where) =>
+            (await api.prisma.webhookEvent.findFirstOrThrow({ where, select: { id: true } })).id,
+        ),
+      );
+      batch = worker.get(WebhookInboxService).applyMany(ids, false);
+      await waitForLockWaiters(api.prisma, key);
+      // Waiting for the identity's lock, the batch holds no lock on Ada's row (billing's preparer takes it),
+      // so the holder of the identity's lock could take it: no deadlock.
+      const free = await api.prisma.$queryRaw<{ id: string }[]>`
+        SELECT id FROM users WHERE id = ${user.id}::uuid FOR UPDATE SKIP LOCKED`;
+      expect(free).toHaveLength(1);
+    } finally {
+      other.release();
+      await other.done;
+      await batch;
+      await queue.resume();
+    }
+    expect(await settled(api, 'billing', renewal.event_id)).toMatchObject({ status: 'PROCESSED' });
+    expect(await settled(api, 'identity', rename.id)).toMatchObject({ status: 'PROCESSED' });
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).email).toBe(
+      `renamed-${user.email}`,
+    );
   });
 
   it('archives and acknowledges other event types without effect', async () => {

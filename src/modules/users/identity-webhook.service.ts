@@ -35,16 +35,16 @@ export interface WebhookReceipt {
 }
 
 /**
- * POST /webhooks/identity: Standard Webhooks verification over the exact raw body before anything else
- * (invalid -> 401, nothing stored), then exactly-once handling through the shared webhook inbox, which
- * claims the message id, archives the payload and runs the effect in one transaction.
- */
-/**
  * The event types whose handlers lock the identity (created, deleted, and updated when no row exists) or
  * its user row (updated): a batch takes their identity locks first, in one order (see prepare).
  */
 const LOCKING_EVENT_TYPES = new Set(['user.created', 'user.updated', 'user.deleted']);
 
+/**
+ * POST /webhooks/identity: Standard Webhooks verification over the exact raw body before anything else
+ * (invalid -> 401, nothing stored), then exactly-once handling through the shared webhook inbox, which
+ * claims the message id, archives the payload and runs the effect in one transaction.
+ */
 @Injectable()
 export class IdentityWebhookService implements OnModuleInit {
   /** Standard Webhooks: the current secret first, then the previous one during a rotation. */

@@ -52,17 +52,21 @@ export const PARKED_REASON = 'unknown_subscription';
 export const ERASED_REASON = 'erased';
 
 /**
- * Whether an archived payload is the erasure scrub's redaction (`{"redacted": true, "type": ...}`, written
- * by scrubIdentityArchive and SCRUB_EMAIL_ARCHIVE_SQL, this file being their one writer), not a provider's
- * payload: none of the archived shapes (the identity allowlist, Paddle's and Resend's raw envelopes) is an
- * object of `redacted: true` and at most a `type`.
+ * Whether an archived payload is the erasure scrub's redaction (`{"redacted": true, "type": ...}`, and for
+ * an identity `user.deleted` also `"data": {"id": ...}`; written by scrubIdentityArchive and
+ * SCRUB_EMAIL_ARCHIVE_SQL, this file being their one writer), not a provider's payload: none of the
+ * archived shapes (the identity allowlist, Paddle's and Resend's raw envelopes) is an object of
+ * `redacted: true` with nothing more than those members.
  */
 export function isRedactedPayload(payload: Prisma.JsonValue): boolean {
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return false;
-  return (
-    payload.redacted === true && Object.keys(payload).every((key) => key === 'redacted' || key === 'type')
-  );
+  if (!isJsonObject(payload) || payload.redacted !== true) return false;
+  const { redacted: _redacted, type: _type, data, ...rest } = payload;
+  if (Object.keys(rest).length > 0) return false;
+  return data === undefined || (isJsonObject(data) && Object.keys(data).every((key) => key === 'id'));
 }
+
+const isJsonObject = (value: Prisma.JsonValue | undefined): value is Prisma.JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const PRUNE_BATCH = 5000;
 

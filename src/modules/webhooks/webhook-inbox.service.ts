@@ -47,6 +47,19 @@ export type StoredEventHandler = (tx: Tx, event: StoredEvent) => Promise<Handler
  */
 export type StoredEventsPreparer = (tx: Tx, events: readonly StoredEvent[]) => Promise<void>;
 
+/**
+ * The order in which a batch runs its providers' preparers, then their handlers: identity (its preparer
+ * locks the identities), billing (subscriptions, then their users' rows), e-mail (no preparer). Two batches
+ * then take their up-front locks in the same order whatever order their jobs arrived in: a batch of a
+ * billing and an identity event about one user no longer locks the user's row before the identity's lock
+ * while another batch holds that lock and waits for the row.
+ */
+const PROVIDER_ORDER: readonly string[] = ['identity', 'billing', 'email'] satisfies WebhookProvider[];
+const providerRank = (provider: string): number => {
+  const rank = PROVIDER_ORDER.indexOf(provider);
+  return rank === -1 ? PROVIDER_ORDER.length : rank;
+};
+
 /** How one event of a batch ended (WebhookInboxService.applyBatch). */
 type Attempt =
   | { kind: 'applied'; outcome: HandlerOutcome; provider: string }
@@ -430,8 +443,9 @@ export class WebhookInboxService {
 
   /**
    * Events in one transaction; throws (and so rolls back) when any of them fails: EventFailed when its
-   * handler did. A provider's events run together, after its preparer (the order of a batch's events is
-   * the order in which their jobs happened to run, so nothing depends on it).
+   * handler did. Every provider's preparer runs first, then each provider's events together, providers in
+   * PROVIDER_ORDER (within a provider, the order of a batch's events is the order in which their jobs
+   * happened to run, so nothing depends on it).
    */
   private applyTogether(ids: string[]): Promise<Attempt[]> {
     return this.uow.run(
@@ -462,9 +476,16 @@ export class WebhookInboxService {
           await this.inbox.markSkipped(tx, event.id, outcome.reason);
           attempts[index] = { kind: 'applied', outcome, provider: event.provider };
         }
-        for (const [provider, group] of byProvider) {
+        // Every provider's preparer first, then the handlers, both in PROVIDER_ORDER: each batch takes its
+        // up-front locks (identities, then subscriptions and their users) in one global order before any
+        // handler locks more, whatever order its jobs arrived in.
+        const groups = [...byProvider].sort(([a], [b]) => providerRank(a) - providerRank(b));
+        const handlers = groups.map(([provider, group]) => {
           const handler = this.handlers.get(provider);
           if (!handler) throw new Error(`no webhook handler registered for provider ${provider}`);
+          return { handler, group };
+        });
+        for (const { handler, group } of handlers) {
           await handler
             .prepare?.(
               tx,
@@ -473,6 +494,8 @@ export class WebhookInboxService {
             .catch((err: unknown) => {
               throw new EventFailed(group[0].event, err);
             });
+        }
+        for (const { handler, group } of handlers) {
           for (const { index, event } of group) {
             const outcome = await handler.apply(tx, event).catch((err: unknown) => {
               throw new EventFailed(event, err);
