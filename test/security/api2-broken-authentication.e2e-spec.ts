@@ -215,6 +215,13 @@ describe('API2 broken authentication: only a valid credential of a live account 
           auth: `Bearer ${await raw({ sub: 'user_x\r\nX-Injected: 1', email: 'crlf@example.com', email_verified: true })}`,
         },
       ],
+      // Stored as U+FFFD, two such subjects ('\ud800', '\udc00') would share one account.
+      [
+        'sub with an unpaired surrogate',
+        {
+          auth: `Bearer ${await raw({ sub: 'user_\ud800', email: 'surrogate@example.com', email_verified: true })}`,
+        },
+      ],
       [
         'sub of 10,000 characters',
         {

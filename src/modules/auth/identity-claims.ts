@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { UnauthenticatedError } from '../../common/errors/app-error.js';
+import { hasLoneSurrogate } from '../../common/validation/unicode.js';
 
 /** Clock leeway for exp, nbf and iat (DESIGN section 4). */
 export const CLOCK_LEEWAY_SECONDS = 5;
@@ -28,7 +29,8 @@ const invalid = (detail: string) => new UnauthenticatedError(detail, 'invalid_to
  * The claims of a token whose signature, issuer, audience, exp and nbf jsonwebtoken already checked:
  * exp and iat are required, iat may not lie in the future and the token is refused once it is older than
  * `maxAgeSeconds` (whatever its exp says); sub and email must be short strings without control
- * characters, email a syntactically valid address. Anything else is a 401, never a stored oddity.
+ * characters or unpaired surrogates (stored as U+FFFD, two different subjects would name one account),
+ * email a syntactically valid address. Anything else is a 401, never a stored oddity.
  */
 export function checkClaims(
   payload: Record<string, unknown>,
@@ -43,7 +45,13 @@ export function checkClaims(
     throw new UnauthenticatedError('The token is older than the accepted maximum age.', 'token_expired');
   }
   if (sub === undefined || sub === null || sub === '') throw invalid('The token has no subject.');
-  if (typeof sub !== 'string' || sub.length > MAX_SUBJECT_LENGTH || CONTROL.test(sub) || sub.trim() !== sub) {
+  if (
+    typeof sub !== 'string' ||
+    sub.length > MAX_SUBJECT_LENGTH ||
+    CONTROL.test(sub) ||
+    hasLoneSurrogate(sub) ||
+    sub.trim() !== sub
+  ) {
     throw invalid('The token subject is invalid.');
   }
   let address: string | null = null;
@@ -52,6 +60,7 @@ export function checkClaims(
       typeof email !== 'string' ||
       email.length > MAX_EMAIL_LENGTH ||
       CONTROL.test(email) ||
+      hasLoneSurrogate(email) ||
       !emailAddress.safeParse(email).success
     ) {
       throw invalid('The token e-mail claim is not a valid address.');
