@@ -312,4 +312,16 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     expect(text).toMatch(/email_suppressions_total\{[^}]*reason="complaint"[^}]*\} 1/);
     expect(text).toMatch(/email_delivery_events_total\{[^}]*event="bounced_transient"[^}]*\} 1/);
   });
+
+  it('a bounce naming a recipient that is not an address suppresses only the real one', async () => {
+    const user = await createMember(api.prisma, 'bounce-odd-recipient');
+    const providerId = await sent(user);
+    const event = resendEvent('email-bounced', { providerMessageId: providerId, to: user.email });
+    event.data.to = ['notemail', user.email];
+    const res = await deliverEmailEvent(api, signEmailEvent(event));
+    expect(res.outcome).toBe('processed');
+    expect(await suppression(user.email)).toMatchObject({ reason: 'bounce' });
+    // Nothing an operator could not remove again (DELETE refuses a non-address).
+    expect(await suppression('notemail')).toBeNull();
+  });
 });

@@ -45,3 +45,13 @@ export function skipReason(
 
 /** Suppression list entries are compared lower-cased and trimmed. */
 export const normalizeAddress = (address: string): string => address.trim().toLowerCase();
+
+const MAX_ADDRESS = 320;
+
+/**
+ * What the suppression list holds and an operator can remove (DELETE /admin/email/suppressions/{email}):
+ * a non-empty string of at most 320 characters with an `@` and no NUL. A provider event naming anything
+ * else suppresses nothing (no message can be sent to it), and the entry could never be removed.
+ */
+export const isSuppressibleAddress = (address: string): boolean =>
+  address.length > 0 && address.length <= MAX_ADDRESS && address.includes('@') && !address.includes('\0');

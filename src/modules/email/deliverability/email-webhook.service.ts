@@ -16,7 +16,7 @@ import {
 import { WebhookRefusalsService } from '../../webhooks/webhook-refusals.service.js';
 import { UsersRepository } from '../../users/users.repository.js';
 import { type DeliveryStatus, EmailRepository } from '../email.repository.js';
-import { normalizeAddress } from '../send-policy.js';
+import { isSuppressibleAddress, normalizeAddress } from '../send-policy.js';
 import {
   bouncedData,
   dataSchemaFor,
@@ -189,7 +189,8 @@ export class EmailWebhookService implements OnModuleInit {
   }
 
   /**
-   * Suppresses each address, audited `email.suppressed` under the entry's id: an audit entry never holds an
+   * Suppresses each address (a recipient that is not one, isSuppressibleAddress, is logged and skipped),
+   * audited `email.suppressed` under the entry's id: an audit entry never holds an
    * address (audit retention is indefinite and the hard delete cannot find an address in it). The entry is
    * linked to the address's user when there is exactly one, so the export shows it and the hard delete
    * nulls the link like on every other entry of the user.
@@ -203,6 +204,13 @@ export class EmailWebhookService implements OnModuleInit {
     messages: EmailMessage[],
   ): Promise<void> {
     for (const address of new Set(addresses.map(normalizeAddress))) {
+      if (!isSuppressibleAddress(address)) {
+        this.logger.warn(
+          { reason, event_id: eventId, message: providerMessageId },
+          'not an address: not suppressed',
+        );
+        continue;
+      }
       const suppressionId = await this.suppressions.add(tx, address, reason, eventId);
       if (!suppressionId) continue;
       this.metrics.emailSuppressions.inc({ reason });

@@ -6,9 +6,8 @@ import { PrismaService } from '../../../infra/prisma/prisma.service.js';
 import { AuditService } from '../../audit/audit.service.js';
 import { UsersRepository } from '../../users/users.repository.js';
 import type { ListSuppressionsQueryDto, SuppressionListDto } from '../dto/suppressions.dto.js';
+import { isSuppressibleAddress } from '../send-policy.js';
 import { EmailSuppressionsRepository } from './suppressions.repository.js';
-
-const MAX_ADDRESS = 320;
 
 /** The operator's view of the suppression list: read it, and take an address off it (audited). */
 @Injectable()
@@ -39,7 +38,7 @@ export class SuppressionsService {
    * address, and linked to the address's user when there is exactly one (see EmailWebhookService.suppress).
    */
   async remove(address: string, actor: string): Promise<void> {
-    if (!address || address.length > MAX_ADDRESS || !address.includes('@') || address.includes('\0')) {
+    if (!isSuppressibleAddress(address)) {
       throw new ValidationError('Not an e-mail address.', [
         { field: 'email', message: 'not an e-mail address' },
       ]);
