@@ -5,10 +5,15 @@ import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { SqlParams } from '../../infra/prisma/sql-params.js';
 import type { EmailMessage, User } from '../../generated/prisma/client.js';
 import { type AuditEntry, AuditService, systemActor } from '../audit/audit.service.js';
-import type { StoredBody } from './email.service.js';
 import { EmailRepository, type EmailMessageRow } from './email.repository.js';
 import type { EmailKind, SendEmailJob } from './email.types.js';
 import type { SkipReason } from './send-policy.js';
+
+/** What a message row keeps of the body: only the console provider stores it, for the developer. */
+export interface StoredBody {
+  html: string | null;
+  text: string | null;
+}
 
 /** One e-mail's outcome recorded in bulk: its email_messages row and, for the audit entry, its user. */
 export interface EmailRecord extends Omit<EmailMessageRow, 'id'> {

@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { EmailMessage, User } from '../../generated/prisma/client.js';
-import { EmailRecorder } from './email-recorder.js';
+import { EmailRecorder, type StoredBody } from './email-recorder.js';
 import { EmailRepository } from './email.repository.js';
 import { EmailSendBudget } from './send-budget.js';
 import { EmailTemplates } from './email.templates.js';
@@ -37,12 +37,6 @@ export interface ComposeInput {
   tags?: Record<string, string>;
   /** Add the unsubscribe headers and footer to a non-marketing message too (mail sent under consent). */
   unsubscribe?: boolean;
-}
-
-/** What a message row keeps of the body: only the console provider stores it, for the developer. */
-export interface StoredBody {
-  html: string | null;
-  text: string | null;
 }
 
 /**
