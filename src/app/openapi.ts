@@ -29,6 +29,11 @@ completions, saved searches, workspaces and API keys; admin reports; the provide
 show \`detail\`, and quote \`request_id\` (also the \`X-Request-Id\` response header) when reporting a problem.
 A 400 \`validation_failed\` lists the offending fields in \`errors[]\`.
 
+**Request bodies** are JSON in UTF-8 (RFC 8259): \`Content-Type: application/json\` without a charset or with
+\`charset=utf-8\`; another charset is a 415 \`unsupported_media_type\`, bytes that are not UTF-8 and strings
+holding an unpaired UTF-16 surrogate (\`"\\ud800"\`) are a 400 \`validation_failed\` (the webhook receivers
+read their providers' bytes as they are signed).
+
 **Rate limits**: writes are limited per user (120 a minute, bursts of 30) and unauthenticated requests per
 client address (60 a minute); a 429 carries \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`,
 \`RateLimit-Reset\`. Metered completions send the \`RateLimit-*\` headers on every answer.

@@ -458,6 +458,31 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
     expect(await balance(user.id)).toBe(1000);
   });
 
+  it('refuses a nested array in messages with a 400 naming the field, charging nothing (it was a 500)', async () => {
+    const { user, auth } = await customer(1000);
+    const before = llm.requests.length;
+    for (const messages of [
+      [[{ role: 'user', content: 'hi' }]],
+      [[]],
+      [{ role: 'user', content: 'hi' }, [{ role: 'user', content: 'x' }]],
+    ]) {
+      const res = await complete(auth, { messages });
+      expect({ messages, status: res.status, type: res.headers['content-type'] }).toEqual({
+        messages,
+        status: 400,
+        type: expect.stringMatching(/^application\/problem\+json/),
+      });
+      expect(res.body).toMatchObject({ code: 'validation_failed' });
+      expect(res.body.errors).toContainEqual({
+        field: 'messages',
+        message: 'each value in messages must be an object',
+      });
+    }
+    expect(llm.requests.length).toBe(before);
+    expect(await balance(user.id)).toBe(1000);
+    expect((await ledger(user.id)).map((r) => r.kind)).toEqual(['grant']);
+  });
+
   it('takes the large body limit on every path Express routes to the handler (trailing slash, any case)', async () => {
     const { auth } = await customer(5000);
     // Over the 64 KB default, under the completions route's large limit.

@@ -114,6 +114,15 @@ export class PayloadTooLargeError extends AppError {
   }
 }
 
+/** A request body in a media type or charset the route does not read (a JSON body that is not UTF-8). */
+export class UnsupportedMediaTypeError extends AppError {
+  readonly status = 415;
+  readonly title = 'Unsupported media type';
+  constructor(detail: string) {
+    super('unsupported_media_type', detail);
+  }
+}
+
 export class RateLimitedError extends AppError {
   readonly status = 429;
   readonly title = 'Too many requests';

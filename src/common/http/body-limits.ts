@@ -1,7 +1,14 @@
+import { isUtf8 } from 'node:buffer';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppConfig } from '../../config/app-config.js';
-import { type AppError, PayloadTooLargeError, ValidationError } from '../errors/app-error.js';
+import {
+  type AppError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '../errors/app-error.js';
+import { loneSurrogateField, mayHoldLoneSurrogate } from '../validation/unicode.js';
 import { MAX_INPUT_DEPTH } from '../validation/validation.pipe.js';
 import { sendProblem, toProblem } from '../filters/problem-details.filter.js';
 
@@ -48,6 +55,29 @@ const isForm = (req: Request): boolean => mediaType(req) === 'application/x-www-
 
 /** body-parser's own default (`application/json`, parameters ignored), decided per request. */
 const isJson = (req: Request): boolean => mediaType(req) === 'application/json';
+
+/** The `charset` parameter of the request's media type, lower-cased and unquoted; undefined without one. */
+export function charsetOf(contentType: string | undefined): string | undefined {
+  if (typeof contentType !== 'string') return undefined;
+  for (const param of contentType.split(';').slice(1)) {
+    const eq = param.indexOf('=');
+    if (eq === -1 || param.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    return param
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
+  }
+  return undefined;
+}
+
+/**
+ * JSON is UTF-8 (RFC 8259 section 8.1): a JSON body declared in another charset (`latin1`, `utf-16`, ...)
+ * is refused with 415 rather than decoded as UTF-8 behind the client's back (`café` in Latin-1 was stored
+ * as `caf\ufffd`). No charset, `utf-8` and its alias `utf8` are read.
+ */
+const isUtf8Charset = (charset: string | undefined): boolean =>
+  charset === undefined || charset === 'utf-8' || charset === 'utf8';
 
 /**
  * Why a JSON body is too big to parse and hand to class-transformer, or null, read from its bytes before
@@ -117,9 +147,12 @@ function refuse(req: Request, res: Response, error: AppError): void {
 
 /**
  * JSON bodies: the small limit everywhere, the large one on the routes that need it, each enforced by
- * body-parser while it reads (a chunked body is cut off as well); then the key count on the bytes, then
- * JSON.parse. Too big in bytes or in keys is 413 `payload_too_large`, before authentication and before any
- * DTO transformation.
+ * body-parser while it reads (a chunked body is cut off as well); then the charset, the key count on the
+ * bytes, the UTF-8 check, JSON.parse, and unpaired surrogates in the parsed strings. Too big in bytes or in
+ * keys is 413 `payload_too_large`, a charset other than UTF-8 is 415 `unsupported_media_type`, bytes that
+ * are not UTF-8 and strings with an unpaired surrogate (`"a\ud800"`) are 400 `validation_failed`, all
+ * before authentication and before any DTO transformation. The webhook receivers keep their raw bytes and
+ * their own rules.
  */
 export function installBodyParsers(app: NestExpressApplication, config: AppConfig): void {
   const { bodyBytes, largeBodyBytes, jsonMaxNodes, jsonMaxObjectKeys } = config.limits;
@@ -148,6 +181,17 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
       (req as Request & { rawBody?: Buffer }).rawBody ??= bytes;
       return next();
     }
+    const charset = charsetOf(req.headers['content-type']);
+    if (!isUtf8Charset(charset)) {
+      const named = JSON.stringify(charset!.slice(0, 40));
+      return refuse(
+        req,
+        res,
+        new UnsupportedMediaTypeError(
+          `JSON bodies are UTF-8 (RFC 8259): charset ${named} is not supported; send charset=utf-8 or none.`,
+        ),
+      );
+    }
     {
       const problem = jsonSizeProblem(bytes, jsonMaxNodes, jsonMaxObjectKeys);
       if (problem?.status === 400) return refuse(req, res, new ValidationError(problem.message));
@@ -163,6 +207,10 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
       req.body = {};
       return next();
     }
+    // toString would replace each invalid sequence with U+FFFD and store that instead of what was sent.
+    if (!isUtf8(bytes)) {
+      return refuse(req, res, new ValidationError('The request body is not valid UTF-8 (JSON is UTF-8).'));
+    }
     const text = bytes.toString('utf8');
     // body-parser's strict mode: only an object or an array at the top.
     const first = text.trimStart()[0];
@@ -171,6 +219,13 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
       req.body = JSON.parse(text);
     } catch (err) {
       return next(parseFailed((err as Error).message));
+    }
+    // One rule for every string of every JSON body (values and keys): an unpaired surrogate is refused,
+    // not stored as U+FFFD by the text columns or refused by jsonb. Walked only when the text has the escape.
+    const field = mayHoldLoneSurrogate(text) ? loneSurrogateField(req.body) : null;
+    if (field !== null) {
+      const message = `${field} must not contain unpaired UTF-16 surrogates`;
+      return refuse(req, res, new ValidationError(message, [{ field, message }]));
     }
     next();
   });

@@ -14,3 +14,34 @@ const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
  * parameter of a statement): for a text value that travels inside JSON, which jsonb would refuse.
  */
 export const wellFormed = (value: string): string => value.replace(LONE_SURROGATES, '\uFFFD');
+
+/**
+ * Whether JSON text may decode to a string with an unpaired surrogate: only a `\uD800`-`\uDFFF` escape can
+ * produce one (valid UTF-8 encodes no surrogate), so text without such an escape needs no walk of its
+ * parsed value. A match (a surrogate pair written as two escapes, or an escaped backslash before `ud8..`)
+ * only means the parsed value is walked.
+ */
+export const mayHoldLoneSurrogate = (json: string): boolean => /\\u[dD][89a-fA-F]/.test(json);
+
+/**
+ * The first field (dotted path, as the validation pipe names fields) of a parsed JSON value whose string
+ * value or key holds an unpaired surrogate, or null. Iterative; the key in the path is made well-formed so
+ * the answer naming it is.
+ */
+export function loneSurrogateField(value: unknown): string | null {
+  const stack: { node: unknown; path: string }[] = [{ node: value, path: '' }];
+  while (stack.length > 0) {
+    const { node, path } = stack.pop()!;
+    if (typeof node === 'string') {
+      if (hasLoneSurrogate(node)) return path;
+      continue;
+    }
+    if (typeof node !== 'object' || node === null) continue;
+    for (const [key, child] of Object.entries(node)) {
+      const field = path ? `${path}.${wellFormed(key)}` : wellFormed(key);
+      if (hasLoneSurrogate(key)) return field;
+      stack.push({ node: child, path: field });
+    }
+  }
+  return null;
+}

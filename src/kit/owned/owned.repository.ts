@@ -195,8 +195,9 @@ export class OwnedRepository<Row extends OwnedRow> {
   /**
    * The fields of `data` (model field names, in snake_case the table's columns; undefined ones left out) as
    * one JSON parameter read into the table's row type: `columns` names them, `record` is the row to select
-   * them from (`jsonb_populate_record`). A text field may hold an unpaired surrogate: it is stored as U+FFFD,
-   * as a text parameter would be (the validators refuse them in JSON fields, where jsonb could not take it).
+   * them from (`jsonb_populate_record`). Requests cannot carry an unpaired surrogate (the JSON body parser
+   * refuses it with a 400); a caller outside HTTP that passes one gets U+FFFD in a text field, as a text
+   * parameter would, instead of jsonb refusing the whole record (a 500).
    */
   private fields(params: SqlParams, data: Data): { columns: string; record: string } {
     const values: Data = {};

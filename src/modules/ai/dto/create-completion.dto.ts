@@ -1,5 +1,4 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayMinSize,
@@ -11,9 +10,9 @@ import {
   MaxLength,
   Min,
   MinLength,
-  ValidateNested,
 } from 'class-validator';
 import { ApiEnum, ApiInt } from '../../../common/openapi/api-fields.js';
+import { NestedDto } from '../../../common/validation/nested.js';
 
 export const CHAT_ROLES = ['system', 'user', 'assistant'] as const;
 export const MAX_MESSAGES = 100;
@@ -36,8 +35,7 @@ export class CreateCompletionDto {
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(MAX_MESSAGES)
-  @ValidateNested({ each: true })
-  @Type(() => ChatMessageDto)
+  @NestedDto(() => ChatMessageDto, { each: true })
   messages!: ChatMessageDto[];
 
   /** Upper bound of generated tokens; at most the tier's maxTokensPerRequest (default min(1024, that)). */

@@ -1,18 +1,16 @@
 import { OptionalInstant } from '../../../common/validation/time-range.js';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayMinSize,
   IsArray,
   IsBoolean,
   IsDefined,
-  IsObject,
   IsOptional,
   IsString,
   Matches,
-  ValidateNested,
 } from 'class-validator';
+import { NestedDto } from '../../../common/validation/nested.js';
 import { TEMPLATE_KEYS } from '../../email/email.templates.js';
 
 /** A small, validated filter; every given criterion must match (AND). `{}` means every active user. */
@@ -58,9 +56,7 @@ export class CreateBroadcastDto {
 
   @ApiProperty({ type: AudienceDto })
   @IsDefined()
-  @IsObject()
-  @ValidateNested()
-  @Type(() => AudienceDto)
+  @NestedDto(() => AudienceDto)
   audience!: AudienceDto;
 
   @ApiPropertyOptional({

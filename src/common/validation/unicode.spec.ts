@@ -1,0 +1,30 @@
+import { describe, expect, it } from '@jest/globals';
+import { hasLoneSurrogate, loneSurrogateField, mayHoldLoneSurrogate, wellFormed } from './unicode.js';
+
+describe('unpaired surrogates', () => {
+  it('tells a pair from a lone high or low surrogate', () => {
+    expect(hasLoneSurrogate('😀 \ud83d\ude00')).toBe(false);
+    expect(hasLoneSurrogate('a\ud800')).toBe(true);
+    expect(hasLoneSurrogate('\udc00a')).toBe(true);
+    expect(hasLoneSurrogate('\ude00\ud83d')).toBe(true);
+    expect(wellFormed('a\ud800b')).toBe('a\ufffdb');
+  });
+
+  it('walks a parsed body only when its text has a surrogate escape (valid UTF-8 encodes none)', () => {
+    expect(mayHoldLoneSurrogate('{"name":"plain 😀 text \\u00e9"}')).toBe(false);
+    expect(mayHoldLoneSurrogate('{"name":"a\\ud800"}')).toBe(true);
+    expect(mayHoldLoneSurrogate('{"name":"a\\uDFFF"}')).toBe(true);
+    expect(mayHoldLoneSurrogate('{"name":"\\ud83d\\ude00"}')).toBe(true); // a pair: walked, then passed
+    // Every lone surrogate JSON.parse can produce comes from such an escape.
+    for (const text of ['"\\ud800"', '"\\uDBFF"', '"\\udc00"', '"\\uDFFF"']) {
+      expect(hasLoneSurrogate(JSON.parse(text) as string)).toBe(mayHoldLoneSurrogate(text));
+    }
+  });
+
+  it('names the first field whose value or key holds one, as the validation pipe names fields', () => {
+    expect(loneSurrogateField({ a: 'ok', b: [1, null, { c: '😀' }] })).toBeNull();
+    expect(loneSurrogateField({ a: 'ok', b: [1, { c: 'x\ud800' }] })).toBe('b.1.c');
+    expect(loneSurrogateField([{ name: '\udfff' }])).toBe('0.name');
+    expect(loneSurrogateField({ outer: { ['k\udfff']: 1 } })).toBe('outer.k\ufffd');
+  });
+});
