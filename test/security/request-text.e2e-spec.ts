@@ -138,6 +138,10 @@ describe('JSON request text: UTF-8 only, no unpaired surrogates, nothing stored 
         message: `café ${i}`,
       });
     }
+    // US-ASCII bytes are UTF-8.
+    const ascii = Buffer.from('{"message":"plain"}');
+    const res = await createWith('application/json; charset=us-ascii', ascii, '/api/v1/feedback');
+    expect({ status: res.status, message: res.body.message }).toEqual({ status: 201, message: 'plain' });
   });
 
   it('refuses bytes that are not UTF-8 with 400 instead of storing U+FFFD, storing nothing', async () => {

@@ -74,10 +74,11 @@ export function charsetOf(contentType: string | undefined): string | undefined {
 /**
  * JSON is UTF-8 (RFC 8259 section 8.1): a JSON body declared in another charset (`latin1`, `utf-16`, ...)
  * is refused with 415 rather than decoded as UTF-8 behind the client's back (`café` in Latin-1 was stored
- * as `caf\ufffd`). No charset, `utf-8` and its alias `utf8` are read.
+ * as `caf\ufffd`). No charset, `utf-8` and its alias `utf8` are read, and `us-ascii`, whose bytes are
+ * UTF-8 (a body that is not ASCII after all is refused by the UTF-8 check, 400).
  */
 const isUtf8Charset = (charset: string | undefined): boolean =>
-  charset === undefined || charset === 'utf-8' || charset === 'utf8';
+  charset === undefined || charset === 'utf-8' || charset === 'utf8' || charset === 'us-ascii';
 
 /**
  * Why a JSON body is too big to parse and hand to class-transformer, or null, read from its bytes before
