@@ -184,4 +184,21 @@ describe('JSON request text: UTF-8 only, no unpaired surrogates, nothing stored 
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ received: true, event_id: delivery.id });
   });
+
+  it('verifies a signed webhook sent as text/plain or with no media type, instead of a signature mismatch', async () => {
+    for (const [i, contentType] of ['text/plain', 'application/octet-stream', undefined].entries()) {
+      const delivery = signIdentityEvent(
+        identityUserEvent('user.created', `user_typed_hook_${i}`, `typed-hook-${i}@example.com`),
+      );
+      const req = api.http.post('/webhooks/identity').set(delivery.headers);
+      if (contentType) req.set('content-type', contentType);
+      else req.unset('content-type');
+      const res = await req.send(Buffer.from(delivery.body));
+      expect({ contentType, status: res.status, body: res.body }).toMatchObject({
+        contentType,
+        status: 200,
+        body: { received: true, event_id: delivery.id },
+      });
+    }
+  });
 });

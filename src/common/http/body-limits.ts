@@ -158,9 +158,13 @@ function refuse(req: Request, res: Response, error: AppError): void {
 export function installBodyParsers(app: NestExpressApplication, config: AppConfig): void {
   const { bodyBytes, largeBodyBytes, jsonMaxNodes, jsonMaxObjectKeys } = config.limits;
   // Read as bytes (Nest keeps them as req.rawBody for the webhook signatures), scanned, then parsed here.
+  // A webhook's body is read whatever its media type: the signature covers the bytes, and a signed body
+  // sent as text/plain (or with no type) was refused as a signature mismatch, which misleads whoever debugs.
   const raw = (large: boolean) => ({
     limit: large ? largeBodyBytes : bodyBytes,
-    type: (req: unknown) => isJson(req as Request) && takesLargeBody((req as Request).path) === large,
+    type: (req: unknown) =>
+      (isJson(req as Request) || isWebhook((req as Request).path)) &&
+      takesLargeBody((req as Request).path) === large,
   });
   app.useBodyParser('raw', raw(true));
   app.useBodyParser('raw', raw(false));
@@ -174,7 +178,7 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
     type: (req: unknown) => isForm(req as Request) && ignoresFormBody((req as Request).path),
   });
   app.use((req: Request, res: Response, next: NextFunction) => {
-    if (!Buffer.isBuffer(req.body) || !isJson(req)) return next();
+    if (!Buffer.isBuffer(req.body)) return next();
     const bytes = req.body;
     // Webhook receivers verify the signature over the exact bytes and parse the JSON themselves, so an
     // authentic body that is not JSON is theirs to trace (audit + log), not a bare parser 400.
@@ -182,6 +186,7 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
       (req as Request & { rawBody?: Buffer }).rawBody ??= bytes;
       return next();
     }
+    if (!isJson(req)) return next();
     const charset = charsetOf(req.headers['content-type']);
     if (!isUtf8Charset(charset)) {
       const named = JSON.stringify(charset!.slice(0, 40));
