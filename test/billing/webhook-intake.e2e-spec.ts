@@ -2,6 +2,7 @@ import { createUser } from '../factories/user.factory.js';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
+import { WebhookRefusalsService } from '../../src/modules/webhooks/webhook-refusals.service.js';
 import {
   checkoutToken,
   deliver,
@@ -159,6 +160,62 @@ describe('billing webhooks: signature, envelope and payload validation', () => {
     // Same event id, corrected body (e.g. after a schema fix): processed once.
     expect((await deliver(api, e)).outcome).toBe('processed');
     expect(await archived(e.event_id)).toMatchObject({ status: 'PROCESSED', attempts: 2 });
+  });
+
+  it('audits the refusal of a signed body whose event id cannot be stored, under an escaped id', async () => {
+    const refusalLines = (eventId: string) =>
+      env.logs.lines
+        .map((line) => JSON.parse(line) as { msg?: string; event_id?: string })
+        .filter((line) => line.msg?.startsWith('billing webhook refused') && line.event_id === eventId);
+    // A clipped 300-character id ends in half an emoji: the body is storable, the first 200 characters are not.
+    const long = `evt_${'x'.repeat(195)}😀${'y'.repeat(100)}`;
+    const cases: [string, string, string][] = [
+      ['"evt_\\u0000nul"', 'evt_\\u0000nul', 'unstorable'],
+      ['"evt_\\ud800lone"', 'evt_\\ud800lone', 'unstorable'],
+      [JSON.stringify(long), `${long.slice(0, 199)}\\ud83d`, 'invalid_envelope'],
+    ];
+    for (const [idJson, stored, reason] of cases) {
+      const body = `{"event_id":${idJson},"event_type":"subscription.created","occurred_at":"${new Date().toISOString()}","data":{}}`;
+      const res = await deliver(api, {}, { rawBody: body });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'invalid_payload' });
+      const entries = await audits('webhook.failed', stored);
+      expect({ idJson, entries: entries.length }).toEqual({ idJson, entries: 1 });
+      expect(entries[0].details).toEqual({
+        provider: 'billing',
+        reason,
+        body_digest: `sha256:${createHash('sha256').update(body).digest('hex')}`,
+        event_id: stored,
+      });
+      expect(refusalLines(stored)).toHaveLength(1);
+    }
+    expect(env.logs.lines.some((line) => line.includes('could not audit a refused webhook delivery'))).toBe(
+      false,
+    );
+  });
+
+  it('audits every provider’s refusal whatever its event id holds (identity and e-mail share the service)', async () => {
+    const refusals = api.app.get(WebhookRefusalsService);
+    for (const provider of ['billing', 'identity', 'email'] as const) {
+      const body = Buffer.from(`${provider} body`);
+      await refusals.unarchivable(provider, {
+        reason: 'unstorable',
+        body,
+        eventId: `msg_${provider}_\u0000\udc00`,
+        detail: 'detail with \u0000 and \ud800',
+      });
+      const [entry, ...more] = await audits('webhook.failed', `msg_${provider}_\\u0000\\udc00`);
+      expect(more).toHaveLength(0);
+      expect(entry).toMatchObject({ actor: `webhook:${provider}`, resourceType: 'webhook_event' });
+      expect(entry.details).toMatchObject({
+        provider,
+        event_id: `msg_${provider}_\\u0000\\udc00`,
+        body_digest: `sha256:${createHash('sha256').update(body).digest('hex')}`,
+      });
+    }
+    expect(env.logs.lines.some((line) => line.includes('could not audit a refused webhook delivery'))).toBe(
+      false,
+    );
   });
 
   it('counts every refused delivery by provider and reason, and logs the reason at warn', async () => {

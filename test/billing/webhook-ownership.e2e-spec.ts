@@ -11,7 +11,8 @@ import {
   subscribe,
   subscriptionEvent,
 } from '../support/billing.js';
-import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { type ApiApp, TEST_SECRETS, TestEnv } from '../support/test-env.js';
+import { signedToken } from '../support/tokens.js';
 
 describe('billing webhooks: ordering, ownership and unknown subscriptions', () => {
   let env: TestEnv;
@@ -178,6 +179,40 @@ describe('billing webhooks: ordering, ownership and unknown subscriptions', () =
       error: 'checkout_token_bad_signature',
     });
 
+    expect(await api.prisma.subscription.count({ where: { userId: user.id } })).toBe(0);
+    expect((await userRow(user.id)).currentTier).toBe('FREE');
+    expect(await grants(api, user.id)).toHaveLength(0);
+  });
+
+  it('skips a created event whose authentic checkout token carries malformed claims, without retrying', async () => {
+    const user = await createUser(api.prisma);
+    const claims = JSON.parse(Buffer.from(checkoutToken(api, user).split('.')[0], 'base64url').toString());
+    const malformed = [
+      { ...claims, u: 'not-a-uuid' },
+      { ...claims, u: 'a\u0000' },
+      { ...claims, u: '\ud800' },
+      { ...claims, exp: 1e20 },
+      { ...claims, t: 'PRO\u0000' },
+    ];
+    for (const bad of malformed) {
+      const created = subscriptionEvent({
+        type: 'subscription.created',
+        subId: newSubId(),
+        customerId: null,
+        token: signedToken(bad, TEST_SECRETS.BILLING_WEBHOOK_SECRET),
+      });
+      const res = await deliver(api, created);
+      expect({ bad, status: res.status, outcome: res.outcome }).toEqual({
+        bad,
+        status: 200,
+        outcome: 'skipped',
+      });
+      expect(await archived(created.event_id)).toMatchObject({
+        status: 'SKIPPED',
+        error: 'checkout_token_malformed',
+        attempts: 1,
+      });
+    }
     expect(await api.prisma.subscription.count({ where: { userId: user.id } })).toBe(0);
     expect((await userRow(user.id)).currentTier).toBe('FREE');
     expect(await grants(api, user.id)).toHaveLength(0);

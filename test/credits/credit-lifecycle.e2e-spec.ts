@@ -22,7 +22,8 @@ import {
   transactionEvent,
 } from '../support/billing.js';
 import { expectLedgerConsistent } from '../support/credits.js';
-import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { type ApiApp, TEST_SECRETS, TestEnv } from '../support/test-env.js';
+import { signedToken } from '../support/tokens.js';
 import { waitFor } from '../support/wait.js';
 
 // Issue 18 (credit lifecycle), end to end: signed Paddle-shaped events through the receiver and a real
@@ -265,6 +266,44 @@ describe('credit lifecycle (issue 18)', () => {
           'checkout_token_foreign_customer',
         ]),
       );
+    });
+
+    it('skips a pack paid with an authentic checkout token whose claims are malformed, without retrying', async () => {
+      const buyer = await createUser(api.prisma);
+      const good = (await packCheckout(buyer, PACK_S)).body.custom_data.checkout_token as string;
+      const claims = JSON.parse(Buffer.from(good.split('.')[0], 'base64url').toString());
+      for (const bad of [
+        { ...claims, u: 'not-a-uuid' },
+        { ...claims, u: 'a\u0000' },
+        { ...claims, u: '\ud800' },
+        { ...claims, exp: 1e20 },
+      ]) {
+        const pack = transactionEvent({
+          subId: null,
+          origin: 'web',
+          priceId: PACK_S,
+          token: signedToken(bad, TEST_SECRETS.BILLING_WEBHOOK_SECRET),
+          customerId: null,
+        });
+        const res = await deliver(api, pack);
+        expect({ bad, status: res.status, outcome: res.outcome }).toEqual({
+          bad,
+          status: 200,
+          outcome: 'skipped',
+        });
+        const row = await api.prisma.webhookEvent.findUniqueOrThrow({
+          where: { provider_eventId: { provider: 'billing', eventId: pack.event_id } },
+        });
+        expect(row).toMatchObject({ status: 'SKIPPED', error: 'checkout_token_malformed', attempts: 1 });
+        const [audit] = await api.prisma.auditLog.findMany({
+          where: {
+            action: 'transaction.completed',
+            details: { path: ['transaction_id'], equals: pack.data.id },
+          },
+        });
+        expect(audit?.details).toMatchObject({ reason: 'checkout_token_malformed' });
+      }
+      expect(await rows(buyer.id)).toEqual([]);
     });
   });
 

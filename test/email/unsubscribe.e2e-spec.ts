@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import type { User } from '../../src/generated/prisma/client.js';
 import { createMember } from '../factories/audience.factory.js';
-import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { type ApiApp, TEST_SECRETS, TestEnv } from '../support/test-env.js';
+import { signedToken } from '../support/tokens.js';
 
 describe('unsubscribe link: one-click POST (RFC 8058), confirmation page on GET, bad tokens', () => {
   let env: TestEnv;
@@ -148,6 +149,49 @@ describe('unsubscribe link: one-click POST (RFC 8058), confirmation page on GET,
     expect(await api.prisma.emailConsentEvent.count()).toBe(
       await api.prisma.emailConsentEvent.count({ where: { source: 'unsubscribe_link' } }),
     );
+    expect(await events(user)).toHaveLength(0);
+  });
+
+  it('answers an authentic token whose payload is malformed like a tampered one: 400, nothing changes', async () => {
+    const user = await createMember(api.prisma, 'bad-payload', { consent: true });
+    const signed = (payload: unknown) => signedToken(payload, TEST_SECRETS.EMAIL_UNSUBSCRIBE_SECRET);
+    const unsubscribe = [
+      { u: 'not-a-uuid', p: 'marketing' },
+      { u: 'a\u0000', p: 'marketing' },
+      { u: '\ud800', p: 'marketing' },
+      { u: 'x'.repeat(300), p: 'marketing' },
+      { u: user.id, p: 'newsletter' },
+      { u: user.id, p: 'marketing', e: 1e20 },
+      { u: user.id, p: 'marketing', admin: true },
+    ];
+    const confirm = [
+      { u: 'zzz', p: 'confirm', e: Date.now() + 86_400_000 },
+      { u: 'a\u0000', p: 'confirm', e: Date.now() + 86_400_000 },
+      { u: user.id, p: 'confirm', e: Date.now() + 86_400_000.5 },
+    ];
+    const cases = [
+      ...unsubscribe.map((payload) => ({ route: 'unsubscribe', code: 'invalid_unsubscribe_token', payload })),
+      ...confirm.map((payload) => ({ route: 'confirm', code: 'invalid_confirmation_token', payload })),
+    ];
+    for (const { route, code, payload } of cases) {
+      for (const method of ['post', 'get'] as const) {
+        const res = await api.http[method](`/api/v1/email/${route}`)
+          .query({ t: signed(payload) })
+          .set('Accept', 'application/json');
+        expect({ route, method, payload, status: res.status, code: res.body.code }).toEqual({
+          route,
+          method,
+          payload,
+          status: 400,
+          code,
+        });
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      }
+    }
+    expect(await reload(user)).toMatchObject({
+      marketingConsentGiven: true,
+      marketingConsentSource: 'signup_form',
+    });
     expect(await events(user)).toHaveLength(0);
   });
 

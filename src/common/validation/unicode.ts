@@ -45,3 +45,15 @@ export function loneSurrogateField(value: unknown): string | null {
   }
   return null;
 }
+
+const UNSTORABLE = new RegExp(`\\u0000|${LONE_SURROGATE.source}`, 'g');
+
+/**
+ * The string with each character PostgreSQL can store in neither text nor jsonb written as a JSON-style
+ * escape: NUL as `\u0000`, an unpaired surrogate as `\ud800`..`\udfff` (lower-case hex, as JSON.stringify
+ * writes one). Every other character is kept, so a storable string comes back unchanged. Deterministic
+ * but not reversible (a string may hold the escape text itself): for a value that only identifies
+ * something in a trace (a refused delivery's event id), next to a digest of the exact bytes.
+ */
+export const storableText = (value: string): string =>
+  value.replace(UNSTORABLE, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);

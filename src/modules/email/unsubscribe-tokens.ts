@@ -1,9 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../../config/app-config.js';
+import { isUuid } from '../../common/validation/uuid.js';
 
 /** `marketing`: the unsubscribe link; `confirm`: the double opt-in link (expires). */
 export type UnsubscribePurpose = 'marketing' | 'confirm';
+
+const PURPOSES: readonly string[] = ['marketing', 'confirm'] satisfies UnsubscribePurpose[];
+
+/** The latest instant a Date can hold (epoch ms). */
+const MAX_DATE_MS = 8.64e15;
 
 /** How long a double opt-in link stays valid. */
 export const CONFIRM_TOKEN_TTL_MS = 7 * 86_400_000;
@@ -24,8 +30,8 @@ export class UnsubscribeTokens {
   }
 
   /**
-   * The user id when the token is authentic, of this purpose and not expired at `now`, else null
-   * (constant-time comparison).
+   * The user id when the token is authentic, well formed, of this purpose and not expired at `now`, else
+   * null (constant-time comparison).
    */
   verify(token: string, purpose: UnsubscribePurpose = 'marketing', now = new Date()): string | null {
     const [payload, mac, extra] = token.split('.');
@@ -39,19 +45,12 @@ export class UnsubscribeTokens {
       return expected.length === given.length && timingSafeEqual(expected, given);
     });
     if (!authentic) return null;
-    try {
-      const body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
-        u?: unknown;
-        p?: unknown;
-        e?: unknown;
-      };
-      if (body.e !== undefined && (typeof body.e !== 'number' || body.e <= now.getTime())) return null;
-      // A confirmation link must carry its expiry.
-      if (purpose === 'confirm' && body.e === undefined) return null;
-      return typeof body.u === 'string' && body.p === purpose ? body.u : null;
-    } catch {
-      return null;
-    }
+    const body = claimsOf(payload);
+    if (!body || body.p !== purpose) return null;
+    if (body.e !== undefined && body.e <= now.getTime()) return null;
+    // A confirmation link must carry its expiry.
+    if (purpose === 'confirm' && body.e === undefined) return null;
+    return body.u;
   }
 
   url(userId: string): string {
@@ -68,4 +67,32 @@ export class UnsubscribeTokens {
     if (!secret) throw new Error('EMAIL_UNSUBSCRIBE_SECRET is not configured');
     return createHmac('sha256', secret).update(payload).digest('base64url');
   }
+}
+
+interface Claims {
+  u: string;
+  p: UnsubscribePurpose;
+  e?: number;
+}
+
+/**
+ * The payload of an authentic token when it has the shape `sign` writes, else null. A signature only says
+ * the secret's holder wrote the payload, not that it is one of ours: a user id that is not a UUID would
+ * reach PostgreSQL's uuid column and fail there (a 500), so a bad payload counts as a bad token.
+ */
+function claimsOf(payload: string): Claims | null {
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const { u, p, e, ...rest } = body as Record<string, unknown>;
+  if (Object.keys(rest).length > 0 || !isUuid(u)) return null;
+  if (typeof p !== 'string' || !PURPOSES.includes(p)) return null;
+  if (e !== undefined && !(Number.isSafeInteger(e) && (e as number) > 0 && (e as number) <= MAX_DATE_MS)) {
+    return null;
+  }
+  return { u, p: p as UnsubscribePurpose, ...(e !== undefined ? { e: e as number } : {}) };
 }

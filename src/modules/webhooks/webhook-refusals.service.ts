@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
+import { storableText } from '../../common/validation/unicode.js';
 import { MetricsService } from '../../infra/metrics/metrics.service.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import type { WebhookProvider } from './webhook-inbox.repository.js';
@@ -20,6 +21,11 @@ export interface Refusal {
  * JSON, no event id, content the store refuses) also gets a `webhook.failed` audit entry with the body's
  * SHA-256, so an operator can match it with the provider's delivery log. An unsigned delivery is never
  * audited: anyone could flood the audit log with them.
+ *
+ * The event id and the detail are the sender's text, and the refusal may be for the very reason that they
+ * hold what PostgreSQL cannot store (a NUL, an unpaired surrogate): both are written in their storableText
+ * form (`\u0000`-style escapes) in the log line and the audit entry, which the body digest ties to the
+ * exact bytes. Otherwise the insert failed and the refusal left no audit entry.
  */
 @Injectable()
 export class WebhookRefusalsService {
@@ -37,8 +43,8 @@ export class WebhookRefusalsService {
       {
         provider,
         reason: refusal.reason,
-        event_id: refusal.eventId ?? undefined,
-        detail: refusal.detail,
+        event_id: refusal.eventId ? storableText(refusal.eventId) : undefined,
+        detail: refusal.detail === undefined ? undefined : storableText(refusal.detail),
         bytes: refusal.body?.length,
       },
       `${provider} webhook refused: ${refusal.reason}`,
@@ -51,17 +57,18 @@ export class WebhookRefusalsService {
     const digest = createHash('sha256')
       .update(refusal.body ?? Buffer.alloc(0))
       .digest('hex');
+    const eventId = refusal.eventId ? storableText(refusal.eventId) : null;
     await this.audit
       .recordStandalone({
         actor: webhookActor(provider),
         action: 'webhook.failed',
         resourceType: 'webhook_event',
-        resourceId: refusal.eventId ?? `sha256:${digest}`,
+        resourceId: eventId ?? `sha256:${digest}`,
         details: {
           provider,
           reason: refusal.reason,
           body_digest: `sha256:${digest}`,
-          event_id: refusal.eventId ?? null,
+          event_id: eventId,
         },
       })
       .catch((err: Error) =>

@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../../../config/app-config.js';
 import { DependencyError } from '../../../common/errors/app-error.js';
+import { hasLoneSurrogate } from '../../../common/validation/unicode.js';
+import { isUuid } from '../../../common/validation/uuid.js';
 
 export interface CheckoutClaims {
   /** users.id of the buyer */
@@ -26,6 +28,19 @@ interface WireClaims {
 }
 
 const MAX_TOKEN_LENGTH = 1024;
+
+/**
+ * The tier claim: a configured tier name or `pack:<price id>` (packClaim). Tier names are not constrained by
+ * the configuration, and a tier renamed since the checkout must not cut its buyer off, so only the shape is
+ * checked: non-empty text of at most 256 characters, without control characters or unpaired surrogates.
+ */
+const MAX_TIER_CLAIM = 256;
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** issue() writes 12 random bytes in base64url (16 characters). */
+const NONCE = /^[A-Za-z0-9_-]{16,64}$/;
+/** The last second a Date can hold (8.64e15 ms after the epoch). */
+const MAX_EXP_SECONDS = 8.64e12;
 
 /**
  * Signed checkout tokens: `base64url(json{u, t, exp, n}).base64url(HMAC-SHA256)`, keyed by the billing
@@ -71,20 +86,8 @@ export class CheckoutTokenService {
       return given.length === expected.length && timingSafeEqual(given, expected);
     });
     if (!authentic) return { ok: false, reason: 'bad_signature' };
-    let claims: WireClaims;
-    try {
-      claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as WireClaims;
-    } catch {
-      return { ok: false, reason: 'malformed' };
-    }
-    if (
-      typeof claims?.u !== 'string' ||
-      typeof claims.t !== 'string' ||
-      typeof claims.n !== 'string' ||
-      !Number.isInteger(claims.exp)
-    ) {
-      return { ok: false, reason: 'malformed' };
-    }
+    const claims = wireClaimsOf(body);
+    if (!claims) return { ok: false, reason: 'malformed' };
     return {
       ok: true,
       claims: { userId: claims.u, tier: claims.t, expiresAt: new Date(claims.exp * 1000), nonce: claims.n },
@@ -95,4 +98,27 @@ export class CheckoutTokenService {
     if (!secret) throw new DependencyError('Billing is not configured.', 'billing_not_configured');
     return createHmac('sha256', secret).update(body).digest();
   }
+}
+
+/**
+ * The claims of an authentic token when they have the shape issue() writes, else null. A valid signature
+ * only says the secret's holder wrote the body: a user id that is not a UUID would fail PostgreSQL's uuid
+ * column and an expiry past the Date range an `Invalid time value`, each on every retry of the worker, so
+ * such a token is malformed (the event is SKIPPED `checkout_token_malformed` like any other bad token).
+ */
+function wireClaimsOf(body: string): WireClaims | null {
+  let claims: unknown;
+  try {
+    claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return null;
+  const { u, t, exp, n, ...rest } = claims as Record<string, unknown>;
+  if (Object.keys(rest).length > 0 || !isUuid(u)) return null;
+  if (typeof t !== 'string' || t.length === 0 || t.length > MAX_TIER_CLAIM) return null;
+  if (CONTROL.test(t) || hasLoneSurrogate(t)) return null;
+  if (typeof n !== 'string' || !NONCE.test(n)) return null;
+  if (!Number.isSafeInteger(exp) || (exp as number) <= 0 || (exp as number) > MAX_EXP_SECONDS) return null;
+  return { u, t, exp: exp as number, n };
 }
