@@ -64,4 +64,21 @@ describe('audit details curation on every write path', () => {
       error: 'e'.repeat(500),
     });
   });
+
+  it('stores a detail clipped inside an emoji, or holding a NUL, instead of failing the audited write', async () => {
+    const resourceId = randomUUID();
+    // 499 characters, then an emoji (two UTF-16 units): a plain slice at 500 keeps half of it.
+    const clippedInsideEmoji = `${'x'.repeat(499)}😀 and more`;
+    await api.prisma.$transaction((tx) =>
+      api.app.get(AuditService).record(tx, {
+        actor: systemActor('test'),
+        action: 'webhook.failed',
+        resourceType: 'webhook_event',
+        resourceId,
+        details: { error: clippedInsideEmoji, reason: 'a\u0000b' },
+      }),
+    );
+    const [entry] = await api.prisma.auditLog.findMany({ where: { resourceId } });
+    expect(entry.details).toEqual({ error: 'x'.repeat(499), reason: 'a\\u0000b' });
+  });
 });

@@ -57,3 +57,13 @@ const UNSTORABLE = new RegExp(`\\u0000|${LONE_SURROGATE.source}`, 'g');
  */
 export const storableText = (value: string): string =>
   value.replace(UNSTORABLE, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/**
+ * The first `max` UTF-16 code units of the string, one fewer when the cut would split a surrogate pair:
+ * String#slice can leave half an emoji, an unpaired surrogate that jsonb refuses (the whole insert fails).
+ */
+export function clipText(value: string, max: number): string {
+  if (value.length <= max) return value;
+  const code = value.charCodeAt(max - 1);
+  return value.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
+}

@@ -38,6 +38,12 @@ describe('curateDetails (the audit details allowlist)', () => {
     expect(curated.fields_changed).toEqual(['x'.repeat(500)]);
   });
 
+  it('never keeps half a surrogate pair, and escapes what jsonb cannot hold', () => {
+    const curated = curateDetails({ error: `${'x'.repeat(499)}😀`, reason: 'a\u0000\ud800' });
+    expect(curated.error).toBe('x'.repeat(499));
+    expect(curated.reason).toBe('a\\u0000\\ud800');
+  });
+
   it('keeps at most 50 list items, of primitives only, without nulls', () => {
     const many = Array.from({ length: 80 }, (_, i) => `field_${i}`);
     expect(curateDetails({ fields_changed: many }).fields_changed).toEqual(many.slice(0, 50));

@@ -1,4 +1,5 @@
 import { looksInternal } from '../../common/errors/internal-text.js';
+import { clipText, storableText } from '../../common/validation/unicode.js';
 
 /**
  * The only keys an audit entry's details may hold (spec rule 4: a curated set, never a request body).
@@ -78,7 +79,11 @@ const MAX_LIST = 50;
 const clip = (value: unknown): string | number | boolean | null | undefined => {
   if (value === null) return null;
   // Whatever a caller passes, no stack trace, file path or SQL is stored (admins and exports read these).
-  if (typeof value === 'string') return looksInternal(value) ? INTERNAL_REMOVED : value.slice(0, MAX_STRING);
+  // Clipped whole (never half a surrogate pair), and a NUL or unpaired surrogate from the source written as
+  // an escape: jsonb refuses both, and a refused detail would fail the audited write itself.
+  if (typeof value === 'string') {
+    return looksInternal(value) ? INTERNAL_REMOVED : storableText(clipText(value, MAX_STRING));
+  }
   if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
   if (typeof value === 'boolean') return value;
   return undefined;
