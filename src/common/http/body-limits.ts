@@ -158,12 +158,13 @@ function refuse(req: Request, res: Response, error: AppError): void {
 export function installBodyParsers(app: NestExpressApplication, config: AppConfig): void {
   const { bodyBytes, largeBodyBytes, jsonMaxNodes, jsonMaxObjectKeys } = config.limits;
   // Read as bytes (Nest keeps them as req.rawBody for the webhook signatures), scanned, then parsed here.
-  // A webhook's body is read whatever its media type: the signature covers the bytes, and a signed body
-  // sent as text/plain (or with no type) was refused as a signature mismatch, which misleads whoever debugs.
+  // A webhook's body is read whatever its media type but a form (which keeps the form parser's limit): the
+  // signature covers the bytes, and a signed body sent as text/plain (or with no type) was refused as a
+  // signature mismatch, which misleads whoever debugs.
   const raw = (large: boolean) => ({
     limit: large ? largeBodyBytes : bodyBytes,
     type: (req: unknown) =>
-      (isJson(req as Request) || isWebhook((req as Request).path)) &&
+      (isJson(req as Request) || (isWebhook((req as Request).path) && !isForm(req as Request))) &&
       takesLargeBody((req as Request).path) === large,
   });
   app.useBodyParser('raw', raw(true));
