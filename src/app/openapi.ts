@@ -30,7 +30,7 @@ show \`detail\`, and quote \`request_id\` (also the \`X-Request-Id\` response he
 A 400 \`validation_failed\` lists the offending fields in \`errors[]\`.
 
 **Request bodies** are JSON in UTF-8 (RFC 8259): \`Content-Type: application/json\` without a charset or with
-\`charset=utf-8\`; another charset is a 415 \`unsupported_media_type\`, bytes that are not UTF-8 and strings
+\`charset=utf-8\` (or \`utf8\`, \`us-ascii\`); another charset is a 415 \`unsupported_media_type\`, bytes that are not UTF-8 and strings
 holding an unpaired UTF-16 surrogate (\`"\\ud800"\`) are a 400 \`validation_failed\` (the webhook receivers
 read their providers' bytes as they are signed).
 

@@ -222,6 +222,13 @@ describe('API2 broken authentication: only a valid credential of a live account 
           auth: `Bearer ${await raw({ sub: 'user_\ud800', email: 'surrogate@example.com', email_verified: true })}`,
         },
       ],
+      // Invalid UTF-8 bytes in the payload decode to U+FFFD: 0xFF and 0xFE would name one account.
+      [
+        'sub with U+FFFD',
+        {
+          auth: `Bearer ${await raw({ sub: 'user_\ufffd', email: 'replacement@example.com', email_verified: true })}`,
+        },
+      ],
       [
         'sub of 10,000 characters',
         {

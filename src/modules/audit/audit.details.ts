@@ -79,10 +79,10 @@ const MAX_LIST = 50;
 const clip = (value: unknown): string | number | boolean | null | undefined => {
   if (value === null) return null;
   // Whatever a caller passes, no stack trace, file path or SQL is stored (admins and exports read these).
-  // Clipped whole (never half a surrogate pair), and a NUL or unpaired surrogate from the source written as
-  // an escape: jsonb refuses both, and a refused detail would fail the audited write itself.
+  // A NUL or unpaired surrogate from the source written as an escape (jsonb refuses both, and a refused
+  // detail would fail the audited write itself), then clipped whole (never half a surrogate pair).
   if (typeof value === 'string') {
-    return looksInternal(value) ? INTERNAL_REMOVED : storableText(clipText(value, MAX_STRING));
+    return looksInternal(value) ? INTERNAL_REMOVED : clipText(storableText(value), MAX_STRING);
   }
   if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
   if (typeof value === 'boolean') return value;

@@ -11,6 +11,11 @@ const MAX_EMAIL_LENGTH = 320;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 const emailAddress = z.email();
+/**
+ * U+FFFD: what a payload's invalid UTF-8 bytes decode to (jsonwebtoken reads it with Buffer#toString), so
+ * two subjects of different bytes would read as one. No identity provider's id holds it.
+ */
+const REPLACEMENT = '\uFFFD';
 
 export interface CheckedClaims {
   sub: string;
@@ -29,7 +34,8 @@ const invalid = (detail: string) => new UnauthenticatedError(detail, 'invalid_to
  * The claims of a token whose signature, issuer, audience, exp and nbf jsonwebtoken already checked:
  * exp and iat are required, iat may not lie in the future and the token is refused once it is older than
  * `maxAgeSeconds` (whatever its exp says); sub and email must be short strings without control
- * characters or unpaired surrogates (stored as U+FFFD, two different subjects would name one account),
+ * characters, unpaired surrogates or U+FFFD (a surrogate is stored as U+FFFD and invalid UTF-8 bytes are
+ * decoded to it: two different subjects would name one account),
  * email a syntactically valid address. Anything else is a 401, never a stored oddity.
  */
 export function checkClaims(
@@ -50,6 +56,7 @@ export function checkClaims(
     sub.length > MAX_SUBJECT_LENGTH ||
     CONTROL.test(sub) ||
     hasLoneSurrogate(sub) ||
+    sub.includes(REPLACEMENT) ||
     sub.trim() !== sub
   ) {
     throw invalid('The token subject is invalid.');
