@@ -2,6 +2,7 @@ import { createUser } from '../factories/user.factory.js';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
+import { paddleSignature } from '../../src/modules/billing/intake/paddle-signature.js';
 import { WebhookRefusalsService } from '../../src/modules/webhooks/webhook-refusals.service.js';
 import {
   checkoutToken,
@@ -11,7 +12,7 @@ import {
   signatureFor,
   subscriptionEvent,
 } from '../support/billing.js';
-import { type ApiApp, TestEnv } from '../support/test-env.js';
+import { type ApiApp, TEST_SECRETS, TestEnv } from '../support/test-env.js';
 
 describe('billing webhooks: signature, envelope and payload validation', () => {
   let env: TestEnv;
@@ -192,6 +193,33 @@ describe('billing webhooks: signature, envelope and payload validation', () => {
     expect(env.logs.lines.some((line) => line.includes('could not audit a refused webhook delivery'))).toBe(
       false,
     );
+  });
+
+  it('refuses a signed body that is not valid UTF-8 instead of archiving U+FFFD in place of its bytes', async () => {
+    const event = subscriptionEvent({ type: 'subscription.updated', subId: newSubId() });
+    // A Latin-1 "é" (0xE9) inside a string: valid JSON bytes, invalid UTF-8.
+    const json = JSON.stringify(event);
+    const at = json.indexOf('"USD"') + 3;
+    const body = Buffer.concat([
+      Buffer.from(json.slice(0, at)),
+      Buffer.from([0xe9]),
+      Buffer.from(json.slice(at)),
+    ]);
+    const ts = Math.floor(Date.now() / 1000);
+    const h1 = paddleSignature(TEST_SECRETS.BILLING_WEBHOOK_SECRET, ts, body);
+    const res = await api.http
+      .post('/webhooks/billing')
+      .set('Content-Type', 'application/json')
+      .set('Paddle-Signature', `ts=${ts};h1=${h1}`)
+      // As bytes: superagent would serialize a Buffer under a JSON content type.
+      .serialize((bytes: unknown) => bytes as string)
+      .send(body as unknown as string);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'invalid_payload', detail: expect.stringContaining('UTF-8') });
+    expect(await api.prisma.webhookEvent.count({ where: { eventId: event.event_id } })).toBe(0);
+    const [entry, ...more] = await audits('webhook.failed', event.event_id);
+    expect(more).toHaveLength(0);
+    expect(entry.details).toMatchObject({ reason: 'unstorable' });
   });
 
   it('audits every provider’s refusal whatever its event id holds (identity and e-mail share the service)', async () => {

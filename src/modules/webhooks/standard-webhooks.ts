@@ -3,7 +3,7 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { DependencyError, UnauthenticatedError, ValidationError } from '../../common/errors/app-error.js';
 import type { WebhookProvider } from './webhook-inbox.repository.js';
 import type { WebhookRefusalsService } from './webhook-refusals.service.js';
-import { unstorablePayload } from './storable-payload.js';
+import { unstorableBody } from './storable-payload.js';
 
 const HEADER_PARTS = ['id', 'timestamp', 'signature'] as const;
 
@@ -62,7 +62,7 @@ export class StandardWebhooksVerifier {
       // Archived FAILED under the message id by the inbox (the envelope check fails), and audited there.
       payload = { unparsable: true };
     }
-    const unstorable = unstorablePayload(payload);
+    const unstorable = unstorableBody(rawBody ?? Buffer.alloc(0), payload);
     if (unstorable) {
       await this.refusals.unarchivable(this.provider, {
         reason: 'unstorable',

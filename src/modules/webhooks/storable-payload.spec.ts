@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { MAX_PAYLOAD_DEPTH, unstorablePayload } from './storable-payload.js';
+import { MAX_PAYLOAD_DEPTH, unstorableBody, unstorablePayload } from './storable-payload.js';
 
 const nested = (depth: number): unknown => {
   let value: unknown = 1;
@@ -22,5 +22,13 @@ describe('unstorablePayload (what jsonb cannot hold)', () => {
     expect(unstorablePayload({ data: ['\ud800'] })).toMatch(/surrogates/);
     expect(unstorablePayload({ ['\udc00']: 1 })).toMatch(/surrogates/);
     expect(unstorablePayload(nested(MAX_PAYLOAD_DEPTH + 1))).toMatch(/nested deeper/);
+  });
+
+  it('refuses a body whose bytes are not UTF-8, whatever they parse to (the receivers of every provider)', () => {
+    const latin1 = Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0x22, 0x7d]); // {"a":"é"} in Latin-1
+    expect(unstorableBody(latin1, JSON.parse(latin1.toString('utf8')))).toMatch(/not valid UTF-8/);
+    const utf8 = Buffer.from('{"a":"é 😀"}');
+    expect(unstorableBody(utf8, JSON.parse(utf8.toString('utf8')))).toBeNull();
+    expect(unstorableBody(Buffer.from('{"a":"\\u0000"}'), { a: '\u0000' })).toMatch(/NUL/);
   });
 });

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { hasLoneSurrogate } from '../../common/validation/unicode.js';
 
 /** Deeper than any provider event; PostgreSQL's jsonb parser recurses per level and has a stack limit. */
@@ -26,4 +27,14 @@ export function unstorablePayload(value: unknown): string | null {
     }
   }
   return null;
+}
+
+/**
+ * unstorablePayload for a body parsed from `bytes`, which must also be UTF-8: Buffer#toString decodes each
+ * invalid sequence as U+FFFD, so the archive would hold, and the handlers apply, something the provider
+ * never sent (two ids differing only in invalid bytes would read as one).
+ */
+export function unstorableBody(bytes: Buffer, parsed: unknown): string | null {
+  if (!isUtf8(bytes)) return 'the body is not valid UTF-8';
+  return unstorablePayload(parsed);
 }

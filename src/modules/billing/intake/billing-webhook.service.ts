@@ -5,7 +5,7 @@ import { isDependencyFailure } from '../../../common/errors/dependency-failure.j
 import type { Tx } from '../../../infra/prisma/prisma.service.js';
 import type { Prisma } from '../../../generated/prisma/client.js';
 import { systemActor, webhookActor } from '../../audit/audit.service.js';
-import { unstorablePayload } from '../../webhooks/storable-payload.js';
+import { unstorableBody, unstorablePayload } from '../../webhooks/storable-payload.js';
 import {
   type Acceptance,
   type HandlerOutcome,
@@ -187,7 +187,7 @@ export class BillingWebhookService implements OnModuleInit {
     }
     const named = (json as { event_id?: unknown } | null)?.event_id;
     const eventId = typeof named === 'string' && named.length > 0 ? named.slice(0, 200) : null;
-    const unstorable = unstorablePayload(json);
+    const unstorable = unstorableBody(body, json);
     if (unstorable) {
       const error = new InvalidWebhookPayloadError(`The webhook body cannot be stored: ${unstorable}.`);
       return { ok: false, reason: 'unstorable', eventId, error };
