@@ -231,6 +231,35 @@ describe('billing webhooks: every row of the subscription state table', () => {
     expect(res.status).toBe(404);
   });
 
+  it.each([
+    ['subscription.past_due', 'past_due', 'PAST_DUE'],
+    ['subscription.paused', 'paused', 'PAUSED'],
+  ] as const)(
+    'a %s newer than an immediate cancel restores access, as the newest state says (the tier follows it)',
+    async (type, status, stored) => {
+      const { user, subId } = await subscribed('TEAM');
+      const canceledAt = new Date(Date.now() - 30_000);
+      const cancel = subscriptionEvent({
+        type: 'subscription.canceled',
+        subId,
+        priceId: PRICE.TEAM,
+        status: 'canceled',
+        canceledAt,
+        occurredAt: canceledAt,
+        periodEnd: null,
+      });
+      expect((await deliver(api, cancel)).outcome).toBe('processed');
+      expect((await userRow(user.id)).currentTier).toBe('FREE');
+      // Odd provider data, a replay or a backfill: the provider's newer state is a live one.
+      const newer = subscriptionEvent({ type, subId, priceId: PRICE.TEAM, status, occurredAt: new Date() });
+      expect((await deliver(api, newer)).outcome).toBe('processed');
+      const row = await subRow(subId);
+      expect({ status: row.status, expiredAt: row.expiredAt }).toEqual({ status: stored, expiredAt: null });
+      // Past due and paused never revoke access: the user's tier agrees with the row.
+      expect((await userRow(user.id)).currentTier).toBe('TEAM');
+    },
+  );
+
   it('GET /billing/subscription answers 404 without a subscription and only shows the caller’s own', async () => {
     const other = await createUser(api.prisma);
     const res = await api.http

@@ -57,14 +57,16 @@ describe('expiryAfter', () => {
   const snap = (status: SubscriptionStatus, end: Date | null) =>
     ({ status, currentPeriodEnd: end }) as SubscriptionSnapshot;
 
-  it('fresh access clears an expiry; an immediate cancellation expires now; otherwise unchanged', () => {
+  it('a live state clears an expiry; an immediate cancellation expires now; otherwise unchanged', () => {
     const earlier = new Date('2026-11-01T00:00:00Z');
     expect(expiryAfter(snap('ACTIVE', null), earlier, now)).toBeNull();
     expect(expiryAfter(snap('TRIALING', null), earlier, now)).toBeNull();
     expect(expiryAfter(snap('CANCELED', null), null, now)).toEqual(now);
     expect(expiryAfter(snap('CANCELED', new Date(now.getTime() - 1)), null, now)).toEqual(now);
     expect(expiryAfter(snap('CANCELED', new Date(now.getTime() + 1)), null, now)).toBeNull();
-    expect(expiryAfter(snap('PAST_DUE', null), earlier, now)).toBe(earlier);
+    expect(expiryAfter(snap('PAST_DUE', null), earlier, now)).toBeNull();
+    expect(expiryAfter(snap('PAUSED', null), earlier, now)).toBeNull();
+    expect(expiryAfter(snap('CANCELED', new Date(now.getTime() + 1)), earlier, now)).toBe(earlier);
     expect(expiryAfter(snap('PAUSED', null), null, now)).toBeNull();
   });
 });

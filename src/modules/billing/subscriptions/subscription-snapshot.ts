@@ -208,11 +208,13 @@ export function isNewer(incoming: EventKey, stored: EventKey): boolean {
 }
 
 /**
- * expired_at after applying a snapshot: fresh access (ACTIVE/TRIALING) clears an earlier expiry; a
- * cancellation whose paid period is already over (cancel_immediately) ends access now.
+ * expired_at after applying a snapshot: a live state (ACTIVE, TRIALING, and PAST_DUE and PAUSED, which
+ * never revoke access) clears an earlier expiry, so a newer live event after an immediate cancel (odd
+ * provider data, a replay, a backfill) leaves the row and the user's tier agreeing; a cancellation whose
+ * paid period is already over (cancel_immediately) ends access now.
  */
 export function expiryAfter(snapshot: SubscriptionSnapshot, previous: Date | null, now: Date): Date | null {
-  if (snapshot.status === 'ACTIVE' || snapshot.status === 'TRIALING') return null;
+  if (LIVE_STATUSES.includes(snapshot.status)) return null;
   if (snapshot.status === 'CANCELED') {
     const end = snapshot.currentPeriodEnd;
     if (!end || end.getTime() <= now.getTime()) return previous ?? now;
