@@ -167,54 +167,39 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
       await expectRefunded(user.id, 50);
     });
 
-    it('a request the provider refuses (400 context_length_exceeded): 400 completion_rejected quoting why, no retry', async () => {
-      const { user, auth } = await customer(50);
-      const rejection = fixture<{ error: { message: string } }>(
-        'openai',
-        'chat-completion.error-context-length',
-      );
-      llm.behaviour = { kind: 'status', status: 400, body: rejection };
-      const before = llm.requests.length;
-      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
-      expect(res.status).toBe(400);
-      const body = problem(res);
-      expect(body).toMatchObject({
-        status: 400,
-        code: 'completion_rejected',
-        provider_error: {
+    it.each([
+      [
+        'OpenAI’s context_length_exceeded',
+        ['openai', 'chat-completion.error-context-length'],
+        { type: 'invalid_request_error', code: 'context_length_exceeded', param: 'messages' },
+      ],
+      [
+        'a self-hosted model’s prompt over its context size (llama.cpp)',
+        ['llama-cpp', 'chat-completion.error-exceed-context-size'],
+        { type: 'exceed_context_size_error', code: '400', param: null },
+      ],
+    ] as const)(
+      'a request the provider refuses (%s): 400 completion_rejected quoting why, no retry',
+      async (_name, [provider, name], reason) => {
+        const { user, auth } = await customer(50);
+        const rejection = fixture<{ error: { message: string } }>(provider, name);
+        llm.behaviour = { kind: 'status', status: 400, body: rejection };
+        const before = llm.requests.length;
+        const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+        expect(res.status).toBe(400);
+        const body = problem(res);
+        expect(body).toMatchObject({
           status: 400,
-          type: 'invalid_request_error',
-          code: 'context_length_exceeded',
-          param: 'messages',
-        },
-      });
-      expect(body.detail).toContain('(type invalid_request_error, code context_length_exceeded)');
-      expect(body.detail).toContain(rejection.error.message);
-      expect(res.headers['retry-after']).toBeUndefined();
-      expect(llm.requests.length - before).toBe(1);
-      await expectRefunded(user.id, 50);
-    });
-
-    it('a self-hosted model’s prompt over its context size (llama.cpp): 400 completion_rejected, no retry', async () => {
-      const { user, auth } = await customer(50);
-      const rejection = fixture<{ error: { message: string } }>(
-        'llama-cpp',
-        'chat-completion.error-exceed-context-size',
-      );
-      llm.behaviour = { kind: 'status', status: 400, body: rejection };
-      const before = llm.requests.length;
-      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
-      expect(res.status).toBe(400);
-      const body = problem(res);
-      expect(body).toMatchObject({
-        status: 400,
-        code: 'completion_rejected',
-        provider_error: { status: 400, type: 'exceed_context_size_error', code: '400', param: null },
-      });
-      expect(body.detail).toContain(rejection.error.message);
-      expect(llm.requests.length - before).toBe(1);
-      await expectRefunded(user.id, 50);
-    });
+          code: 'completion_rejected',
+          provider_error: { status: 400, ...reason },
+        });
+        expect(body.detail).toContain(`(type ${reason.type}, code ${reason.code})`);
+        expect(body.detail).toContain(rejection.error.message);
+        expect(res.headers['retry-after']).toBeUndefined();
+        expect(llm.requests.length - before).toBe(1);
+        await expectRefunded(user.id, 50);
+      },
+    );
 
     it.each([413, 422])(
       'a %i with a hostile message: 400 completion_rejected, the message on one short printable line',

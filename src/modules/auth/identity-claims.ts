@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { UnauthenticatedError } from '../../common/errors/app-error.js';
+import { base64urlJsonObject } from '../../common/validation/base64url-json.js';
 import { hasLoneSurrogate } from '../../common/validation/unicode.js';
 
 /** Clock leeway for exp, nbf and iat (DESIGN section 4). */
@@ -90,13 +91,5 @@ export function checkClaims(
  */
 export function tokenHeader(token: string): Record<string, unknown> | null {
   const [header] = token.split('.');
-  if (!header) return null;
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'));
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
-      ? (parsed as Record<string, unknown>)
-      : null;
-  } catch {
-    return null;
-  }
+  return header ? base64urlJsonObject(header) : null;
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../../config/app-config.js';
 import { isUuid } from '../../common/validation/uuid.js';
+import { base64urlJsonObject } from '../../common/validation/base64url-json.js';
 
 /** `marketing`: the unsubscribe link; `confirm`: the double opt-in link (expires). */
 export type UnsubscribePurpose = 'marketing' | 'confirm';
@@ -81,14 +82,9 @@ interface Claims {
  * reach PostgreSQL's uuid column and fail there (a 500), so a bad payload counts as a bad token.
  */
 function claimsOf(payload: string): Claims | null {
-  let body: unknown;
-  try {
-    body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  } catch {
-    return null;
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
-  const { u, p, e, ...rest } = body as Record<string, unknown>;
+  const body = base64urlJsonObject(payload);
+  if (!body) return null;
+  const { u, p, e, ...rest } = body;
   if (Object.keys(rest).length > 0 || !isUuid(u)) return null;
   if (typeof p !== 'string' || !PURPOSES.includes(p)) return null;
   if (e !== undefined && !(Number.isSafeInteger(e) && (e as number) > 0 && (e as number) <= MAX_DATE_MS)) {

@@ -10,6 +10,7 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { StandardWebhooksVerifier } from '../webhooks/standard-webhooks.js';
 import {
+  dataIdsOf,
   type HandlerOutcome,
   type StoredEvent,
   WebhookInboxService,
@@ -83,14 +84,7 @@ export class IdentityWebhookService implements OnModuleInit {
    * other's.
    */
   private async prepare(tx: Tx, batch: readonly StoredEvent[]): Promise<void> {
-    const ids: string[] = [];
-    for (const stored of batch) {
-      if (!LOCKING_EVENT_TYPES.has(stored.eventType)) continue;
-      // A payload without one fails in its handler, as it would alone.
-      const id = (stored.payload as { data?: { id?: unknown } } | null)?.data?.id;
-      if (typeof id === 'string') ids.push(id);
-    }
-    await this.users.lockIdentities(tx, ids);
+    await this.users.lockIdentities(tx, dataIdsOf(batch, LOCKING_EVENT_TYPES));
   }
 
   async receive(rawBody: Buffer | undefined, headers: IncomingHttpHeaders): Promise<WebhookReceipt> {

@@ -60,6 +60,21 @@ const providerRank = (provider: string): number => {
   return rank === -1 ? PROVIDER_ORDER.length : rank;
 };
 
+/**
+ * The `data.id` of each event of `batch` whose type is in `types` (a subscription, an identity user): what a
+ * provider's preparer locks before the batch's handlers run. An event without one is left out; it fails in
+ * its handler, as it would alone.
+ */
+export function dataIdsOf(batch: readonly StoredEvent[], types: ReadonlySet<string>): string[] {
+  const ids: string[] = [];
+  for (const stored of batch) {
+    if (!types.has(stored.eventType)) continue;
+    const id = (stored.payload as { data?: { id?: unknown } } | null)?.data?.id;
+    if (typeof id === 'string') ids.push(id);
+  }
+  return ids;
+}
+
 /** How one event of a batch ended (WebhookInboxService.applyBatch). */
 type Attempt =
   | { kind: 'applied'; outcome: HandlerOutcome; provider: string }

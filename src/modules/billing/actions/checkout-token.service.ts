@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../../../config/app-config.js';
 import { DependencyError } from '../../../common/errors/app-error.js';
+import { base64urlJsonObject } from '../../../common/validation/base64url-json.js';
 import { hasLoneSurrogate } from '../../../common/validation/unicode.js';
 import { isUuid } from '../../../common/validation/uuid.js';
 
@@ -107,14 +108,9 @@ export class CheckoutTokenService {
  * such a token is malformed (the event is SKIPPED `checkout_token_malformed` like any other bad token).
  */
 function wireClaimsOf(body: string): WireClaims | null {
-  let claims: unknown;
-  try {
-    claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
-  } catch {
-    return null;
-  }
-  if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return null;
-  const { u, t, exp, n, ...rest } = claims as Record<string, unknown>;
+  const claims = base64urlJsonObject(body);
+  if (!claims) return null;
+  const { u, t, exp, n, ...rest } = claims;
   if (Object.keys(rest).length > 0 || !isUuid(u)) return null;
   if (typeof t !== 'string' || t.length === 0 || t.length > MAX_TIER_CLAIM) return null;
   if (CONTROL.test(t) || hasLoneSurrogate(t)) return null;

@@ -8,6 +8,7 @@ import { systemActor, webhookActor } from '../../audit/audit.service.js';
 import { unstorableBody, unstorablePayload } from '../../webhooks/storable-payload.js';
 import {
   type Acceptance,
+  dataIdsOf,
   type HandlerOutcome,
   type StoredEvent,
   WebhookInboxService,
@@ -132,13 +133,7 @@ export class BillingWebhookService implements OnModuleInit {
 
   /** Worker side, before a batch: its subscription events' subscriptions are locked and read at once. */
   private async prepare(tx: Tx, batch: readonly StoredEvent[]): Promise<void> {
-    const ids: string[] = [];
-    for (const stored of batch) {
-      if (!SUBSCRIPTION_EVENT_TYPES.has(stored.eventType)) continue;
-      // A payload without one fails in its handler, as it would alone.
-      const id = (stored.payload as { data?: { id?: unknown } } | null)?.data?.id;
-      if (typeof id === 'string') ids.push(id);
-    }
+    const ids = dataIdsOf(batch, SUBSCRIPTION_EVENT_TYPES);
     if (ids.length > 0) await this.subscriptions.prepare(tx, ids);
   }
 
