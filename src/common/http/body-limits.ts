@@ -8,7 +8,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../errors/app-error.js';
-import { loneSurrogateField, mayHoldLoneSurrogate } from '../validation/unicode.js';
+import { jsonTextProblem, mayHoldLoneSurrogate } from '../validation/unicode.js';
 import { MAX_INPUT_DEPTH } from '../validation/validation.pipe.js';
 import { sendProblem, toProblem } from '../filters/problem-details.filter.js';
 
@@ -229,8 +229,8 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
     }
     // One rule for every string of every JSON body (values and keys): an unpaired surrogate is refused,
     // not stored as U+FFFD by the text columns or refused by jsonb. Walked only when the text has the escape.
-    const field = mayHoldLoneSurrogate(text) ? loneSurrogateField(req.body) : null;
-    if (field !== null) {
+    const field = mayHoldLoneSurrogate(text) ? jsonTextProblem(req.body, { nul: false })?.field : undefined;
+    if (field !== undefined) {
       const message = `${field} must not contain unpaired UTF-16 surrogates`;
       return refuse(req, res, new ValidationError(message, [{ field, message }]));
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   hasLoneSurrogate,
-  loneSurrogateField,
+  jsonTextProblem,
   mayHoldLoneSurrogate,
   storableText,
   wellFormed,
@@ -28,10 +28,20 @@ describe('unpaired surrogates', () => {
   });
 
   it('names the first field whose value or key holds one, as the validation pipe names fields', () => {
-    expect(loneSurrogateField({ a: 'ok', b: [1, null, { c: '😀' }] })).toBeNull();
-    expect(loneSurrogateField({ a: 'ok', b: [1, { c: 'x\ud800' }] })).toBe('b.1.c');
-    expect(loneSurrogateField([{ name: '\udfff' }])).toBe('0.name');
-    expect(loneSurrogateField({ outer: { ['k\udfff']: 1 } })).toBe('outer.k\ufffd');
+    const field = (value: unknown) => jsonTextProblem(value, { nul: false })?.field ?? null;
+    expect(field({ a: 'ok', b: [1, null, { c: '😀' }] })).toBeNull();
+    expect(field({ a: 'ok', b: [1, { c: 'x\ud800' }] })).toBe('b.1.c');
+    expect(field([{ name: '\udfff' }])).toBe('0.name');
+    expect(field({ outer: { ['k\udfff']: 1 } })).toBe('outer.k\ufffd');
+    // A NUL only when asked for: the body check leaves it to the field validators.
+    expect(field({ a: 'x\u0000' })).toBeNull();
+    expect(jsonTextProblem({ a: ['x\u0000'] })).toEqual({ kind: 'nul', field: 'a.0' });
+  });
+
+  it('refuses an object nested deeper than maxDepth levels, the value itself being level 1', () => {
+    const nested = (levels: number): unknown => (levels === 1 ? {} : { a: nested(levels - 1) });
+    expect(jsonTextProblem(nested(3), { maxDepth: 3 })).toBeNull();
+    expect(jsonTextProblem(nested(4), { maxDepth: 3 })).toEqual({ kind: 'too_deep', field: 'a.a.a' });
   });
 });
 

@@ -23,24 +23,55 @@ export const wellFormed = (value: string): string => value.replace(LONE_SURROGAT
  */
 export const mayHoldLoneSurrogate = (json: string): boolean => /\\u[dD][89a-fA-F]/.test(json);
 
+/** What PostgreSQL cannot store of a parsed JSON value (jsonTextProblem): a NUL, an unpaired surrogate, depth. */
+export interface JsonTextProblem {
+  kind: 'nul' | 'lone_surrogate' | 'too_deep';
+  /** The dotted path of the value or key (as the validation pipe names fields), its keys made well-formed. */
+  field: string;
+}
+
+interface JsonWalkStep {
+  node: unknown;
+  /** The object level the node stands at (the value itself at 1). */
+  depth: number;
+  parent: JsonWalkStep | null;
+  key: string;
+}
+
+const fieldOf = (step: JsonWalkStep | null, key?: string): string => {
+  const keys = key === undefined ? [] : [key];
+  for (let at = step; at?.parent; at = at.parent) keys.unshift(at.key);
+  return keys.map(wellFormed).join('.');
+};
+
 /**
- * The first field (dotted path, as the validation pipe names fields) of a parsed JSON value whose string
- * value or key holds an unpaired surrogate, or null. Iterative; the key in the path is made well-formed so
- * the answer naming it is.
+ * The first string value or key of a parsed JSON value holding an unpaired surrogate (or, unless `nul` is
+ * false, a NUL), or an object nested deeper than `maxDepth` levels, or null: what jsonb and text columns
+ * refuse (a 500 at the insert) or PostgreSQL's recursive jsonb parser overflows on. One iterative walk for
+ * every caller (the JSON body check, the webhook archive, the owned JSON fields); the path is only built
+ * for the answer.
  */
-export function loneSurrogateField(value: unknown): string | null {
-  const stack: { node: unknown; path: string }[] = [{ node: value, path: '' }];
+export function jsonTextProblem(
+  value: unknown,
+  { nul = true, maxDepth = Number.POSITIVE_INFINITY }: { nul?: boolean; maxDepth?: number } = {},
+): JsonTextProblem | null {
+  const bad = (text: string): JsonTextProblem['kind'] | null =>
+    nul && text.includes('\u0000') ? 'nul' : hasLoneSurrogate(text) ? 'lone_surrogate' : null;
+  const stack: JsonWalkStep[] = [{ node: value, depth: 1, parent: null, key: '' }];
   while (stack.length > 0) {
-    const { node, path } = stack.pop()!;
+    const step = stack.pop()!;
+    const { node, depth } = step;
     if (typeof node === 'string') {
-      if (hasLoneSurrogate(node)) return path;
+      const kind = bad(node);
+      if (kind) return { kind, field: fieldOf(step) };
       continue;
     }
     if (typeof node !== 'object' || node === null) continue;
+    if (depth > maxDepth) return { kind: 'too_deep', field: fieldOf(step) };
     for (const [key, child] of Object.entries(node)) {
-      const field = path ? `${path}.${wellFormed(key)}` : wellFormed(key);
-      if (hasLoneSurrogate(key)) return field;
-      stack.push({ node: child, path: field });
+      const kind = bad(key);
+      if (kind) return { kind, field: fieldOf(step, key) };
+      stack.push({ node: child, depth: depth + 1, parent: step, key });
     }
   }
   return null;

@@ -4,7 +4,7 @@ import {
   type ValidationArguments,
   type ValidationOptions,
 } from 'class-validator';
-import { hasLoneSurrogate } from '../../common/validation/unicode.js';
+import { jsonTextProblem } from '../../common/validation/unicode.js';
 
 /** Limits of a free-form JSON object field (e.g. saved-search filters): bounded rows, no surprises. */
 export const JSON_FIELD_MAX_BYTES = 32_768;
@@ -19,22 +19,10 @@ const NUL = '\u0000';
  */
 export function jsonObjectProblem(value: unknown): string | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'must be a JSON object';
-  const stack: { node: unknown; depth: number }[] = [{ node: value, depth: 1 }];
-  while (stack.length > 0) {
-    const { node, depth } = stack.pop()!;
-    if (typeof node === 'string') {
-      if (node.includes(NUL)) return 'must not contain NUL characters';
-      if (hasLoneSurrogate(node)) return 'must not contain unpaired UTF-16 surrogates';
-      continue;
-    }
-    if (typeof node !== 'object' || node === null) continue;
-    if (depth > JSON_FIELD_MAX_DEPTH) return `must not be nested deeper than ${JSON_FIELD_MAX_DEPTH} levels`;
-    for (const [key, child] of Object.entries(node)) {
-      if (key.includes(NUL)) return 'must not contain NUL characters';
-      if (hasLoneSurrogate(key)) return 'must not contain unpaired UTF-16 surrogates';
-      stack.push({ node: child, depth: depth + 1 });
-    }
-  }
+  const problem = jsonTextProblem(value, { maxDepth: JSON_FIELD_MAX_DEPTH });
+  if (problem?.kind === 'nul') return 'must not contain NUL characters';
+  if (problem?.kind === 'lone_surrogate') return 'must not contain unpaired UTF-16 surrogates';
+  if (problem) return `must not be nested deeper than ${JSON_FIELD_MAX_DEPTH} levels`;
   if (Buffer.byteLength(JSON.stringify(value), 'utf8') > JSON_FIELD_MAX_BYTES) {
     return `must not exceed ${JSON_FIELD_MAX_BYTES} bytes as JSON`;
   }

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { hasLoneSurrogate } from '../../common/validation/unicode.js';
+import { jsonTextProblem } from '../../common/validation/unicode.js';
 
 /** Deeper than any provider event; PostgreSQL's jsonb parser recurses per level and has a stack limit. */
 export const MAX_PAYLOAD_DEPTH = 64;
@@ -10,23 +10,11 @@ export const MAX_PAYLOAD_DEPTH = 64;
  * fail the insert (a 500 the provider retries forever), so the receivers answer 400 and store nothing.
  */
 export function unstorablePayload(value: unknown): string | null {
-  const stack: { node: unknown; depth: number }[] = [{ node: value, depth: 0 }];
-  while (stack.length > 0) {
-    const { node, depth } = stack.pop()!;
-    if (typeof node === 'string') {
-      if (node.includes('\u0000')) return 'the body contains NUL characters';
-      if (hasLoneSurrogate(node)) return 'the body contains unpaired UTF-16 surrogates';
-      continue;
-    }
-    if (typeof node !== 'object' || node === null) continue;
-    if (depth >= MAX_PAYLOAD_DEPTH) return `the body is nested deeper than ${MAX_PAYLOAD_DEPTH} levels`;
-    for (const [key, child] of Object.entries(node)) {
-      if (key.includes('\u0000')) return 'the body contains NUL characters';
-      if (hasLoneSurrogate(key)) return 'the body contains unpaired UTF-16 surrogates';
-      stack.push({ node: child, depth: depth + 1 });
-    }
-  }
-  return null;
+  const problem = jsonTextProblem(value, { maxDepth: MAX_PAYLOAD_DEPTH });
+  if (!problem) return null;
+  if (problem.kind === 'nul') return 'the body contains NUL characters';
+  if (problem.kind === 'lone_surrogate') return 'the body contains unpaired UTF-16 surrogates';
+  return `the body is nested deeper than ${MAX_PAYLOAD_DEPTH} levels`;
 }
 
 /**
