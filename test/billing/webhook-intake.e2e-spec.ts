@@ -168,15 +168,23 @@ describe('billing webhooks: signature, envelope and payload validation', () => {
       env.logs.lines
         .map((line) => JSON.parse(line) as { msg?: string; event_id?: string })
         .filter((line) => line.msg?.startsWith('billing webhook refused') && line.event_id === eventId);
-    // A clipped 300-character id ends in half an emoji: the body is storable, the first 200 characters are not.
-    const long = `evt_${'x'.repeat(195)}😀${'y'.repeat(100)}`;
-    const cases: [string, string, string][] = [
-      ['"evt_\\u0000nul"', 'evt_\\u0000nul', 'unstorable'],
-      ['"evt_\\ud800lone"', 'evt_\\ud800lone', 'unstorable'],
-      [JSON.stringify(long), `${long.slice(0, 199)}\\ud83d`, 'invalid_envelope'],
+    // The trace keeps the first 200 UTF-16 units of an id, one fewer rather than half an emoji: 199 ASCII
+    // characters and 😀 are traced as the 199 (they were traced with an escaped `\ud83d`), whether the
+    // envelope is refused for its event type or the id is over the envelope's 200 characters.
+    const ascii199 = (c: string) => `evt_${c.repeat(195)}`;
+    const cases: [string, string, string, string][] = [
+      ['"evt_\\u0000nul"', 'evt_\\u0000nul', 'unstorable', 'subscription.created'],
+      ['"evt_\\ud800lone"', 'evt_\\ud800lone', 'unstorable', 'subscription.created'],
+      [JSON.stringify(`${ascii199('x')}😀`), ascii199('x'), 'invalid_envelope', ''],
+      [
+        JSON.stringify(`${ascii199('z')}😀${'y'.repeat(100)}`),
+        ascii199('z'),
+        'invalid_envelope',
+        'subscription.created',
+      ],
     ];
-    for (const [idJson, stored, reason] of cases) {
-      const body = `{"event_id":${idJson},"event_type":"subscription.created","occurred_at":"${new Date().toISOString()}","data":{}}`;
+    for (const [idJson, stored, reason, eventType] of cases) {
+      const body = `{"event_id":${idJson},"event_type":"${eventType}","occurred_at":"${new Date().toISOString()}","data":{}}`;
       const res = await deliver(api, {}, { rawBody: body });
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ code: 'invalid_payload' });

@@ -2,6 +2,7 @@ import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config.js';
 import { AppError, DependencyError } from '../../../common/errors/app-error.js';
 import { isDependencyFailure } from '../../../common/errors/dependency-failure.js';
+import { clipText } from '../../../common/validation/unicode.js';
 import type { Tx } from '../../../infra/prisma/prisma.service.js';
 import type { Prisma } from '../../../generated/prisma/client.js';
 import { systemActor, webhookActor } from '../../audit/audit.service.js';
@@ -181,7 +182,8 @@ export class BillingWebhookService implements OnModuleInit {
       return { ok: false, reason: 'not_json', eventId: null, error };
     }
     const named = (json as { event_id?: unknown } | null)?.event_id;
-    const eventId = typeof named === 'string' && named.length > 0 ? named.slice(0, 200) : null;
+    // Clipped for the refusal's trace; never through a surrogate pair (half an emoji would be escaped as `\ud83d`).
+    const eventId = typeof named === 'string' && named.length > 0 ? clipText(named, 200) : null;
     const unstorable = unstorableBody(body, json);
     if (unstorable) {
       const error = new InvalidWebhookPayloadError(`The webhook body cannot be stored: ${unstorable}.`);
