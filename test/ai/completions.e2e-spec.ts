@@ -299,6 +299,94 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
       expect(await balance(user.id)).toBe(50);
     });
 
+    /** The ledger of a user who made two calls of 11 credits (30 prompt tokens + 1,024), both refunded. */
+    const refundedTwice = [
+      ['grant', 50],
+      ['spend', -11],
+      ['refund', 11],
+      ['spend', -11],
+      ['refund', 11],
+    ];
+
+    it.each([
+      ['the renderer’s wording', 'renderer.chat-completion.error-prompt-over-context'],
+      ['the wording of _validate_input', 'serving.chat-completion.error-prompt-over-context'],
+    ])(
+      'vLLM’s refusal of a prompt over the model’s context window (%s): 400 completion_rejected, with our default max_tokens or the caller’s',
+      async (_name, name) => {
+        const { user, auth } = await customer(50);
+        const rejection = fixture<{ error: { message: string } }>('vllm', name);
+        llm.behaviour = { kind: 'status', status: 400, body: rejection };
+        const before = llm.requests.length;
+        // Our default (1,024) went out, but the prompt alone (5,000 tokens) is over the 4,096-token window.
+        const defaulted = await complete(auth, { messages: MESSAGES });
+        expect(llm.requests.at(-1)!.body.max_tokens).toBe(1024);
+        const chosen = await complete(auth, { messages: MESSAGES, max_tokens: 1024 });
+        for (const res of [defaulted, chosen]) {
+          expect(res.status).toBe(400);
+          const body = problem(res);
+          expect(body).toMatchObject({
+            status: 400,
+            code: 'completion_rejected',
+            provider_error: { status: 400, type: 'BadRequestError', code: '400', param: 'input_tokens' },
+          });
+          expect(body.detail).toContain('(type BadRequestError, code 400)');
+          expect(body.detail).toContain(rejection.error.message);
+          expect(res.headers['retry-after']).toBeUndefined();
+        }
+        expect(llm.requests.length - before).toBe(2);
+        expect((await ledger(user.id)).map((r) => [r.kind, r.delta])).toEqual(refundedTwice);
+        expect(await balance(user.id)).toBe(50);
+      },
+    );
+
+    it.each([
+      [
+        'the renderer’s wording',
+        'renderer.chat-completion.error-prompt-plus-max-tokens-over-context',
+        'input_tokens',
+      ],
+      [
+        'the wording of _validate_input',
+        'serving.chat-completion.error-prompt-plus-max-tokens-over-context',
+        'max_tokens',
+      ],
+    ])(
+      'vLLM’s refusal of a prompt that fits the window but not with max_tokens (%s): 502 for our default, 400 for the caller’s',
+      async (_name, name, param) => {
+        const { user, auth } = await customer(50);
+        const rejection = fixture<{ error: { message: string } }>('vllm', name);
+        llm.behaviour = { kind: 'status', status: 400, body: rejection };
+
+        // The prompt (3,500 tokens) fits the 4,096-token window: our default max_tokens left it no room.
+        const logsBefore = env.logs.lines.length;
+        const defaulted = await complete(auth, { messages: MESSAGES });
+        expect(llm.requests.at(-1)!.body.max_tokens).toBe(1024);
+        expect(defaulted.status).toBe(502);
+        expect(problem(defaulted)).toMatchObject({ status: 502, code: 'upstream_error' });
+        expect(problem(defaulted).provider_error).toBeUndefined();
+        expect(defaulted.text).not.toContain('3500');
+        expect(errorLogged(logsBefore, 'default max_tokens', 'input tokens')).toMatchObject({
+          level: 50,
+          provider_status: 400,
+          provider_type: 'BadRequestError',
+          provider_param: param,
+          code: 'upstream_error',
+        });
+
+        // The same refusal of the caller's own max_tokens is theirs to fix.
+        const chosen = await complete(auth, { messages: MESSAGES, max_tokens: 1024 });
+        expect(chosen.status).toBe(400);
+        expect(problem(chosen)).toMatchObject({
+          code: 'completion_rejected',
+          provider_error: { status: 400, type: 'BadRequestError', code: '400', param },
+        });
+        expect(problem(chosen).detail).toContain(rejection.error.message);
+        expect((await ledger(user.id)).map((r) => [r.kind, r.delta])).toEqual(refundedTwice);
+        expect(await balance(user.id)).toBe(50);
+      },
+    );
+
     it('OpenAI’s 429 insufficient_quota (our account is out of money): 502 upstream_error, no Retry-After, logged as an error naming the code', async () => {
       const { user, auth } = await customer(50);
       llm.behaviour = {

@@ -15,7 +15,7 @@ export type Json = Record<string, unknown>;
 
 /** A published payload, parsed afresh on each call (tests may change their copy). */
 export function fixture<T = Json>(
-  provider: 'paddle' | 'clerk' | 'resend' | 'openai' | 'gemini' | 'llama-cpp',
+  provider: 'paddle' | 'clerk' | 'resend' | 'openai' | 'gemini' | 'llama-cpp' | 'vllm',
   name: string,
 ): T {
   return JSON.parse(readFileSync(join(FIXTURES, provider, `${name}.json`), 'utf8')) as T;

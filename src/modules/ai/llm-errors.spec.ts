@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { BadGatewayError, DependencyError, ValidationError } from '../../common/errors/app-error.js';
 import { ProviderHttpError } from '../../infra/http/http-client.js';
@@ -286,6 +288,136 @@ describe('the language-model provider errors our callers see', () => {
       expect(err).toBeInstanceOf(BadGatewayError);
       expect(err).toMatchObject({ status: 502, code: 'upstream_error', headers: {} });
       expect(err.message).toBe('The language-model provider call failed.');
+    });
+  });
+
+  describe('vLLM’s refusals over the model’s context window: the caller’s when the prompt alone is over it', () => {
+    /** vLLM's own error bodies (test/contracts/fixtures/vllm, built from its source; README there). */
+    const vllm = (name: string) =>
+      JSON.parse(readFileSync(join(process.cwd(), `test/contracts/fixtures/vllm/${name}.json`), 'utf8')) as {
+        error: { message: string; param: string };
+      };
+    /** A vLLM refusal with another message (the wordings of other versions), as create_error_response sends it. */
+    const badRequest = (message: string, param: string | null = null) =>
+      openAiError({ message, type: 'BadRequestError', param, code: 400 });
+
+    it.each([
+      ['the renderer’s check', vllm('renderer.chat-completion.error-prompt-over-context')],
+      ['_validate_input’s check', vllm('serving.chat-completion.error-prompt-over-context')],
+      [
+        'the older combined check (no param)',
+        badRequest(
+          "This model's maximum context length is 4096 tokens. However, you requested 6024 tokens (5000 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.",
+        ),
+      ],
+      [
+        'a prompt exactly as long as the window (no room for one token)',
+        badRequest(
+          "This model's maximum context length is 4096 tokens. However, your request has 4096 input tokens. Please reduce the length of the input messages.",
+          'input_tokens',
+        ),
+      ],
+      [
+        'the renderer’s character check of a prompt longer than the whole window at its bound',
+        badRequest(
+          "You passed 40961 input characters and requested 1024 output tokens. However, the model's context length is only 4096 tokens, resulting in a maximum input length of 3072 tokens (at most 30720 characters). Please reduce the length of the input prompt.",
+          'input_text',
+        ),
+      ],
+    ])('a prompt over the window by itself (%s): 400 even with our default max_tokens', (_name, body) => {
+      for (const sent of [DEFAULT_MAX_TOKENS, CALLER_MAX_TOKENS]) {
+        const err = failure(400, body, {}, sent);
+        expect(err).toBeInstanceOf(ValidationError);
+        expect(err).toMatchObject({ status: 400, code: 'completion_rejected' });
+        expect(err.message).toContain('(type BadRequestError, code 400): ');
+        expect(err.extensions.provider_error).toMatchObject({
+          status: 400,
+          type: 'BadRequestError',
+          code: '400',
+        });
+      }
+    });
+
+    it.each([
+      ['the renderer’s check', vllm('renderer.chat-completion.error-prompt-plus-max-tokens-over-context')],
+      [
+        '_validate_input’s max_tokens check',
+        vllm('serving.chat-completion.error-prompt-plus-max-tokens-over-context'),
+      ],
+      [
+        'the older combined check (no param)',
+        badRequest(
+          "This model's maximum context length is 4096 tokens. However, you requested 4524 tokens (3500 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.",
+        ),
+      ],
+      [
+        'the renderer’s character check of a prompt that may fit the whole window',
+        badRequest(
+          "You passed 40960 input characters and requested 1024 output tokens. However, the model's context length is only 4096 tokens, resulting in a maximum input length of 3072 tokens (at most 30720 characters). Please reduce the length of the input prompt.",
+          'input_text',
+        ),
+      ],
+      [
+        'a window wording without the prompt’s size',
+        badRequest("This model's maximum context length is 4096 tokens.", 'input_tokens'),
+      ],
+    ])(
+      'a prompt that fits the window but not with max_tokens (%s): 502 for our default, 400 for the caller’s',
+      (_name, body) => {
+        expect(failure(400, body, {}, DEFAULT_MAX_TOKENS)).toMatchObject({
+          status: 502,
+          code: 'upstream_error',
+        });
+        expect(failure(400, body, {}, CALLER_MAX_TOKENS)).toMatchObject({
+          status: 400,
+          code: 'completion_rejected',
+        });
+      },
+    );
+
+    it('decides on the numbers even when the code says context_length_exceeded', () => {
+      const body = vllm('renderer.chat-completion.error-prompt-plus-max-tokens-over-context');
+      const coded = openAiError({ ...body.error, code: 'context_length_exceeded' });
+      expect(failure(400, coded, {}, DEFAULT_MAX_TOKENS)).toMatchObject({
+        status: 502,
+        code: 'upstream_error',
+      });
+      expect(failure(400, coded, {}, CALLER_MAX_TOKENS)).toMatchObject({
+        status: 400,
+        code: 'completion_rejected',
+      });
+    });
+
+    it('our default max_tokens over the whole window is ours; the caller’s is theirs', () => {
+      // TokenizeParams.__post_init__: no window wording, `param` names the request's field.
+      const body = badRequest(
+        'max_tokens=5000cannot be greater than max_model_len=max_total_tokens=4096. Please request fewer output tokens. (parameter=max_tokens, value=5000)',
+        'max_tokens',
+      );
+      expect(failure(400, body, {}, DEFAULT_MAX_TOKENS)).toMatchObject({
+        status: 502,
+        code: 'upstream_error',
+      });
+      expect(failure(400, body, {}, CALLER_MAX_TOKENS)).toMatchObject({
+        status: 400,
+        code: 'completion_rejected',
+      });
+    });
+
+    it('another BadRequestError naming nothing of the request is ours', () => {
+      for (const sent of [DEFAULT_MAX_TOKENS, CALLER_MAX_TOKENS]) {
+        expect(
+          failure(
+            400,
+            badRequest('Chat template is passed with request, but --trust-request-chat-template is not set.'),
+            {},
+            sent,
+          ),
+        ).toMatchObject({
+          status: 502,
+          code: 'upstream_error',
+        });
+      }
     });
   });
 

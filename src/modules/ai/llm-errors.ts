@@ -37,6 +37,29 @@ const CONTENT_CODES = new Set([
 const CONTENT_TYPES = new Set(['exceed_context_size_error']);
 /** `messages`, `messages[0].content`, `messages.0.content`: a part of the caller's messages. */
 const MESSAGES_PARAM = /^messages(?:$|[[.])/;
+/**
+ * The `type` of an invalid request: OpenAI's, and vLLM's (its server answers every request validation error
+ * with 400 `BadRequestError`, the HTTP status as `code` and the failing field as `param`).
+ */
+const INVALID_REQUEST_TYPES = new Set(['invalid_request_error', 'BadRequestError']);
+/**
+ * vLLM's refusals over the model's context window name the window in every version's wording (README of
+ * test/contracts/fixtures/vllm): `This model's maximum context length is 4096 tokens` (`_validate_input`,
+ * older servers) or `the model's context length is only 4096 tokens` (the renderer).
+ */
+const VLLM_WINDOW = /\bcontext length is (?:only )?(\d+) tokens\b/;
+/**
+ * The prompt's size in tokens in those wordings: `You passed 5000 input tokens` (renderer), `your request
+ * has 5000 input tokens` (`_validate_input`), `(5000 in the messages, 1024 in the completion)` (older).
+ */
+const VLLM_PROMPT_TOKENS =
+  /\b(?:You passed|your request has) (\d+) input tokens\b|\((\d+) in the messages, \d+ in the completion\)/;
+/**
+ * The renderer's check before tokenizing: `You passed C input characters ... a maximum input length of L
+ * tokens (at most K characters)`, K being L times its characters-per-token bound.
+ */
+const VLLM_PROMPT_CHARS =
+  /\bYou passed (\d+) input characters\b.*\bmaximum input length of (\d+) tokens \(at most (\d+) characters\)/;
 /** OpenAI's 429 for an account out of money (`type` and, in newer answers, `code`). */
 const QUOTA_EXHAUSTED = 'insufficient_quota';
 
@@ -90,17 +113,46 @@ export interface SentRequest {
 export const isQuotaExhausted = (status: number, reason: ProviderReason): boolean =>
   status === 429 && (reason.code === QUOTA_EXHAUSTED || reason.type === QUOTA_EXHAUSTED);
 
+/** vLLM's refusal of a request over the model's context window (prompt plus `max_tokens`, or the prompt alone). */
+export const isVllmWindowRefusal = (reason: ProviderReason): boolean =>
+  reason.type === 'BadRequestError' && reason.message !== null && VLLM_WINDOW.test(reason.message);
+
+/**
+ * Whether vLLM's window refusal says the prompt alone is over the window, leaving no room for one token
+ * whatever `max_tokens` we sent: the prompt's tokens against the window, read from the message. Its `param`
+ * cannot tell: the renderer answers `input_tokens` both for a prompt over the window and for one that only
+ * leaves less room than `max_tokens`. A message without both numbers says no (our default then takes the
+ * blame, never the caller). The character check counts characters, not tokens: the prompt is over the window
+ * for certain only when it is longer than the whole window at vLLM's characters-per-token bound (the
+ * message's `at most K characters` for `L tokens`).
+ */
+function vllmPromptOverWindow(message: string | null): boolean {
+  const window = message === null ? null : VLLM_WINDOW.exec(message);
+  if (message === null || window === null) return false;
+  const windowTokens = Number(window[1]);
+  const tokens = VLLM_PROMPT_TOKENS.exec(message);
+  if (tokens) return Number(tokens[1] ?? tokens[2]) >= windowTokens;
+  const chars = VLLM_PROMPT_CHARS.exec(message);
+  return chars !== null && Number(chars[1]) * Number(chars[2]) > Number(chars[3]) * windowTokens;
+}
+
 /**
  * Whether a 400/413/422 names a problem with the request's content, which the caller can change: a
- * content code or type, or an `invalid_request_error` on the caller's `messages`, or on `max_tokens` when the
- * caller chose it (not `unsupported_parameter`: we always send max_tokens, so a model that does not take
- * it is our configuration). Anything else (a bad key some providers answer with 400, our default
- * max_tokens above the model's limit, a parameter the model does not support, `model`) is ours.
+ * content code or type, or an invalid request (`invalid_request_error`, vLLM's `BadRequestError`) on the
+ * caller's `messages`, or on `max_tokens` when the caller chose it (not `unsupported_parameter`: we always
+ * send max_tokens, so a model that does not take it is our configuration). vLLM's refusal over the model's
+ * context window is decided first, on its numbers: the caller's when they chose `max_tokens` or when the
+ * prompt alone is over the window, ours when our default `max_tokens` left a prompt that fits no room.
+ * Anything else (a bad key some providers answer with 400, our default max_tokens above the model's limit,
+ * a parameter the model does not support, `model`) is ours.
  */
 export function isRequestContentProblem(reason: ProviderReason, sent: SentRequest): boolean {
+  if (isVllmWindowRefusal(reason)) {
+    return sent.callerSetMaxTokens || vllmPromptOverWindow(reason.message);
+  }
   if (reason.code !== null && CONTENT_CODES.has(reason.code)) return true;
   if (reason.type !== null && CONTENT_TYPES.has(reason.type)) return true;
-  if (reason.type !== 'invalid_request_error' || reason.param === null) return false;
+  if (reason.type === null || !INVALID_REQUEST_TYPES.has(reason.type) || reason.param === null) return false;
   if (MESSAGES_PARAM.test(reason.param)) return true;
   return reason.param === 'max_tokens' && sent.callerSetMaxTokens && reason.code !== 'unsupported_parameter';
 }

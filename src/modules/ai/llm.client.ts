@@ -3,7 +3,13 @@ import { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, BadGatewayError } from '../../common/errors/app-error.js';
 import { HttpClient, isRetryableStatus, ProviderHttpError } from '../../infra/http/http-client.js';
-import { completionFailure, isQuotaExhausted, providerReason, type SentRequest } from './llm-errors.js';
+import {
+  completionFailure,
+  isQuotaExhausted,
+  isVllmWindowRefusal,
+  providerReason,
+  type SentRequest,
+} from './llm-errors.js';
 
 /**
  * The message of the first choice: an answer (`content`) or, from models that refuse, `content: null`
@@ -111,6 +117,12 @@ export class LlmClient {
       this.logger.error(
         fields,
         'the language-model provider account is out of quota (insufficient_quota): add credit or raise its spending limit at the provider',
+      );
+    } else if (failure.status === 502 && isVllmWindowRefusal(reason)) {
+      // The prompt fits the model's window, our default max_tokens (not the caller's) does not fit beside it.
+      this.logger.error(
+        fields,
+        "the model's context window has no room for the prompt and our default max_tokens: raise the model's context length or lower the tier's maxTokensPerRequest",
       );
     } else if (failure.status === 502) {
       this.logger.error(
