@@ -4,16 +4,20 @@
  * an unpaired UTF-16 surrogate (`"a\ud800"`, only writable as a JSON escape) is 400 naming the field. Each
  * refusal changes nothing. Before, the body was decoded as UTF-8 whatever its charset, invalid bytes and
  * unpaired surrogates in text columns were stored as U+FFFD, while JSON fields refused the surrogates.
+ * The same holds for the percent-escapes of a query string and of a UTF-8 form body: a run that is not
+ * UTF-8 is 400 naming the parameter (the query decoded it as U+FFFD, a form kept its text).
  * The webhook receivers keep their raw bytes (signatures) and their own rules.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Response } from 'supertest';
+import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
+import { createMember } from '../factories/audience.factory.js';
 import { signIdentityEvent, identityUserEvent } from '../support/identity-webhook.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 const PROBLEM = /^application\/problem\+json/;
 
-describe('JSON request text: UTF-8 only, no unpaired surrogates, nothing stored on a refusal', () => {
+describe('request text (JSON, query strings, forms): UTF-8 only, no unpaired surrogates, nothing stored on a refusal', () => {
   let env: TestEnv;
   let api: ApiApp;
   let auth: string;
@@ -171,6 +175,134 @@ describe('JSON request text: UTF-8 only, no unpaired surrogates, nothing stored 
       expect(res.body.detail).toMatch(/not valid UTF-8/);
     }
     expect(await snapshot()).toEqual(before);
+  });
+
+  /**
+   * Percent-escapes whose bytes are not UTF-8: a byte no UTF-8 character has, a lead byte without its
+   * continuation, an encoded surrogate, a sequence cut short, an overlong slash.
+   */
+  const INVALID_ESCAPES = ['%FF', '%C3%28', '%ED%A0%80', '%E2%82', '%C0%AF'];
+
+  it('refuses a query string whose percent-escapes are not UTF-8 with 400 on every route, changing nothing', async () => {
+    const extra = await api.http
+      .post('/api/v1/saved_searches')
+      .set('Authorization', auth)
+      .send({ name: 'deleted only by a valid request', query: 'q' });
+    expect(extra.status).toBe(201);
+    const before = await snapshot();
+    for (const escape of INVALID_ESCAPES) {
+      const requests: [string, () => Promise<Response>][] = [
+        [
+          'a list filter',
+          () => api.http.get(`/api/v1/saved_searches?page=${escape}`).set('Authorization', auth),
+        ],
+        [
+          'a create',
+          () =>
+            api.http
+              .post(`/api/v1/workspaces?ref=x${escape}`)
+              .set('Authorization', auth)
+              .send({ name: 'made with a bad query' }),
+        ],
+        [
+          'a delete',
+          () =>
+            api.http
+              .delete(`/api/v1/saved_searches/${extra.body.id}?ref=${escape}`)
+              .set('Authorization', auth),
+        ],
+        ['a public token', () => api.http.get(`/api/v1/email/unsubscribe?t=${escape}`)],
+        ['a path nobody serves', () => api.http.get(`/no-such-route?a=1&${escape}=x`)],
+      ];
+      for (const [label, send] of requests) {
+        const res = await send();
+        expectProblem(`${label}, ${escape}`, res, 400, 'validation_failed');
+        expect(res.body.detail).toContain('The query string is not valid UTF-8');
+        expect(res.body.detail).toContain(escape);
+      }
+    }
+    // The parameter is named when the escape is in its value.
+    const named = await api.http
+      .get('/api/v1/saved_searches?page_size=10&page=%C3%28')
+      .set('Authorization', auth);
+    expect(named.body.errors).toEqual([{ field: 'page', message: expect.stringContaining('%C3%28') }]);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  /** A form POST of exactly these bytes, in UTF-8 unless a charset is named. */
+  const formWith = (body: string | Buffer, charset?: string, path?: string) =>
+    createWith(
+      `application/x-www-form-urlencoded${charset ? `; charset=${charset}` : ''}`,
+      Buffer.isBuffer(body) ? body : Buffer.from(body),
+      path,
+    );
+
+  it('refuses a form body whose percent-escapes or bytes are not UTF-8 with 400, storing nothing', async () => {
+    const before = await snapshot();
+    for (const escape of INVALID_ESCAPES) {
+      const res = await formWith(`description=ok&name=caf${escape}`);
+      expectProblem(escape, res, 400, 'validation_failed');
+      expect(res.body.detail).toContain('The form body is not valid UTF-8');
+      expect(res.body.errors).toEqual([{ field: 'name', message: expect.stringContaining(escape) }]);
+    }
+    // An é sent as a raw Latin-1 byte, not escaped: it was read as U+FFFD.
+    const raw = await formWith(Buffer.from('name=café', 'latin1'));
+    expectProblem('a raw Latin-1 byte', raw, 400, 'validation_failed');
+    expect(raw.body.detail).toContain('The form body is not valid UTF-8');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('keeps valid escapes: a UTF-8 é in a query string and in a form, a Latin-1 é in an ISO-8859-1 form', async () => {
+    const utf8 = await formWith('message=caf%C3%A9+utf8', undefined, '/api/v1/feedback');
+    expect({ status: utf8.status, message: utf8.body.message }).toEqual({
+      status: 201,
+      message: 'café utf8',
+    });
+    const latin1 = await formWith('message=caf%E9+latin1', 'iso-8859-1', '/api/v1/feedback');
+    expect({ status: latin1.status, message: latin1.body.message }).toEqual({
+      status: 201,
+      message: 'café latin1',
+    });
+    const listed = await api.http
+      .get('/api/v1/saved_searches?page=%31&page_size=%35%30')
+      .set('Authorization', auth);
+    expect({ status: listed.status, page_size: listed.body.page_size }).toEqual({
+      status: 200,
+      page_size: 50,
+    });
+    // The whitelist names an unknown parameter as it was decoded: é, not U+FFFD.
+    const unknown = await api.http.get('/api/v1/saved_searches?caf%C3%A9=1').set('Authorization', auth);
+    expectProblem('an unknown parameter', unknown, 400, 'validation_failed');
+    expect(JSON.stringify(unknown.body.errors)).toContain('café');
+  });
+
+  it('still unsubscribes on a valid one-click POST (RFC 8058) whatever its ignored body holds; a bad query changes nothing', async () => {
+    const tokens = api.app.get(UnsubscribeTokens);
+    const member = await createMember(api.prisma, 'text_one_click', { consent: true });
+    const consent = async () =>
+      (await api.prisma.user.findUniqueOrThrow({ where: { id: member.id } })).marketingConsentGiven;
+    const path = `/api/v1/email/unsubscribe?t=${encodeURIComponent(tokens.sign(member.id))}`;
+
+    const refused = await api.http.post(`${path}&x=%FF`).type('form').send('List-Unsubscribe=One-Click');
+    expectProblem('a bad escape next to the token', refused, 400, 'validation_failed');
+    expect(await consent()).toBe(true);
+
+    // The one-click body is never decoded: an invalid escape in it does not refuse the unsubscribe.
+    const clicked = await api.http.post(path).type('form').send('List-Unsubscribe=One-Click&x=%FF');
+    expect({ status: clicked.status, body: clicked.body }).toEqual({
+      status: 200,
+      body: { unsubscribed: true },
+    });
+    expect(await consent()).toBe(false);
+  });
+
+  it('leaves the webhook receivers their query strings (they read neither the query nor a form)', async () => {
+    const delivery = signIdentityEvent(
+      identityUserEvent('user.created', 'user_text_query_hook', 'query-hook@example.com'),
+    );
+    const res = await api.http.post('/webhooks/identity?x=%FF').set(delivery.headers).send(delivery.body);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ received: true, event_id: delivery.id });
   });
 
   it('leaves the webhook receivers their raw bytes whatever the charset (they verify the signature)', async () => {

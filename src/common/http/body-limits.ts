@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { unescape as unescapeQuery } from 'node:querystring';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppConfig } from '../../config/app-config.js';
@@ -8,7 +9,12 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../errors/app-error.js';
-import { jsonTextProblem, mayHoldLoneSurrogate } from '../validation/unicode.js';
+import {
+  clipText,
+  invalidPercentEscape,
+  jsonTextProblem,
+  mayHoldLoneSurrogate,
+} from '../validation/unicode.js';
 import { MAX_INPUT_DEPTH } from '../validation/validation.pipe.js';
 import { sendProblem, toProblem } from '../filters/problem-details.filter.js';
 
@@ -146,17 +152,76 @@ function refuse(req: Request, res: Response, error: AppError): void {
   sendProblem(res, problem, headers);
 }
 
+/** At most this much of a refused run of escapes is quoted back (eight bytes). */
+const QUOTED_ESCAPES = 24;
+
+/**
+ * A 400 for URL-encoded text (the query string, a form body) whose percent-escapes are not UTF-8, naming the
+ * parameter when they are in its value (its name comes first, so its escapes were found to be UTF-8); null
+ * when every escape decodes.
+ */
+function percentEscapeRefusal(encoded: string, what: 'query string' | 'form body'): ValidationError | null {
+  const bad = invalidPercentEscape(encoded);
+  if (bad === null) return null;
+  const pair = encoded.slice(encoded.lastIndexOf('&', bad.at) + 1, bad.at);
+  const eq = pair.indexOf('=');
+  const field = eq === -1 ? null : clipText(unescapeQuery(pair.slice(0, eq).replaceAll('+', ' ')), 100);
+  const shown = bad.escape.length > QUOTED_ESCAPES ? `${bad.escape.slice(0, QUOTED_ESCAPES)}…` : bad.escape;
+  const message = `${shown} does not encode UTF-8 text`;
+  const problem =
+    field === null
+      ? message
+      : `the value of ${JSON.stringify(field)} holds ${shown}, which does not encode UTF-8 text`;
+  return new ValidationError(
+    `The ${what} is not valid UTF-8: ${problem} (percent-escapes stand for the bytes of UTF-8 text).`,
+    field === null ? [] : [{ field, message }],
+  );
+}
+
+/**
+ * A query string whose percent-escapes are not UTF-8, on any route but the webhook receivers' (they read no
+ * query): Express's `simple` parser (node:querystring) decoded them as U+FFFD, so a filter or a token became
+ * another value. Only a query holding a `%` is scanned; any other request costs two string searches.
+ */
+function queryTextRefusal(req: Request): ValidationError | null {
+  const query = req.url.indexOf('?');
+  if (query === -1 || req.url.indexOf('%', query) === -1 || isWebhook(req.path)) return null;
+  return percentEscapeRefusal(req.url.slice(query + 1), 'query string');
+}
+
+/**
+ * A UTF-8 form body (no charset or `utf-8`; body-parser answers 415 to any other but ISO-8859-1, whose escapes
+ * are Latin-1 bytes) whose bytes or percent-escapes are not UTF-8: body-parser read invalid bytes as U+FFFD
+ * and qs kept invalid escapes as their text. Read from the raw bytes Nest keeps beside the parsed form
+ * (`rawBody: true`, as main.ts and the tests create the app). The one-click unsubscribe never decodes its form
+ * (`ignoresFormBody`), and the webhook receivers read none.
+ */
+function formTextRefusal(req: Request): ValidationError | null {
+  const raw = (req as Request & { rawBody?: Buffer }).rawBody;
+  if (!isForm(req) || !Buffer.isBuffer(raw) || isWebhook(req.path)) return null;
+  const charset = charsetOf(req.headers['content-type']);
+  if (charset !== undefined && charset !== 'utf-8') return null;
+  if (!isUtf8(raw)) return new ValidationError('The form body is not valid UTF-8.');
+  return percentEscapeRefusal(raw.toString('utf8'), 'form body');
+}
+
 /**
  * JSON bodies: the small limit everywhere, the large one on the routes that need it, each enforced by
  * body-parser while it reads (a chunked body is cut off as well); then the charset, the key count on the
  * bytes, the UTF-8 check, JSON.parse, and unpaired surrogates in the parsed strings. Too big in bytes or in
  * keys is 413 `payload_too_large`, a charset other than UTF-8 is 415 `unsupported_media_type`, bytes that
  * are not UTF-8 and strings with an unpaired surrogate (`"a\ud800"`) are 400 `validation_failed`, all
- * before authentication and before any DTO transformation. The webhook receivers keep their raw bytes and
- * their own rules.
+ * before authentication and before any DTO transformation. A query string or a UTF-8 form body whose
+ * percent-escapes (or, for the form, bytes) are not UTF-8 is 400 `validation_failed` too, the query before
+ * any body is read. The webhook receivers keep their raw bytes and their own rules.
  */
 export function installBodyParsers(app: NestExpressApplication, config: AppConfig): void {
   const { bodyBytes, largeBodyBytes, jsonMaxNodes, jsonMaxObjectKeys } = config.limits;
+  // First, so a refused query string costs no body read.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const refusal = queryTextRefusal(req);
+    return refusal ? refuse(req, res, refusal) : next();
+  });
   // Read as bytes (Nest keeps them as req.rawBody for the webhook signatures), scanned, then parsed here.
   // A webhook's body is read whatever its media type but a form (which keeps the form parser's limit): the
   // signature covers the bytes, and a signed body sent as text/plain (or with no type) was refused as a
@@ -179,7 +244,10 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
     type: (req: unknown) => isForm(req as Request) && ignoresFormBody((req as Request).path),
   });
   app.use((req: Request, res: Response, next: NextFunction) => {
-    if (!Buffer.isBuffer(req.body)) return next();
+    if (!Buffer.isBuffer(req.body)) {
+      const refusal = formTextRefusal(req);
+      return refusal ? refuse(req, res, refusal) : next();
+    }
     const bytes = req.body;
     // Webhook receivers verify the signature over the exact bytes and parse the JSON themselves, so an
     // authentic body that is not JSON is theirs to trace (audit + log), not a bare parser 400.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   hasLoneSurrogate,
+  invalidPercentEscape,
   jsonTextProblem,
   mayHoldLoneSurrogate,
   storableText,
@@ -59,6 +60,33 @@ describe('storableText', () => {
       const stored = storableText(value);
       expect(stored.includes('\u0000') || hasLoneSurrogate(stored)).toBe(false);
       expect(storableText(value)).toBe(stored);
+    }
+  });
+});
+
+describe('invalidPercentEscape', () => {
+  it('finds the first run of escapes that is not UTF-8, with where it starts', () => {
+    expect(invalidPercentEscape('a=%FF')).toEqual({ at: 2, escape: '%FF' });
+    expect(invalidPercentEscape('a=%C3%A9&b=x%C3%28y')).toEqual({ at: 12, escape: '%C3%28' });
+    // An encoded surrogate, a sequence cut short (by a literal or by the end), an overlong form, a lone
+    // continuation byte, lower-case hex.
+    for (const bad of ['%ED%A0%80', '%E2%82x', '%E2%82', '%C0%AF', '%80', '%f0%9f%98']) {
+      expect(invalidPercentEscape(`q=${bad}`)).toEqual({ at: 2, escape: bad.replace(/x$/, '') });
+    }
+  });
+
+  it('passes UTF-8 escapes, ASCII escapes, text without escapes and a % that is no escape', () => {
+    for (const fine of [
+      '',
+      'a=b',
+      'q=caf%C3%A9',
+      'e=%F0%9F%98%80',
+      's=%20%2B%26',
+      'p=100%',
+      'x=%G1%',
+      'y=%C',
+    ]) {
+      expect(invalidPercentEscape(fine)).toBeNull();
     }
   });
 });

@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer';
+
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
@@ -97,4 +99,36 @@ export function clipText(value: string, max: number): string {
   if (value.length <= max) return value;
   const code = value.charCodeAt(max - 1);
   return value.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
+}
+
+const isHexDigit = (code: number): boolean =>
+  (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x46) || (code >= 0x61 && code <= 0x66);
+
+/**
+ * The first run of `%XX` escapes in URL-encoded text (a query string, a form body) whose bytes are not UTF-8,
+ * with where it starts, or null. A run must be UTF-8 on its own: the literal character that ends it cannot
+ * complete a sequence the run left open (a continuation byte is only ever written as an escape). `%FF`,
+ * `%C3%28`, an encoded surrogate (`%ED%A0%80`), a sequence cut short (`%E2%82`) and an overlong form
+ * (`%C0%AF`) are refused by `buffer.isUtf8`; node:querystring decodes them as U+FFFD and qs keeps them as
+ * the escape text. A `%` without two hex digits is no escape: both parsers keep it as text.
+ */
+export function invalidPercentEscape(text: string): { at: number; escape: string } | null {
+  let at = text.indexOf('%');
+  while (at !== -1) {
+    const start = at;
+    const bytes: number[] = [];
+    while (
+      text.charCodeAt(at) === 0x25 &&
+      isHexDigit(text.charCodeAt(at + 1)) &&
+      isHexDigit(text.charCodeAt(at + 2))
+    ) {
+      bytes.push(parseInt(text.slice(at + 1, at + 3), 16));
+      at += 3;
+    }
+    if (bytes.some((byte) => byte >= 0x80) && !isUtf8(Uint8Array.from(bytes))) {
+      return { at: start, escape: text.slice(start, at) };
+    }
+    at = text.indexOf('%', at === start ? at + 1 : at);
+  }
+  return null;
 }
