@@ -268,6 +268,7 @@ describe('GET /admin/metrics/overview', () => {
       });
       const res = await api.http.get(OVERVIEW).set('Authorization', `Bearer ${key.key}`);
       expect(res.status).toBe(403);
+      expect(res.body.code).toBe('api_key_not_allowed');
       const entries = await api.prisma.auditLog.findMany({
         where: { action: 'admin.unauthorized', userId: 'user_admin' },
       });

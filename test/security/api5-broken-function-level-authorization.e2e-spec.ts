@@ -100,23 +100,24 @@ describe('API5 broken function level authorization', () => {
       'X-Original-URL': '/health',
       'X-Rewrite-URL': '/health',
     };
-    const callers: [string, string, Record<string, string>][] = [
-      ['user jwt', user.auth, {}],
-      ['user jwt with spoofed headers', user.auth, spoofed],
-      ['user api key', userKey.auth, {}],
-      ["admin's api key", adminKey.auth, {}],
+    // DESIGN 5: an API key on a route that refuses them is `api_key_not_allowed`, whoever owns it.
+    const callers: [string, string, Record<string, string>, string][] = [
+      ['user jwt', user.auth, {}, 'admin_required'],
+      ['user jwt with spoofed headers', user.auth, spoofed, 'admin_required'],
+      ['user api key', userKey.auth, {}, 'api_key_not_allowed'],
+      ["admin's api key", adminKey.auth, {}, 'api_key_not_allowed'],
     ];
     const before = await tableCounts(api.prisma);
     const audited = () => api.prisma.auditLog.count({ where: { action: 'admin.unauthorized' } });
     const auditedBefore = await audited();
     for (const route of adminRoutes) {
-      for (const [who, auth, headers] of callers) {
+      for (const [who, auth, headers, code] of callers) {
         const res = await call(api, route, { auth, headers, params: params(route), body: route.body });
         expect({ route: route.key, who, status: res.status, code: res.body.code }).toEqual({
           route: route.key,
           who,
           status: 403,
-          code: 'admin_required',
+          code,
         });
       }
     }

@@ -2889,7 +2889,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not on the admin allowlist (audited) */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2964,7 +2964,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not on the admin allowlist (audited) */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3036,7 +3036,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not on the admin allowlist (audited); API keys refused */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3097,7 +3097,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not on the admin allowlist (audited); API keys refused */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3167,7 +3167,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not on the admin allowlist (audited); API keys refused */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3248,7 +3248,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not on the admin allowlist (audited); API keys refused */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5135,7 +5135,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not on the admin allowlist (audited) */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5186,7 +5186,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not on the admin allowlist (audited) */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5260,7 +5260,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Not an administrator. */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5324,7 +5324,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Not an administrator. */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5385,7 +5385,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Not an administrator. */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5443,7 +5443,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Not an allowlisted administrator (audited as admin.unauthorized) */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5493,7 +5493,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Not an allowlisted administrator (audited as admin.unauthorized) */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5543,7 +5543,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not on the admin allowlist (audited); API keys refused */
+            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -6,6 +6,7 @@ import {
   Logger,
   UseGuards,
 } from '@nestjs/common';
+import { ApiForbiddenResponse } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { AppConfig } from '../../config/app-config.js';
 import { ForbiddenError, UnauthenticatedError } from '../../common/errors/app-error.js';
@@ -31,7 +32,9 @@ type Refusal = 'api_key' | 'email_not_verified' | 'not_allowlisted' | 'address_h
  *   use it gets it (logged and audited `admin.granted`); another identity holding the same address gets
  *   403 until the holder loses it (address changed or unverified, account deleted).
  * A refusal answers 403 and writes `admin.unauthorized` with the reason (at most
- * ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR rows per user and hour).
+ * ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR rows per user and hour). The code is `api_key_not_allowed` for an API
+ * key, whoever owns it (DESIGN 5: the stable code of "an API key on a route that refuses them"), and
+ * `admin_required` for every other refusal.
  */
 @Injectable()
 export class AdminGuard implements CanActivate {
@@ -77,6 +80,11 @@ export class AdminGuard implements CanActivate {
           reason: refusal,
         },
       });
+    if (refusal === 'api_key')
+      throw new ForbiddenError(
+        "API keys cannot call admin routes, even an administrator's. Sign in to do this.",
+        'api_key_not_allowed',
+      );
     throw new ForbiddenError('Administrator access is required.', 'admin_required');
   }
 
@@ -131,5 +139,12 @@ export class AdminGuard implements CanActivate {
   }
 }
 
-/** Restricts a controller or route to allowlisted administrators. */
-export const AdminOnly = () => applyDecorators(UseGuards(AdminGuard));
+/** Restricts a controller or route to allowlisted administrators (and documents its 403s once). */
+export const AdminOnly = () =>
+  applyDecorators(
+    UseGuards(AdminGuard),
+    ApiForbiddenResponse({
+      description:
+        'admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized',
+    }),
+  );

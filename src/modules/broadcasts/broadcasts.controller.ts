@@ -4,7 +4,6 @@ import {
   ApiBearerAuth,
   ApiConflictResponse,
   ApiCreatedResponse,
-  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
@@ -22,7 +21,6 @@ import { ApiUuidParam } from '../../common/openapi/api-fields.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
-@ApiForbiddenResponse({ description: 'Not an administrator.' })
 @AdminOnly()
 @Controller('admin/broadcasts')
 export class BroadcastsController {

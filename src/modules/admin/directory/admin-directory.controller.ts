@@ -2,7 +2,6 @@ import { Controller, Get, Query } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBearerAuth,
-  ApiForbiddenResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
@@ -16,7 +15,6 @@ import { AdminUserListDto, AuditListDto } from './dto/admin-list.response.dto.js
 @ApiTags('admin')
 @ApiBearerAuth()
 @ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
-@ApiForbiddenResponse({ description: 'admin_required: not on the admin allowlist (audited)' })
 @ApiBadRequestResponse({ description: 'validation_failed: e.g. page_size out of range' })
 @AdminOnly()
 @Controller('admin')

@@ -1,12 +1,5 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import {
-  ApiBearerAuth,
-  ApiExtraModels,
-  ApiForbiddenResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminOnly } from '../../auth/admin.guard.js';
 import { AdminStatsService } from './admin-stats.service.js';
 import {
@@ -26,7 +19,6 @@ import { MetricsOverviewService } from './metrics-overview.service.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
-@ApiForbiddenResponse({ description: 'Not an allowlisted administrator (audited as admin.unauthorized)' })
 @ApiExtraModels(
   MrrCurrencyDto,
   MrrTierDto,

@@ -2,7 +2,6 @@ import { Controller, HttpCode, Post } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiCreatedResponse,
-  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOperation,
   ApiTags,
@@ -20,9 +19,6 @@ import { QueueDashboardLinkDto } from './dto/queue-dashboard.dto.js';
 @ApiTags('admin')
 @ApiBearerAuth()
 @ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
-@ApiForbiddenResponse({
-  description: 'admin_required: not on the admin allowlist (audited); API keys refused',
-})
 @AdminOnly()
 @Controller('admin/queue-dashboard')
 export class QueueDashboardController {

@@ -4,7 +4,6 @@ import {
   ApiBadRequestResponse,
   ApiBearerAuth,
   ApiConflictResponse,
-  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
@@ -28,9 +27,6 @@ import { ApiUuidParam } from '../../../common/openapi/api-fields.js';
 @ApiTags('admin')
 @ApiBearerAuth()
 @ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
-@ApiForbiddenResponse({
-  description: 'admin_required: not on the admin allowlist (audited); API keys refused',
-})
 @ApiBadRequestResponse({ description: 'validation_failed' })
 @AdminOnly()
 @Controller('admin/webhooks')

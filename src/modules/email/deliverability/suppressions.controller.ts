@@ -2,7 +2,6 @@ import { Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common'
 import {
   ApiBadRequestResponse,
   ApiBearerAuth,
-  ApiForbiddenResponse,
   ApiNoContentResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
@@ -20,7 +19,6 @@ import { SuppressionsService } from './suppressions.service.js';
 @ApiTags('admin')
 @ApiBearerAuth()
 @ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
-@ApiForbiddenResponse({ description: 'admin_required: not on the admin allowlist (audited)' })
 @AdminOnly()
 @Controller('admin/email/suppressions')
 export class SuppressionsController {
