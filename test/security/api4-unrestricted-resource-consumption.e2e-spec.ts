@@ -394,6 +394,24 @@ describe('API4 key-count bound, capped validation errors and the general rate li
       denied.push((await limited.http.get('/api/v1/me').set(from('203.0.113.21'))).status);
       expect(denied.slice(5)).toEqual([429]);
       expect429(await limited.http.get('/api/v1/email/unsubscribe?t=bogus').set(from('203.0.113.21')));
+      // DESIGN 5c: per IP for unauthenticated requests *only*. A signed-in user behind either blocked address
+      // (a NAT, a proxy) is served, reads and writes; failed credentials from it get the address's 429.
+      const neighbour = await world.user('behind-the-nat');
+      for (const ip of ['203.0.113.20', '203.0.113.21']) {
+        const signedIn = { Authorization: neighbour.auth, ...from(ip) };
+        expect((await limited.http.get('/api/v1/me').set(signedIn)).status).toBe(200);
+        expect(
+          (
+            await limited.http
+              .post('/api/v1/feedback')
+              .set(signedIn)
+              .send({ message: `from ${ip}` })
+          ).status,
+        ).toBe(201);
+        expect429(
+          await limited.http.get('/api/v1/me').set({ Authorization: 'Bearer not-a-token', ...from(ip) }),
+        );
+      }
       // Another address is unaffected; probes and the providers' webhooks are never limited.
       expect((await limited.http.get('/api/v1/me').set(from('203.0.113.22'))).status).toBe(401);
       for (let i = 0; i < 6; i += 1) {

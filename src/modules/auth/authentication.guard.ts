@@ -17,6 +17,7 @@ import { ApiKeyAuthService } from './api-key-auth.service.js';
 import { looksLikeApiKey } from './api-key.util.js';
 import { KeySetUnavailableError } from './identity-key-set.js';
 import { StrategyFailure } from './jwt.strategy.js';
+import { clientIp, RequestRateLimiter } from './request-rate-limit.js';
 import type { Principal } from '../../common/principal.js';
 
 type AuthRequest = Request & { principal?: Principal; user?: Principal };
@@ -42,6 +43,7 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
     private readonly config: AppConfig,
     private readonly apiKeys: ApiKeyAuthService,
     private readonly users: UsersService,
+    private readonly limiter: RequestRateLimiter,
   ) {
     super();
   }
@@ -52,6 +54,21 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
 
     const req = context.switchToHttp().getRequest<AuthRequest>();
+    try {
+      return await this.authenticate(context, req, targets);
+    } catch (err) {
+      // An address over its unauthenticated limit reaches here only with credentials (the middleware
+      // refuses it without): valid ones are served, failed ones get the address's 429, not a 401.
+      if (err instanceof UnauthenticatedError) throw this.limiter.ipBlock(clientIp(req)) ?? err;
+      throw err;
+    }
+  }
+
+  private async authenticate(
+    context: ExecutionContext,
+    req: AuthRequest,
+    targets: ReturnType<ExecutionContext['getHandler']>[],
+  ): Promise<boolean> {
     const token = bearerToken(req);
     if (!token) throw new UnauthenticatedError();
 

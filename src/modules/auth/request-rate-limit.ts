@@ -152,17 +152,20 @@ export class RequestRateLimitGuard implements CanActivate {
   }
 }
 
-const clientIp = (req: Request): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+export const clientIp = (req: Request): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
 /**
- * Before routing: an IP over its unauthenticated limit is answered 429 at once; every 401 answer counts
- * for its IP (bad or missing credentials cost the sender, whatever the route).
+ * Before routing: an IP over its unauthenticated limit is answered 429 at once when the request carries no
+ * credentials; every 401 answer counts for its IP (bad or missing credentials cost the sender, whatever
+ * the route). A request with credentials goes on to authentication: the per-IP limit is for
+ * unauthenticated requests only (DESIGN 5c), so a signed-in user behind the same address (NAT, proxy) is
+ * served, and AuthenticationGuard answers the 429 instead of a 401 when the credentials fail.
  */
 export function requestRateLimitMiddleware(limiter: RequestRateLimiter) {
   return (req: Request, res: Response, next: NextFunction): void => {
     if (isRateLimitExempt(req.path)) return next();
     const ip = clientIp(req);
-    const blocked = limiter.ipBlock(ip);
+    const blocked = req.headers.authorization ? null : limiter.ipBlock(ip);
     if (blocked) {
       const { problem, headers } = toProblem(blocked, req.id === undefined ? undefined : String(req.id));
       return sendProblem(res, problem, headers);
