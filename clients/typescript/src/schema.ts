@@ -2565,12 +2565,66 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description {generated_at, user, subscriptions, credit_transactions, saved_searches, workspaces, api_keys, feedback, broadcast_recipients, email_consent_events, email_messages, payments, billing_adjustments, audit_logs} */
+            /** @description An attachment (`Content-Disposition`): `generated_at`, `user` (the profile row), `credits` (the balance as GET /api/v1/credits counts it), then one array of rows per user-linked table. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        generated_at: string;
+                        user: {
+                            [key: string]: unknown;
+                        };
+                        credits: {
+                            balance: number;
+                            plan_remaining: number;
+                            purchased_remaining: number;
+                            /** Format: date-time */
+                            plan_expires_at: string | null;
+                        };
+                        subscriptions: {
+                            [key: string]: unknown;
+                        }[];
+                        credit_transactions: {
+                            [key: string]: unknown;
+                        }[];
+                        credit_holds: {
+                            [key: string]: unknown;
+                        }[];
+                        saved_searches: {
+                            [key: string]: unknown;
+                        }[];
+                        workspaces: {
+                            [key: string]: unknown;
+                        }[];
+                        api_keys: {
+                            [key: string]: unknown;
+                        }[];
+                        feedback: {
+                            [key: string]: unknown;
+                        }[];
+                        broadcast_recipients: {
+                            [key: string]: unknown;
+                        }[];
+                        email_consent_events: {
+                            [key: string]: unknown;
+                        }[];
+                        email_messages: {
+                            [key: string]: unknown;
+                        }[];
+                        payments: {
+                            [key: string]: unknown;
+                        }[];
+                        billing_adjustments: {
+                            [key: string]: unknown;
+                        }[];
+                        audit_logs: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
             };
             /** @description No or invalid Bearer token */
             401: {
