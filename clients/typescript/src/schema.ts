@@ -1970,12 +1970,7 @@ export interface components {
             skipped: number;
             total: number;
         };
-        CreditDayDto: {
-            /**
-             * @description UTC date
-             * @example 2026-11-24
-             */
-            date: string;
+        CreditTotalsDto: {
             /**
              * @description Plan allowances granted
              * @example 5000
@@ -2002,9 +1997,41 @@ export interface components {
              */
             clawed_back: number;
         };
+        CreditDayDto: {
+            /**
+             * @description Plan allowances granted
+             * @example 5000
+             */
+            granted: number;
+            /**
+             * @description Credits bought in packs
+             * @example 500
+             */
+            purchased: number;
+            /**
+             * @description Credits spent, net of what settles and refunds gave back
+             * @example 1200
+             */
+            spent: number;
+            /**
+             * @description Plan credits expired by a rollover rule
+             * @example 300
+             */
+            expired: number;
+            /**
+             * @description Credits taken back after refunds and chargebacks
+             * @example 0
+             */
+            clawed_back: number;
+            /**
+             * @description UTC date
+             * @example 2026-11-24
+             */
+            date: string;
+        };
         CreditsSectionDto: {
             /** @description Totals of the last 30 days */
-            last_30_days: components["schemas"]["CreditDayDto"];
+            last_30_days: components["schemas"]["CreditTotalsDto"];
             /** @description Per UTC day with any movement, oldest first */
             by_day: components["schemas"]["CreditDayDto"][];
         };
