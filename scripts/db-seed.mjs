@@ -17,7 +17,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { devBilling } from './dev-billing.mjs';
-import { loadDotEnv, setting } from './lib/env.mjs';
+import { DEV_API_HINT, loadDotEnv, setting } from './lib/env.mjs';
 import { DEMO_ADMIN, readDevSigningKey, signDevToken } from './local/identity.mjs';
 
 export const SEED_USERS = [
@@ -62,7 +62,7 @@ async function call(path, token, { method = 'GET', body, headers = {} } = {}) {
     signal: AbortSignal.timeout(30_000),
   }).catch((error) => {
     throw new Error(
-      `${method} ${apiBase()}${path}: ${error.cause?.message ?? error.message} (is npm start running?)`,
+      `${method} ${apiBase()}${path}: ${error.cause?.message ?? error.message} (${DEV_API_HINT})`,
       {
         cause: error,
       },

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { DEV_BILLING_WEBHOOK_SECRET } from './lib/dev-secrets.mjs';
-import { loadDotEnv, ROOT, setting } from './lib/env.mjs';
+import { DEV_API_HINT, loadDotEnv, ROOT, setting } from './lib/env.mjs';
 import { paddleSignature } from './lib/paddle.mjs';
 import { readDevSigningKey, signDevToken } from './local/identity.mjs';
 
@@ -141,7 +141,7 @@ async function call(api, path, { token, method = 'GET', body } = {}) {
     });
   } catch (error) {
     throw new Error(
-      `${method} ${api}${path}: ${error.cause?.message ?? error.message} (is npm start running?)`,
+      `${method} ${api}${path}: ${error.cause?.message ?? error.message} (${DEV_API_HINT})`,
       {
         cause: error,
       },

@@ -33,3 +33,10 @@ export function portSetting(name, fallback) {
 
 // Functions, not constants: LOCAL_DATA_DIR may come from .env, which is read after this module loads.
 export const dataDir = () => resolvePath(ROOT, setting('LOCAL_DATA_DIR', '.data'));
+
+/**
+ * What dev:billing and db:seed say when the API does not answer: they look where `npm start` listens by
+ * default, so an `npm start` on another PORT (set in its own terminal) is missed unless this one says so too.
+ */
+export const DEV_API_HINT =
+  'is npm start running? these scripts use PORT as npm start does (3000 unless set), or DEV_BILLING_API_URL';

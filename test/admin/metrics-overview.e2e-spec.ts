@@ -235,6 +235,18 @@ describe('GET /admin/metrics/overview', () => {
     expect(components.schemas.RevenueSectionDto.properties.mrr.additionalProperties).toEqual({
       $ref: '#/components/schemas/MrrCurrencyDto',
     });
+    // The 30-day credit totals have no `date` (only the days of by_day do): the schema says what is sent.
+    const credits = await api.http
+      .get(OVERVIEW)
+      .set('Authorization', await asAdmin())
+      .expect(200);
+    const schemaOf = (property: { allOf?: { $ref: string }[]; $ref?: string }) =>
+      components.schemas[(property.allOf?.[0]?.$ref ?? property.$ref)!.split('/').pop()!];
+    const section = components.schemas.CreditsSectionDto.properties;
+    expect(schemaOf(section.last_30_days).required.sort()).toEqual(
+      Object.keys(credits.body.credits.last_30_days).sort(),
+    );
+    expect(schemaOf(section.by_day.items).required).toContain('date');
   });
 
   describe('access', () => {

@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DevWorld } from './dev-support.js';
 
@@ -94,5 +95,22 @@ describe('npm run dev:billing (scripts/dev-billing.mjs)', () => {
     const tier = await run(['buyer@example.com', 'GOLD']);
     expect(tier.code).toBe(2);
     expect(tier.output).toMatch(/POST \/api\/v1\/billing\/checkout \{tier: GOLD\}: 4\d\d/);
+  }, 60_000);
+
+  it('names PORT and DEV_BILLING_API_URL when nothing answers where it looks for the API', async () => {
+    // npm start on another port (PORT=3500 in its own terminal): this terminal's script still looks at 3000.
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const missed = await run(['buyer@example.com', 'PRO'], {
+      DEV_BILLING_API_URL: `http://127.0.0.1:${closed}`,
+    });
+    expect(missed.code).toBe(1);
+    expect(missed.output).toMatch(/ECONNREFUSED/);
+    expect(missed.output).toMatch(/PORT/);
+    expect(missed.output).toMatch(/DEV_BILLING_API_URL/);
   }, 60_000);
 });

@@ -3,7 +3,9 @@
  * real port: me, saved searches CRUD, checkout, a metered completion (the language model is the local
  * OpenAI-compatible fake) with an Idempotency-Key and the rate-limit headers, and typed problems.
  */
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   type ApiClient,
@@ -16,6 +18,8 @@ import {
 import { FakeLlmServer } from '../fakes/llm-server.js';
 import { grantCredits } from '../support/credits.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
 
 describe('the typed client against the running service', () => {
   let env: TestEnv;
@@ -120,6 +124,45 @@ describe('the typed client against the running service', () => {
     expect(isReplayed(retry.response)).toBe(true);
     expect(llm.requests).toHaveLength(1);
     expect((await client.GET('/api/v1/credits')).data!.balance).toBe(9);
+  });
+
+  it('reads the export as the documented JSON, then deletes and restores the account', async () => {
+    const leaving = createApiClient({
+      baseUrl,
+      token: () => api.token('user_client_leaving', 'leaving@example.com'),
+    });
+    await leaving.POST('/api/v1/saved_searches', { body: { name: 'Berlin', query: 'backend' } });
+
+    const exported = await leaving.GET('/api/v1/account/me/export');
+    expect(exported.error).toBeUndefined();
+    expect(exported.response.headers.get('content-disposition')).toMatch(/^attachment; /);
+    const documented = JSON.parse(readFileSync(join(ROOT, 'openapi.json'), 'utf8')) as {
+      paths: Record<string, { get: { responses: Record<string, { content?: Record<string, unknown> }> } }>;
+    };
+    const media = documented.paths['/api/v1/account/me/export']!.get.responses['200']!.content?.[
+      'application/json'
+    ] as { schema: { required: string[] } } | undefined;
+    expect(Object.keys(exported.data!)).toEqual(media?.schema.required);
+    expect(exported.data!.user).toMatchObject({ email: 'leaving@example.com' });
+    expect(exported.data!.saved_searches).toHaveLength(1);
+    expect(exported.data!.credits).toEqual({
+      balance: 0,
+      plan_remaining: 0,
+      purchased_remaining: 0,
+      plan_expires_at: null,
+    });
+
+    const deleted = await leaving.DELETE('/api/v1/account/me');
+    expect(deleted.response.status).toBe(202);
+    expect(Date.parse(deleted.data!.hard_delete_after)).toBeGreaterThan(Date.now());
+    expect((await leaving.GET('/api/v1/me')).data?.deleted_at).toBe(deleted.data!.deleted_at);
+    const refused = await leaving.GET('/api/v1/saved_searches');
+    expect(refused.response.status).toBe(403);
+    expect(refused.error?.code).toBe('account_deleted');
+
+    const restored = await leaving.POST('/api/v1/account/me/restore');
+    expect(restored.data).toMatchObject({ deleted_at: null, hard_delete_after: null });
+    expect((await leaving.GET('/api/v1/saved_searches')).data?.total).toBe(1);
   });
 
   it('types the problem documents: validation errors[], 401 and 402', async () => {

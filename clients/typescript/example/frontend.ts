@@ -95,6 +95,36 @@ export async function ask(question: string): Promise<string | null> {
   return null;
 }
 
+/** E-mail preferences: news and offers only; account and billing messages are always sent. */
+export async function setMarketingConsent(given: boolean) {
+  const { data, error } = await api.PATCH('/api/v1/me', {
+    body: { marketing_consent_given: given, marketing_consent_source: 'settings_page' },
+  });
+  if (error) throw new Error(explain(error));
+  return data.marketing_consent_given;
+}
+
+/** The account page: download the data export, schedule the deletion, undo it within the grace period. */
+export async function exportAccount(): Promise<Blob> {
+  const { data, error } = await api.GET('/api/v1/account/me/export');
+  if (error) throw new Error(explain(error));
+  console.info(`export of ${data.generated_at}: ${data.saved_searches.length} saved searches`);
+  return new Blob([JSON.stringify(data)], { type: 'application/json' });
+}
+
+export async function deleteAccount(): Promise<string> {
+  const { data, error } = await api.DELETE('/api/v1/account/me');
+  if (error) throw new Error(explain(error));
+  // Until that date GET /api/v1/me answers with deleted_at set, and most other routes 403 account_deleted.
+  return data.hard_delete_after;
+}
+
+export async function restoreAccount() {
+  const { data, error } = await api.POST('/api/v1/account/me/restore');
+  if (error) throw new Error(explain(error)); // 409 restore_window_closed after the grace period
+  return data.deleted_at; // null again
+}
+
 /** Anything thrown or returned can be tested for the problem shape. */
 export const describeFailure = (value: unknown): string =>
   isProblem(value) ? explain(value) : String(value);

@@ -1970,12 +1970,7 @@ export interface components {
             skipped: number;
             total: number;
         };
-        CreditDayDto: {
-            /**
-             * @description UTC date
-             * @example 2026-11-24
-             */
-            date: string;
+        CreditTotalsDto: {
             /**
              * @description Plan allowances granted
              * @example 5000
@@ -2002,9 +1997,41 @@ export interface components {
              */
             clawed_back: number;
         };
+        CreditDayDto: {
+            /**
+             * @description Plan allowances granted
+             * @example 5000
+             */
+            granted: number;
+            /**
+             * @description Credits bought in packs
+             * @example 500
+             */
+            purchased: number;
+            /**
+             * @description Credits spent, net of what settles and refunds gave back
+             * @example 1200
+             */
+            spent: number;
+            /**
+             * @description Plan credits expired by a rollover rule
+             * @example 300
+             */
+            expired: number;
+            /**
+             * @description Credits taken back after refunds and chargebacks
+             * @example 0
+             */
+            clawed_back: number;
+            /**
+             * @description UTC date
+             * @example 2026-11-24
+             */
+            date: string;
+        };
         CreditsSectionDto: {
             /** @description Totals of the last 30 days */
-            last_30_days: components["schemas"]["CreditDayDto"];
+            last_30_days: components["schemas"]["CreditTotalsDto"];
             /** @description Per UTC day with any movement, oldest first */
             by_day: components["schemas"]["CreditDayDto"][];
         };
@@ -2565,12 +2592,66 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description {generated_at, user, subscriptions, credit_transactions, saved_searches, workspaces, api_keys, feedback, broadcast_recipients, email_consent_events, email_messages, payments, billing_adjustments, audit_logs} */
+            /** @description An attachment (`Content-Disposition`): `generated_at`, `user` (the profile row), `credits` (the balance as GET /api/v1/credits counts it), then one array of rows per user-linked table. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        generated_at: string;
+                        user: {
+                            [key: string]: unknown;
+                        };
+                        credits: {
+                            balance: number;
+                            plan_remaining: number;
+                            purchased_remaining: number;
+                            /** Format: date-time */
+                            plan_expires_at: string | null;
+                        };
+                        subscriptions: {
+                            [key: string]: unknown;
+                        }[];
+                        credit_transactions: {
+                            [key: string]: unknown;
+                        }[];
+                        credit_holds: {
+                            [key: string]: unknown;
+                        }[];
+                        saved_searches: {
+                            [key: string]: unknown;
+                        }[];
+                        workspaces: {
+                            [key: string]: unknown;
+                        }[];
+                        api_keys: {
+                            [key: string]: unknown;
+                        }[];
+                        feedback: {
+                            [key: string]: unknown;
+                        }[];
+                        broadcast_recipients: {
+                            [key: string]: unknown;
+                        }[];
+                        email_consent_events: {
+                            [key: string]: unknown;
+                        }[];
+                        email_messages: {
+                            [key: string]: unknown;
+                        }[];
+                        payments: {
+                            [key: string]: unknown;
+                        }[];
+                        billing_adjustments: {
+                            [key: string]: unknown;
+                        }[];
+                        audit_logs: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
             };
             /** @description No or invalid Bearer token */
             401: {

@@ -17,10 +17,40 @@ import { RefuseApiKeys } from '../../common/decorators/refuse-api-keys.decorator
 import { sendProblem, toProblem } from '../../common/filters/problem-details.filter.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AccountDeletionService } from './account-deletion.service.js';
+import { EXPORT_SECTIONS } from './account-export.repository.js';
 import { AccountExportService } from './account-export.service.js';
 import { DeletionScheduledDto, MeResponseDto } from './dto/me-response.dto.js';
 import { SignupMetadataDto, SignupMetadataResultDto } from './dto/signup-metadata.dto.js';
 import { ProfileService } from './profile.service.js';
+
+/**
+ * The export's body, its sections read from EXPORT_SECTIONS so the document and the typed client name every
+ * table the bundle holds (rows are the tables' columns in snake_case, not a stable API shape).
+ */
+const EXPORT_BUNDLE_SCHEMA = {
+  type: 'object',
+  required: ['generated_at', 'user', 'credits', ...EXPORT_SECTIONS.map((section) => section.name)],
+  properties: {
+    generated_at: { type: 'string', format: 'date-time' },
+    user: { type: 'object', additionalProperties: true },
+    credits: {
+      type: 'object',
+      required: ['balance', 'plan_remaining', 'purchased_remaining', 'plan_expires_at'],
+      properties: {
+        balance: { type: 'integer' },
+        plan_remaining: { type: 'integer' },
+        purchased_remaining: { type: 'integer' },
+        plan_expires_at: { type: 'string', format: 'date-time', nullable: true },
+      },
+    },
+    ...Object.fromEntries(
+      EXPORT_SECTIONS.map((section) => [
+        section.name,
+        { type: 'array', items: { type: 'object', additionalProperties: true } },
+      ]),
+    ),
+  },
+};
 
 @ApiTags('current user')
 @ApiBearerAuth()
@@ -66,7 +96,8 @@ export class AccountController {
   @ApiProduces('application/json')
   @ApiOkResponse({
     description:
-      '{generated_at, user, subscriptions, credit_transactions, saved_searches, workspaces, api_keys, feedback, broadcast_recipients, email_consent_events, email_messages, payments, billing_adjustments, audit_logs}',
+      'An attachment (`Content-Disposition`): `generated_at`, `user` (the profile row), `credits` (the balance as GET /api/v1/credits counts it), then one array of rows per user-linked table.',
+    schema: EXPORT_BUNDLE_SCHEMA,
   })
   async export(@CurrentUser() user: User): Promise<StreamableFile> {
     const { filename, stream } = await this.exports.open(user);

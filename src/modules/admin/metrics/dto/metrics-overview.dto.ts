@@ -86,10 +86,8 @@ export class PackSalesDto {
   revenue!: Record<string, number>;
 }
 
-export class CreditDayDto {
-  @ApiProperty({ description: 'UTC date', example: '2026-11-24' })
-  date!: string;
-
+/** Credit movements summed over a window (the 30 days' totals carry no date). */
+export class CreditTotalsDto {
   @ApiInt({ description: 'Plan allowances granted', example: 5000 })
   granted!: number;
 
@@ -106,9 +104,14 @@ export class CreditDayDto {
   clawed_back!: number;
 }
 
+export class CreditDayDto extends CreditTotalsDto {
+  @ApiProperty({ description: 'UTC date', example: '2026-11-24' })
+  date!: string;
+}
+
 export class CreditsSectionDto {
-  @ApiProperty({ type: CreditDayDto, description: 'Totals of the last 30 days' })
-  last_30_days!: Omit<CreditDayDto, 'date'>;
+  @ApiProperty({ type: CreditTotalsDto, description: 'Totals of the last 30 days' })
+  last_30_days!: CreditTotalsDto;
 
   @ApiProperty({ type: [CreditDayDto], description: 'Per UTC day with any movement, oldest first' })
   by_day!: CreditDayDto[];
