@@ -571,6 +571,72 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
     expect((await api.http.post('/api/v1/ai/completions').send({ messages: MESSAGES })).status).toBe(401);
   });
 
+  // DESIGN 5c: a spend that takes the balance below LOW_BALANCE_PERCENT (10) of the tier's monthly credits
+  // (PRO: 1000, so 100) sends one low_balance e-mail per period. The reservation is only an upper bound of
+  // the call's cost: the rule is decided on what the call really charged, when it is settled or refunded.
+  describe('low-balance alert: decided on the settled cost, never on the reservation', () => {
+    /** The low_balance outbox jobs of a user: written in the transaction that decided them. */
+    const alerts = async (userId: string) =>
+      (await api.prisma.outboxEntry.findMany({ where: { jobName: 'send-email' } })).filter((e) => {
+        const payload = e.payload as { userId?: string; templateKey?: string };
+        return payload.userId === userId && payload.templateKey === 'low_balance';
+      });
+
+    it('sends none when the reservation dips below the line but the settle ends above it', async () => {
+      const { user, auth } = await customer(105);
+      // Reserved 10 (105 -> 95, below 100), charged 2: the settle leaves 103.
+      llm.behaviour = { kind: 'ok', usage: { prompt_tokens: 20, completion_tokens: 180 } };
+      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(res.status).toBe(200);
+      expect(res.body.credits_charged).toBe(2);
+      expect((await ledger(user.id)).map((r) => [r.kind, r.delta])).toEqual([
+        ['grant', 105],
+        ['spend', -10],
+        ['settle', 8],
+      ]);
+      expect(await balance(user.id)).toBe(103);
+      expect(await alerts(user.id)).toEqual([]);
+    });
+
+    it('sends exactly one when the settled cost really takes the balance below the line', async () => {
+      const { user, auth } = await customer(108);
+      // 108 -> 106 (reserved 10, down to 98 for the call; charged 2): above the line, no alert.
+      llm.behaviour = { kind: 'ok', usage: { prompt_tokens: 20, completion_tokens: 180 } };
+      expect((await complete(auth, { messages: MESSAGES, max_tokens: 970 })).status).toBe(200);
+      expect(await balance(user.id)).toBe(106);
+      expect(await alerts(user.id)).toEqual([]);
+      // 106 -> 96 (reserved 10, charged 10): this call really crosses the line.
+      llm.behaviour = { kind: 'ok', usage: { prompt_tokens: 30, completion_tokens: 970 } };
+      const crossing = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(crossing.body.credits_charged).toBe(10);
+      expect(await balance(user.id)).toBe(96);
+      const [alert, ...more] = await alerts(user.id);
+      expect(more).toEqual([]);
+      expect(alert.payload).toMatchObject({
+        userId: user.id,
+        templateKey: 'low_balance',
+        data: { balance: 96, tier: 'PRO' },
+      });
+      // Further spends below the line in the same period add nothing.
+      expect((await complete(auth, { messages: MESSAGES, max_tokens: 970 })).status).toBe(200);
+      expect(await balance(user.id)).toBe(86);
+      expect(await alerts(user.id)).toHaveLength(1);
+    });
+
+    it('sends none for a failed call (model 500, the reservation refunded)', async () => {
+      const { user, auth } = await customer(105);
+      llm.behaviour = { kind: 'status', status: 500 };
+      const res = await complete(auth, { messages: MESSAGES, max_tokens: 970 });
+      expect(res.status).toBe(503);
+      expect((await ledger(user.id)).map((r) => [r.kind, r.delta])).toEqual([
+        ['grant', 105],
+        ['spend', -10],
+        ['refund', 10],
+      ]);
+      expect(await alerts(user.id)).toEqual([]);
+    });
+  });
+
   describe('Idempotency-Key', () => {
     it('charges a retried request once and replays its response', async () => {
       const { user, auth } = await customer(100);

@@ -10,6 +10,8 @@ import type { User } from '../../src/generated/prisma/client.js';
 import { addMonths } from '../../src/modules/billing/jobs/allowance-months.js';
 import { AllowanceService } from '../../src/modules/billing/jobs/allowance.service.js';
 import { CheckoutTokenService } from '../../src/modules/billing/actions/checkout-token.service.js';
+import { UnitOfWork } from '../../src/infra/prisma/unit-of-work.js';
+import { CreditsService } from '../../src/modules/credits/credits.service.js';
 import { MeteredCreditsService } from '../../src/modules/credits/metered-credits.service.js';
 import {
   adjustmentEvent,
@@ -21,7 +23,7 @@ import {
   subscriptionEvent,
   transactionEvent,
 } from '../support/billing.js';
-import { expectLedgerConsistent } from '../support/credits.js';
+import { expectLedgerConsistent, grantCredits } from '../support/credits.js';
 import { type ApiApp, TEST_SECRETS, TestEnv } from '../support/test-env.js';
 import { signedToken } from '../support/tokens.js';
 import { waitFor } from '../support/wait.js';
@@ -665,37 +667,87 @@ describe('credit lifecycle (issue 18)', () => {
   });
 
   describe('low balance', () => {
-    it('enqueues one low_balance e-mail when 50 concurrent spends cross 10% of the allowance', async () => {
+    const alerts = async (userId: string) =>
+      (await api.prisma.outboxEntry.findMany({ where: { jobName: 'send-email' } })).filter((e) => {
+        const payload = e.payload as { userId?: string; templateKey?: string };
+        return payload.userId === userId && payload.templateKey === 'low_balance';
+      });
+    /** A metered call through the credits module: reserve `reserved`, then settle at `charged`. */
+    const call = async (userId: string, reserved: number, charged: number) => {
+      const reservation = await spend(userId, reserved);
+      expect(reservation.applied).toBe(true);
+      await api.app.get(MeteredCreditsService).settle(reservation.spend.jobId, charged);
+    };
+
+    it('enqueues one low_balance e-mail when 50 concurrent calls settle across 10% of the allowance', async () => {
       const { user: u } = await subscribed('PRO');
-      const results = await Promise.all(Array.from({ length: 50 }, () => spend(u.id, 19)));
-      expect(results.every((r) => r.applied)).toBe(true);
+      await Promise.all(Array.from({ length: 50 }, () => call(u.id, 20, 19)));
       expect((await user(u.id)).creditBalance).toBe(50);
-      const entries = await api.prisma.outboxEntry.findMany({ where: { jobName: 'send-email' } });
-      const alerts = entries.filter(
-        (e) =>
-          (e.payload as { userId?: string; templateKey?: string }).userId === u.id &&
-          (e.payload as { templateKey?: string }).templateKey === 'low_balance',
-      );
-      expect(alerts).toHaveLength(1);
+      expect(await alerts(u.id)).toHaveLength(1);
       const message = await waitFor(
         () => api.prisma.emailMessage.findFirst({ where: { userId: u.id, templateKey: 'low_balance' } }),
         10_000,
       );
       expect(message).toBeTruthy();
-      // Back above the line (three calls refunded) and below it again in the same period: still one e-mail.
-      const metered = api.app.get(MeteredCreditsService);
-      for (const r of results.slice(0, 3)) await metered.refund(r.spend.jobId, 'provider_failed');
+      // Back above the line (credits granted) and below it again in the same period: still one e-mail.
+      await grantCredits(api, u.id, 57);
       expect((await user(u.id)).creditBalance).toBe(107);
-      await spend(u.id, 10);
-      const again = (await api.prisma.outboxEntry.findMany({ where: { jobName: 'send-email' } })).filter(
-        (e) =>
-          (e.payload as { templateKey?: string; userId?: string }).templateKey === 'low_balance' &&
-          (e.payload as { userId?: string }).userId === u.id,
-      );
-      expect(again).toHaveLength(1);
+      await call(u.id, 10, 10);
+      expect((await user(u.id)).creditBalance).toBe(97);
+      expect(await alerts(u.id)).toHaveLength(1);
       expect(
         await api.prisma.emailMessage.count({ where: { userId: u.id, templateKey: 'low_balance' } }),
       ).toBe(1);
+    });
+
+    it('is decided on settled spends: reservations, refunds and other calls in flight never send it', async () => {
+      const { user: u } = await subscribed('PRO');
+      const metered = api.app.get(MeteredCreditsService);
+      // Two calls in flight: their reservations take 1000 to 50, far below the line of 100.
+      const long = await spend(u.id, 850);
+      const short = await spend(u.id, 100);
+      expect((await user(u.id)).creditBalance).toBe(50);
+      expect(await alerts(u.id)).toEqual([]);
+      // The short call costs all it reserved: 50 now, but the long call's 850 are still only held.
+      await metered.settle(short.spend.jobId, 100);
+      expect((await user(u.id)).creditBalance).toBe(50);
+      expect(await alerts(u.id)).toEqual([]);
+      // A third call fails and is refunded: nothing spent.
+      const failed = await spend(u.id, 40);
+      await metered.refund(failed.spend.jobId, 'provider_failed');
+      expect(await alerts(u.id)).toEqual([]);
+      // The long call really costs 820: 900 -> 80 settled, the crossing spend.
+      await metered.settle(long.spend.jobId, 820);
+      expect((await user(u.id)).creditBalance).toBe(80);
+      const [alert, ...more] = await alerts(u.id);
+      expect(more).toEqual([]);
+      expect(alert.payload).toMatchObject({ templateKey: 'low_balance', data: { balance: 80, tier: 'PRO' } });
+    });
+
+    it('is sent by a plain deduct (no reservation) that crosses the line, in the caller’s unit of work', async () => {
+      const { user: u } = await subscribed('PRO');
+      const credits = api.app.get(CreditsService);
+      const deduct = (amount: number) =>
+        api.app
+          .get(UnitOfWork)
+          .run((tx) => credits.deduct(tx, { userId: u.id, amount, jobId: `deduct-${randomUUID()}` }));
+      await deduct(900);
+      expect(await alerts(u.id)).toEqual([]);
+      await deduct(5);
+      expect((await user(u.id)).creditBalance).toBe(95);
+      const [alert, ...more] = await alerts(u.id);
+      expect(more).toEqual([]);
+      expect(alert.payload).toMatchObject({ data: { balance: 95 } });
+      // A rolled-back deduct leaves no alert behind: the outbox row is in its transaction.
+      const other = (await subscribed('PRO')).user;
+      await expect(
+        api.app.get(UnitOfWork).run(async (tx) => {
+          await credits.deduct(tx, { userId: other.id, amount: 950, jobId: `deduct-${randomUUID()}` });
+          throw new Error('the caller fails after the deduct');
+        }),
+      ).rejects.toThrow('the caller fails');
+      expect((await user(other.id)).creditBalance).toBe(1000);
+      expect(await alerts(other.id)).toEqual([]);
     });
   });
 

@@ -90,6 +90,19 @@ describe('credit reconciler: orphaned metered-call reservations', () => {
     expect(await metered.state(`ai-late-${user.id}`)).toBe('refunded');
   });
 
+  it('sends no low_balance e-mail for an orphaned reservation it refunds', async () => {
+    // PRO: 1000 credits a month, the line at 10% is 100. The reservation alone takes 120 to 40.
+    const user = await createUser(api.prisma, { currentTier: 'PRO' });
+    await grantCredits(api, user.id, 120);
+    await orphan(user.id, `ai-orphan-low-${user.id}`, 80);
+    expect((await reconciler.run()).refunded).toBe(1);
+    expect(await worker.get(CreditsService).balance(user.id)).toBe(120);
+    const alerts = (await api.prisma.outboxEntry.findMany({ where: { jobName: 'send-email' } })).filter(
+      (e) => (e.payload as { userId?: string }).userId === user.id,
+    );
+    expect(alerts).toEqual([]);
+  });
+
   it('runs as the scheduled job in the worker and records the run', async () => {
     const user = await createUser(api.prisma);
     await grantCredits(api, user.id, 7);

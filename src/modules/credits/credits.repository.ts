@@ -272,6 +272,17 @@ export class CreditsRepository {
       : { userId: rows[0].user_id, amount: rows[0].amount, purchased: rows[0].purchased };
   }
 
+  /**
+   * Credits a user's open reservations hold (metered calls in flight, index on (user_id, created_at)):
+   * what their settles or refunds will mostly give back. Inside a transaction that deleted a hold, that
+   * hold is no longer counted.
+   */
+  async heldFor(db: Db, userId: string): Promise<number> {
+    const rows = await db.$queryRaw<{ sum: bigint | null }[]>`
+      SELECT SUM(amount)::bigint AS sum FROM credit_holds WHERE user_id = ${userId}::uuid`;
+    return Number(rows[0]?.sum ?? 0);
+  }
+
   /** Oldest holds past the age limit (index on created_at; the table holds only open reservations). */
   async orphans(db: Db, olderThanMs: number, limit: number): Promise<string[]> {
     const rows = await db.$queryRaw<{ job_id: string }[]>`

@@ -309,36 +309,63 @@ export class CreditsService {
    * written to its outbox).
    */
   deduct(tx: Tx, input: LedgerInput): Promise<LedgerResult> {
-    return this.apply(tx, input, input.kind ?? CREDIT_KINDS.spend, -1, true);
+    const kind = input.kind ?? CREDIT_KINDS.spend;
+    return this.apply(tx, input, kind, -1, true, false, { spent: spentBy(kind, input.amount) });
   }
 
   /**
    * The deduction as its own transaction, one statement; `hold` also opens the metered call's reservation
-   * in that statement.
+   * in that statement. A reservation is an upper bound of the call's cost, not a spend: the low-balance
+   * rule waits for its settle (`settle`), and a refund spends nothing.
    */
   deductStandalone(input: LedgerInput, options: { hold?: boolean } = {}): Promise<LedgerResult> {
-    return this.apply(null, input, input.kind ?? CREDIT_KINDS.spend, -1, true, options.hold);
+    const kind = input.kind ?? CREDIT_KINDS.spend;
+    return this.apply(null, input, kind, -1, true, options.hold, {
+      spent: options.hold ? 0 : spentBy(kind, input.amount),
+    });
   }
 
   /**
-   * A spend that took the balance from at or above LOW_BALANCE_PERCENT of the tier's monthly allowance to
-   * below it enqueues one `low_balance` e-mail. Its outbox job id names the user and the current plan
-   * allowance (the period), so however many spends cross the line in one period, one e-mail is sent.
-   * Only a crossing spend does any work here: the deduct itself stays one statement.
+   * Closes a metered call's reservation at its real cost, inside the caller's unit of work: the `settle`
+   * row gives back `amount` (reserved - charged, possibly 0). `charged` is what the call really spent, so
+   * this is where a metered call's low-balance alert is decided.
+   */
+  settle(tx: Tx, input: Omit<LedgerInput, 'kind'> & { charged: number }): Promise<LedgerResult> {
+    const purchasedShare = input.purchasedShare ?? 0;
+    if (purchasedShare < 0 || purchasedShare > input.amount) {
+      throw new RangeError(`the purchased share ${purchasedShare} is outside 0..${input.amount}`);
+    }
+    return this.apply(tx, input, CREDIT_KINDS.settle, 1, false, false, {
+      purchasedShare,
+      spent: input.charged,
+    });
+  }
+
+  /**
+   * A real spend (`spent` > 0: a plain deduct, or a metered call's charge at its settle) that took the
+   * user's settled balance from at or above LOW_BALANCE_PERCENT of the tier's monthly allowance to below it
+   * enqueues one `low_balance` e-mail. The settled balance is the balance plus what open reservations
+   * hold: calls still in flight are upper bounds that their settles mostly give back, so neither a
+   * reservation nor another call's open hold decides the alert. A reservation and a refund spend nothing
+   * and never get here. The outbox job id names the user and the current plan allowance (the period), so
+   * however many spends cross the line in one period, one e-mail is sent. Above the line nothing is read;
+   * below it, one indexed read of the user's open holds.
    */
   private async alertLowBalance(
     tx: Tx | null,
     userId: string,
-    amount: number,
+    spent: number,
     result: ApplyOutcome,
   ): Promise<void> {
-    const after = result.balance;
-    if (after === null || !result.tier || amount <= 0) return;
+    if (result.balance === null || !result.tier || spent <= 0) return;
     const tiers = this.config.project.tiers;
     const monthly = Object.hasOwn(tiers, result.tier) ? tiers[result.tier].monthlyCredits : 0;
     const percent = this.config.credits.lowBalancePercent;
     const limit = monthly * percent;
-    if (limit <= 0 || !(after * 100 < limit && (after + amount) * 100 >= limit)) return;
+    // Open holds only add to the balance: at or above the line, the settled balance is too.
+    if (limit <= 0 || result.balance * 100 >= limit) return;
+    const after = result.balance + (await this.ledger.heldFor(tx ?? this.prisma, userId));
+    if (!(after * 100 < limit && (after + spent) * 100 >= limit)) return;
     const period = createHash('sha256')
       .update(result.planJobId ?? 'no-allowance')
       .digest('hex')
@@ -378,7 +405,13 @@ export class CreditsService {
     sign: 1 | -1,
     mustCover: boolean,
     hold = false,
-    extra: { purchasedShare?: number; purchasedFirst?: boolean; details?: LedgerDetails } = {},
+    extra: {
+      purchasedShare?: number;
+      purchasedFirst?: boolean;
+      details?: LedgerDetails;
+      /** Credits this row really spends (the low-balance rule); 0 for everything but spends and settles. */
+      spent?: number;
+    } = {},
   ): Promise<LedgerResult> {
     // A negative amount is a caller bug; silently flipping its sign would credit a claw-back.
     if (!Number.isSafeInteger(input.amount) || input.amount < 0 || input.amount > MAX_AMOUNT) {
@@ -402,7 +435,7 @@ export class CreditsService {
     if (result.outcome === 'inserted') {
       // Counted before commit: a rolled-back caller over-counts, which a rate metric tolerates.
       this.metrics.credits.inc({ kind }, input.amount);
-      if (kind === CREDIT_KINDS.spend) await this.alertLowBalance(tx, input.userId, input.amount, result);
+      if (extra.spent) await this.alertLowBalance(tx, input.userId, extra.spent, result);
       return { transaction: result.row!, applied: true, balance: result.balance! };
     }
     if (result.balance === null) throw new NotFoundError('The user does not exist.', 'user_not_found');
@@ -425,6 +458,9 @@ export class CreditsService {
     throw new Error(`ledger insert for job ${input.jobId} neither happened nor conflicted`);
   }
 }
+
+/** A deduct of kind `spend` spends its amount; other negative kinds (an adjustment) are not spends. */
+const spentBy = (kind: string, amount: number): number => (kind === CREDIT_KINDS.spend ? amount : 0);
 
 const ruleText = (rule: RolloverRule): string => (rule.kind === 'cap' ? `cap:${rule.cap}` : rule.kind);
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
+import { UnitOfWork } from '../../infra/prisma/unit-of-work.js';
 import type { CreditTransaction } from '../../generated/prisma/client.js';
 import { CreditsRepository, type LedgerDetails } from './credits.repository.js';
 import { CREDIT_KINDS, CreditsService } from './credits.service.js';
@@ -34,9 +35,13 @@ export class MeteredCreditsService {
     private readonly prisma: PrismaService,
     private readonly credits: CreditsService,
     private readonly ledger: CreditsRepository,
+    private readonly uow: UnitOfWork,
   ) {}
 
-  /** Deducts the reservation (402 when not covered) and opens its hold: one statement, committed together. */
+  /**
+   * Deducts the reservation (402 when not covered) and opens its hold: one statement, committed together.
+   * Not a spend for the low-balance rule: the settle decides that on the real cost.
+   */
   async reserve(input: ReserveInput): Promise<Reservation> {
     const result = await this.credits.deductStandalone(
       { ...input, kind: CREDIT_KINDS.spend },
@@ -49,25 +54,30 @@ export class MeteredCreditsService {
   /**
    * Charges the real cost: gives back the unused part of the reservation as a `settle` row (0 when the
    * estimate was exact). Never charges more than was reserved, so the balance cannot go negative. null
-   * when the hold was already closed (the reconciler refunded a call that took too long).
+   * when the hold was already closed (the reconciler refunded a call that took too long). A unit of work:
+   * the charge is the call's real spend, and a low-balance alert it causes is written to the same outbox
+   * transaction, pushed after commit without the call waiting for Redis.
    */
   settle(jobId: string, actualCost: number): Promise<Settlement | null> {
-    return this.prisma.$transaction(async (tx) => {
-      const hold = await this.ledger.take(tx, jobId);
-      if (!hold) return null;
-      const charged = Math.min(Math.max(0, Math.ceil(actualCost)), hold.amount);
-      // The charge is taken from plan credits first; what the reservation took from purchased credits
-      // and the charge did not use goes back to them.
-      await this.credits.grant(tx, {
-        userId: hold.userId,
-        amount: hold.amount - charged,
-        jobId,
-        kind: CREDIT_KINDS.settle,
-        details: { reserved: hold.amount, charged },
-        purchasedShare: Math.min(hold.purchased, hold.amount - charged),
-      });
-      return { reserved: hold.amount, charged };
-    });
+    return this.uow.run(
+      async (tx) => {
+        const hold = await this.ledger.take(tx, jobId);
+        if (!hold) return null;
+        const charged = Math.min(Math.max(0, Math.ceil(actualCost)), hold.amount);
+        // The charge is taken from plan credits first; what the reservation took from purchased credits
+        // and the charge did not use goes back to them.
+        await this.credits.settle(tx, {
+          userId: hold.userId,
+          amount: hold.amount - charged,
+          charged,
+          jobId,
+          details: { reserved: hold.amount, charged },
+          purchasedShare: Math.min(hold.purchased, hold.amount - charged),
+        });
+        return { reserved: hold.amount, charged };
+      },
+      { afterCommit: 'background' },
+    );
   }
 
   /** Gives the whole reservation back (kind `refund`). Returns the credits refunded, null when already closed. */
