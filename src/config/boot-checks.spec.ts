@@ -3,6 +3,7 @@ import {
   type BootProbes,
   corsOriginProblem,
   describeError,
+  developmentKeyWarning,
   formatRefusal,
   hmacKeyBytes,
   runBootChecks,
@@ -431,5 +432,27 @@ describe('release 0.2 boot refusals (issue 14), after the spec ones', () => {
 
   it('lets a secret and its own previous value be equal', async () => {
     expect(await check({ ...GOOD, BILLING_WEBHOOK_SECRET_PREVIOUS: GOOD.BILLING_WEBHOOK_SECRET })).toBeNull();
+  });
+});
+
+describe('developmentKeyWarning', () => {
+  const development = (env: Record<string, string>) => loadConfig({ APP_ENV: 'development', ...env });
+
+  it('names a key set below its floor in development, where the boot refusals do not apply', () => {
+    expect(developmentKeyWarning(development({ EMAIL_UNSUBSCRIBE_SECRET: 'short' }))).toBe(
+      'boot warning [secrets]: EMAIL_UNSUBSCRIBE_SECRET is unset or shorter than 32 characters; a deployed process refuses to start with it',
+    );
+    expect(developmentKeyWarning(development({ BILLING_WEBHOOK_SECRET: 'short' }))).toMatch(
+      /^boot warning \[secrets\]: BILLING_WEBHOOK_SECRET is unset or shorter than 32 bytes/,
+    );
+  });
+
+  it('says nothing for the development defaults, for long keys, in tests and when deployed (refused there)', () => {
+    expect(developmentKeyWarning(development({}))).toBeNull();
+    expect(developmentKeyWarning(development({ BILLING_WEBHOOK_SECRET: 'b'.repeat(32) }))).toBeNull();
+    expect(
+      developmentKeyWarning(loadConfig({ APP_ENV: 'test', BILLING_WEBHOOK_SECRET: 'short' })),
+    ).toBeNull();
+    expect(developmentKeyWarning(loadConfig({ ...GOOD, BILLING_WEBHOOK_SECRET: 'short' }))).toBeNull();
   });
 });

@@ -50,22 +50,15 @@ export function hmacKeyBytes(secret: string): number {
   return Buffer.byteLength(secret, 'utf8');
 }
 
-function secretsProblem(config: AppConfig): string | null {
+/** The first HMAC key that is unset or under its floor (SPEC Auth 7), or null. */
+function shortKeyProblem(config: AppConfig): string | null {
   const unsubscribe = config.email.unsubscribeSecret;
   if (!unsubscribe || unsubscribe.length < MIN_KEY_BYTES) {
     return `EMAIL_UNSUBSCRIBE_SECRET is unset or shorter than ${MIN_KEY_BYTES} characters`;
   }
-  const keys: [string, string | null][] = [
-    ['IDENTITY_WEBHOOK_SECRET', config.identity.webhookSecret],
-    ['BILLING_WEBHOOK_SECRET', config.billing.webhookSecret],
-    ['EMAIL_UNSUBSCRIBE_SECRET', unsubscribe],
-  ];
-  for (const [name, value] of keys) {
+  for (const [name, value] of currentKeys(config)) {
     if (!value || hmacKeyBytes(value) < minKeyBytes(name))
       return `${name} is unset or shorter than ${minKeyBytes(name)} bytes`;
-    if (DEV_SECRETS.includes(value)) {
-      return `${name} is the public development default`;
-    }
   }
   // Rotation overlap keys are optional, but an accepted key is a key: same rules.
   const previous: [string, string | null][] = [
@@ -80,8 +73,35 @@ function secretsProblem(config: AppConfig): string | null {
     if (value !== null && hmacKeyBytes(value) < minKeyBytes(name))
       return `${name} is shorter than ${minKeyBytes(name)} bytes`;
   }
+  return null;
+}
+
+const currentKeys = (config: AppConfig): [string, string | null][] => [
+  ['IDENTITY_WEBHOOK_SECRET', config.identity.webhookSecret],
+  ['BILLING_WEBHOOK_SECRET', config.billing.webhookSecret],
+  ['EMAIL_UNSUBSCRIBE_SECRET', config.email.unsubscribeSecret],
+];
+
+function secretsProblem(config: AppConfig): string | null {
+  const short = shortKeyProblem(config);
+  if (short) return short;
+  const publicDefault = currentKeys(config).find(
+    ([, value]) => value !== null && DEV_SECRETS.includes(value),
+  );
+  if (publicDefault) return `${publicDefault[0]} is the public development default`;
   if (config.testing && config.deployed) return 'TESTING=1 is set in a deployed environment';
   return null;
+}
+
+/**
+ * Development only (the boot refusals do not apply there, SPEC): a key the developer set below its floor
+ * (SPEC Auth 7) is named at boot, so it is not first met as a refused deployment. The public development
+ * defaults are long enough and say nothing.
+ */
+export function developmentKeyWarning(config: AppConfig): string | null {
+  if (config.env !== 'development') return null;
+  const short = shortKeyProblem(config);
+  return short && `boot warning [secrets]: ${short}; a deployed process refuses to start with it`;
 }
 
 function isLocalOrigin(origin: string): boolean {

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { AppConfig } from './app-config.js';
-import { formatRefusal, oneLine, runBootChecks } from './boot-checks.js';
+import { developmentKeyWarning, formatRefusal, oneLine, runBootChecks } from './boot-checks.js';
 import { ConfigError, loadConfig } from './env.js';
 import { Redis } from 'ioredis';
 
@@ -51,6 +51,8 @@ export async function bootConfig(env: Record<string, string | undefined> = proce
     }
     throw err;
   }
+  const warning = developmentKeyWarning(config);
+  if (warning) process.stderr.write(`${warning}\n`);
   const refusal = await runBootChecks(config, {
     database: () => probeDatabase(config),
     redis: () => probeRedis(config),
