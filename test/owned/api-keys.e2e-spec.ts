@@ -215,7 +215,7 @@ describe('API keys: CRUD through /api/v1/api_keys and authentication with the ke
       expect((await api.http.get('/api/v1/probe/admin').set('Authorization', alice)).status).toBe(200);
       const key = await create({ name: 'admin person' });
       const res = await api.http.get('/api/v1/probe/admin').set('Authorization', asKey(key.body.secret));
-      expectProblem(res, 403, 'admin_required');
+      expectProblem(res, 403, 'api_key_not_allowed');
       const refusal = await api.prisma.auditLog.findFirst({
         where: { action: 'admin.unauthorized', userId: 'user_key_alice' },
       });
