@@ -2,14 +2,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { randomUUID } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { HttpClient } from '../../src/infra/http/http-client.js';
-import { OUTAGE_MARK } from '../../src/infra/queue/job-failure.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
 import { BroadcastDispatcher } from '../../src/modules/broadcasts/broadcast-dispatcher.js';
 import { recipientKey } from '../../src/modules/broadcasts/broadcast-keys.js';
 import { DispatchInterrupted } from '../../src/modules/broadcasts/broadcast-sender.js';
-import { BroadcastSweeper } from '../../src/modules/broadcasts/broadcast-sweeper.js';
-import { broadcastJobId } from '../../src/modules/broadcasts/broadcasts.service.js';
 import type { User } from '../../src/generated/prisma/client.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
@@ -278,34 +275,6 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
     expect(await statuses(runId, members)).toEqual(['sent', 'sent', 'sent', 'sent']);
   });
 
-  it('keeps a run whose last attempt failed on a provider outage running; the sweep pushes it again and it finishes', async () => {
-    const { createdAt, audience } = day(7);
-    const members = await createAudience(api.prisma, 'last-outage', 3, { consent: true, createdAt });
-    for (const m of members) fake.failAddress(m.email, 503);
-    const worker = await fastWorker();
-    const queued = await api.prisma.broadcastRun.create({
-      data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
-    });
-    // One attempt: this is the job's last one.
-    const jobId = broadcastJobId(queued.id);
-    const queue = worker.get(QueueService).queue(JOBS.dispatchBroadcast.queue);
-    await worker.get(QueueService).add(JOBS.dispatchBroadcast, { runId: queued.id }, { jobId, attempts: 1 });
-    await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 20_000, 50);
-    expect((await queue.getJob(jobId))!.failedReason).toMatch(new RegExp(`^${OUTAGE_MARK}`));
-    expect(await run(queued.id)).toMatchObject({ status: 'running', sentCount: 0, failedCount: 0 });
-    expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
-    expect(fake.deliveries).toHaveLength(0);
-
-    // The provider is back: the sweep pushes the job again and the run resumes its pending batch.
-    for (const m of members) fake.restoreAddress(m.email);
-    expect((await worker.get(BroadcastSweeper).sweep()).requeued).toContain(queued.id);
-    const done = await finished(queued.id);
-    await env.stop(worker);
-    expect(done).toMatchObject({ status: 'done', sentCount: 3, failedCount: 0 });
-    for (const m of members) expect(fake.deliveredTo(m.email)).toHaveLength(1);
-    expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
-  });
-
   describe('dispatching directly (no queue), attempt by attempt', () => {
     let worker: INestApplication;
     let dispatcher: BroadcastDispatcher;
@@ -321,7 +290,7 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
         data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
       });
 
-    it('retries a batch answered 409 or 5xx past the retries under the same key, never one by one', async () => {
+    it('retries a batch answered 409 or 5xx under the same key within its budget, never one by one', async () => {
       const { createdAt, audience } = day(3);
       const members = await createAudience(api.prisma, 'ambiguous', 5, { consent: true, createdAt });
       const queued = await queuedRun(audience);
@@ -330,18 +299,17 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       fake.failNext(1, 409, {}, 'concurrent_idempotent_requests');
       await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
       expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
-      // 5xx on every attempt: the provider may have taken one of them.
-      fake.failNext(4);
-      await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
-      expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
-
+      // 5xx twice (the provider may have taken one of them), then answered: the next attempt has the three
+      // requests left of the batch's 1 + EMAIL_SEND_RETRIES.
+      fake.failNext(2);
       expect(await dispatcher.run(queued.id)).toMatchObject({
         status: 'done',
         counts: { sent: 5, failed: 0 },
       });
       expect(fake.requests.map((r) => `${r.path} ${r.status}`)).toEqual([
         '/emails/batch 409',
-        ...Array.from({ length: 4 }, () => '/emails/batch 503'),
+        '/emails/batch 503',
+        '/emails/batch 503',
         '/emails/batch 200',
       ]);
       expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
@@ -379,8 +347,10 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       const { createdAt, audience } = day(5);
       const members = await createAudience(api.prisma, 'regate', 6, { consent: true, createdAt });
       const queued = await queuedRun(audience);
-      // 5xx on every attempt: the batch stays pending under its key; the provider delivered nothing.
-      fake.failNext(4);
+      // Two 5xx, then 409 "still processing" ends the attempt: the batch stays pending under its key with
+      // one request left; the provider delivered nothing.
+      fake.failNext(2);
+      fake.failNext(1, 409, {}, 'concurrent_idempotent_requests');
       await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
       expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
       expect(fake.deliveries).toHaveLength(0);
@@ -404,6 +374,8 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       expect(`${last.path} ${last.status}`).toBe('/emails/batch 200');
       expect(last.body).toHaveLength(4);
       expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+      // The resend made the one request the batch had left.
+      expect(fake.requests.map((r) => r.status)).toEqual([503, 503, 409, 200]);
       // Recorded as a first send records them: skipped with the policy's reason, in the e-mail log too.
       expect(await recorded(queued.id, members)).toEqual(
         members.map((m) =>

@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { OutboundEmail } from './email.types.js';
 import { EmailProvider, EmailSendError } from './providers/email-provider.js';
+import { budgetSpentError, EmailSendBudget } from './send-budget.js';
 
 /** What the provider made of one message of a batch. */
 export type DeliveryOutcome =
@@ -20,9 +21,10 @@ export class DeliveryInterrupted extends Error {
  * What became of a batch request: `sent` (the provider holds this very body under the key: taken now, or
  * replayed from an earlier attempt with the same body), `sent_before` (the key already holds another body:
  * 409 `invalid_idempotent_request`, an earlier attempt's batch went out and nothing was delivered now),
- * `refused` (400/422: nothing delivered; the messages go out one by one).
+ * `refused` (400/422: nothing delivered; the messages go out one by one), `gave_up` (the key's budget of
+ * 1 + EMAIL_SEND_RETRIES requests is spent without a definitive answer: every message `failed`).
  */
-export type BatchResult = 'sent' | 'sent_before' | 'refused';
+export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up';
 
 /** Consecutive per-message provider outages after which the provider counts as down for this batch. */
 const OUTAGE_STREAK = 3;
@@ -31,25 +33,37 @@ const OUTAGE_STREAK = 3;
  * Batch delivery (moved from broadcasts/, issue 16 item 1): one provider batch request under an idempotency
  * key, or message by message with the outage rule. Outcomes are keyed by the caller's id for each message;
  * a DeliveryInterrupted means the rest must wait for a later attempt under the same key. Resend's batch
- * endpoint is all or nothing: only a batch refused outright (400/422, nothing delivered) answers false, to
- * go out one by one; every ambiguous outcome interrupts, since a new key could deliver twice.
+ * endpoint is all or nothing: only a batch refused outright (400/422, nothing delivered) is `refused`, to
+ * go out one by one; an ambiguous outcome interrupts, since a new key could deliver twice, until the key's
+ * request budget (EmailSendBudget, the one a single e-mail has) is spent: then the batch has failed.
  */
 @Injectable()
 export class EmailBatchDelivery {
-  constructor(private readonly provider: EmailProvider) {}
+  private readonly logger = new Logger(EmailBatchDelivery.name);
 
-  /** Every message has its outcome unless the batch was `refused` (it goes out alone then). */
+  constructor(
+    private readonly provider: EmailProvider,
+    private readonly budget: EmailSendBudget,
+  ) {}
+
+  /**
+   * Every message has its outcome unless the batch was `refused` (it goes out alone then). A batch may make
+   * 1 + EMAIL_SEND_RETRIES provider requests in total under its key, across job attempts, resumes and the
+   * sweep's pushes (issue 13 item 9): a resumed batch makes what is left, and one with nothing left fails.
+   */
   async sendBatch(
     messages: { id: string; message: OutboundEmail }[],
     key: string,
     outcomes: Map<string, DeliveryOutcome>,
     signal?: AbortSignal,
   ): Promise<BatchResult> {
+    const used = await this.budget.used(key);
+    if (used >= this.budget.limit) return this.giveUp(messages, key, outcomes, used);
     try {
       const results = await this.provider.sendBatch(
         messages.map(({ message }) => message),
         key,
-        { signal },
+        { signal, maxRequests: this.budget.limit - used, onRequest: () => this.budget.count(key) },
       );
       messages.forEach(({ id }, i) =>
         outcomes.set(id, { status: 'sent', providerId: results[i]?.id ?? null }),
@@ -63,9 +77,25 @@ export class EmailBatchDelivery {
         return 'sent_before';
       }
       if (err.kind === 'rejected') return 'refused';
-      // Nothing settled: the pending batch is resent under the same key by the next attempt.
+      // No definitive answer and no request left: the batch failed, as a single e-mail does.
+      const spent = await this.budget.used(key);
+      if (spent >= this.budget.limit) return this.giveUp(messages, key, outcomes, spent, err.message);
+      // Nothing settled: the pending batch is resent under the same key, with what is left, by the next attempt.
       throw new DeliveryInterrupted(err);
     }
+  }
+
+  private giveUp(
+    messages: { id: string }[],
+    key: string,
+    outcomes: Map<string, DeliveryOutcome>,
+    used: number,
+    lastAnswer?: string,
+  ): BatchResult {
+    const error = budgetSpentError(used, lastAnswer);
+    for (const { id } of messages) outcomes.set(id, { status: 'failed', error });
+    this.logger.warn({ batch_key: key, messages: messages.length, err: error }, 'e-mail batch failed');
+    return 'gave_up';
   }
 
   /**
