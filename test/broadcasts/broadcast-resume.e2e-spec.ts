@@ -400,33 +400,37 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
 
     it('gates single sends left pending by an outage again: the rest of the page goes out, not to who opted out', async () => {
       const { createdAt, audience } = day(6);
-      const members = await createAudience(api.prisma, 'regate-alone', 7, { consent: true, createdAt });
+      const members = await createAudience(api.prisma, 'regate-alone', 9, { consent: true, createdAt });
       const [refused, before, ...rest] = members;
-      const down = rest.slice(0, 3);
+      const [down, untried] = [rest.slice(0, 3), rest.slice(3)];
       // One refused address splits the batch; three outages in a row leave the rest of the page pending.
       fake.rejectAddress(refused.email);
       for (const m of down) fake.failAddress(m.email);
       const queued = await queuedRun(audience);
       await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
-      expect(await statuses(queued.id, members)).toEqual(['failed', 'sent', ...rest.map(() => 'pending')]);
+      expect(await statuses(queued.id, members)).toEqual([
+        'failed',
+        'sent',
+        ...down.map(() => 'failed'),
+        ...untried.map(() => 'pending'),
+      ]);
 
-      // One member the outage hit unsubscribes, one never tried is suppressed; the provider is back.
-      const [withdrawn, suppressed] = [down[1], rest[3]];
+      // Two members never tried: one unsubscribes, one is suppressed; the provider is back.
+      const [withdrawn, suppressed] = [untried[0], untried[2]];
       await unsubscribe(withdrawn);
       await bounce(suppressed);
       for (const m of down) fake.restoreAddress(m.email);
       const sentBefore = fake.requests.length;
       expect(await dispatcher.run(queued.id)).toMatchObject({
         status: 'done',
-        counts: { sent: 4, failed: 1, skipped: 2 },
+        counts: { sent: 3, failed: 4, skipped: 2 },
       });
       expect(fake.requests.slice(sentBefore).map((r) => `${r.path} ${r.status}`)).toEqual(
-        Array.from({ length: 3 }, () => '/emails 200'),
+        Array.from({ length: 2 }, () => '/emails 200'),
       );
       expect(fake.deliveredTo(withdrawn.email)).toHaveLength(0);
       expect(fake.deliveredTo(suppressed.email)).toHaveLength(0);
-      for (const m of [before, ...rest].filter((m) => m !== withdrawn && m !== suppressed))
-        expect(fake.deliveredTo(m.email)).toHaveLength(1);
+      for (const m of [before, untried[1], untried[3]]) expect(fake.deliveredTo(m.email)).toHaveLength(1);
       expect(await statuses(queued.id, [withdrawn, suppressed])).toEqual(['skipped', 'skipped']);
       expect((await recorded(queued.id, [withdrawn, suppressed])).map((r) => r[1])).toEqual([
         'no_consent',
@@ -434,50 +438,59 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       ]);
     });
 
-    it('leaves the recipients of an outage during single sends pending, and sends them on the next attempt', async () => {
+    it('fails single sends that spent their budget on an outage, leaves the rest of the page pending, and sends it on the next attempt', async () => {
       const { createdAt, audience } = day(4);
       const members = await createAudience(api.prisma, 'outage', 8, { consent: true, createdAt });
       const [refused, before, ...rest] = members;
-      const down = rest.slice(0, 3);
+      const [down, untried] = [rest.slice(0, 3), rest.slice(3)];
       // One refused address splits the batch; then the provider fails three messages in a row.
       fake.rejectAddress(refused.email);
       for (const m of down) fake.failAddress(m.email);
       const queued = await queuedRun(audience);
 
       await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
+      // Each message of the outage made its 1 + EMAIL_SEND_RETRIES requests and failed; three in a row mean
+      // the provider is down, and the messages not yet tried wait for the next attempt.
       expect(await statuses(queued.id, members)).toEqual([
         'failed',
         'sent',
-        'pending',
-        'pending',
-        'pending',
+        'failed',
+        'failed',
+        'failed',
         'pending',
         'pending',
         'pending',
       ]);
       const interrupted = await run(queued.id);
-      expect(interrupted).toMatchObject({ status: 'running', sentCount: 1, failedCount: 1 });
-      // Each message of the outage had its first attempt and 3 retries.
-      for (const m of down) {
-        const tries = fake.requests.filter(
-          (r) => r.path === '/emails' && (r.body as { to: string[] }).to[0] === m.email,
-        );
-        expect(tries.map((r) => r.status)).toEqual([503, 503, 503, 503]);
-      }
+      expect(interrupted).toMatchObject({ status: 'running', sentCount: 1, failedCount: 4 });
+      const tries = (m: User) =>
+        fake.requests.filter((r) => r.path === '/emails' && (r.body as { to: string[] }).to[0] === m.email);
+      for (const m of down) expect(tries(m).map((r) => r.status)).toEqual([503, 503, 503, 503]);
+      const rows = await api.prisma.broadcastRecipient.findMany({
+        where: { runId: queued.id, userId: { in: down.map((m) => m.id) } },
+      });
+      for (const row of rows) expect(row.error).toMatch(/provider answered 503.*after 4 provider requests/);
 
-      // The provider is back: the next attempt sends the pending ones, each once, before anything else.
+      // The provider is back: the next attempt sends the pending ones, each once; the failed stay failed
+      // (their budget is spent: no fifth request).
       for (const m of down) fake.restoreAddress(m.email);
       const sentBefore = fake.requests.length;
       expect(await dispatcher.run(queued.id)).toMatchObject({
         status: 'done',
-        counts: { sent: 7, failed: 1, skipped: 0 },
+        counts: { sent: 4, failed: 4, skipped: 0 },
       });
       expect(fake.requests.slice(sentBefore).map((r) => `${r.path} ${r.status}`)).toEqual(
-        Array.from({ length: 6 }, () => '/emails 200'),
+        Array.from({ length: 3 }, () => '/emails 200'),
       );
-      expect(fake.deliveredTo(refused.email)).toHaveLength(0);
-      for (const m of [before, ...rest]) expect(fake.deliveredTo(m.email)).toHaveLength(1);
-      expect(await statuses(queued.id, members)).toEqual(['failed', ...rest.map(() => 'sent'), 'sent']);
+      for (const m of down) expect(tries(m)).toHaveLength(4);
+      for (const m of [refused, ...down]) expect(fake.deliveredTo(m.email)).toHaveLength(0);
+      for (const m of [before, ...untried]) expect(fake.deliveredTo(m.email)).toHaveLength(1);
+      expect(await statuses(queued.id, members)).toEqual([
+        'failed',
+        'sent',
+        ...down.map(() => 'failed'),
+        ...untried.map(() => 'sent'),
+      ]);
     });
   });
 });

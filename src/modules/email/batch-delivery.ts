@@ -26,7 +26,7 @@ export class DeliveryInterrupted extends Error {
  */
 export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up';
 
-/** Consecutive per-message provider outages after which the provider counts as down for this batch. */
+/** Consecutive per-message provider outages after which the provider counts as down for the rest of the batch. */
 const OUTAGE_STREAK = 3;
 
 /**
@@ -99,42 +99,49 @@ export class EmailBatchDelivery {
   }
 
   /**
-   * Each message under its recipient's own key. A rejection fails that recipient alone. A transient
-   * failure (5xx/429/unreachable past the retries) is recorded `failed` only once the provider has
-   * answered a later message (it was about that message); OUTAGE_STREAK of them in a row mean the
-   * provider is down: they and the rest stay pending and the run resumes later.
+   * Each message under its recipient's own key, with that key's budget (1 + EMAIL_SEND_RETRIES requests
+   * in total, across attempts, as any e-mail). A rejection fails that recipient alone; so does any answer
+   * that is not definitive (5xx/429/unreachable past the retries, a 409 while the key is in progress, a
+   * credential error) once the message has no request left, and a message whose budget an earlier attempt
+   * spent fails without a request. With requests left such an answer (or a cancelled request) stops here:
+   * the message is resent under its key by a later attempt. OUTAGE_STREAK failures in a row mean the
+   * provider is down: the messages not yet tried stay pending (their budget untouched) for a later attempt.
    */
   async sendOneByOne(
     messages: { id: string; message: OutboundEmail }[],
     outcomes: Map<string, DeliveryOutcome>,
     signal?: AbortSignal,
   ): Promise<void> {
-    let streak: { recipientId: string; error: string }[] = [];
-    for (const { id: recipientId, message } of messages) {
+    let streak = 0;
+    for (const [index, { id: recipientId, message }] of messages.entries()) {
+      const key = message.idempotencyKey;
+      const used = await this.budget.used(key);
+      if (used >= this.budget.limit) {
+        outcomes.set(recipientId, { status: 'failed', error: budgetSpentError(used) });
+        continue;
+      }
       try {
-        const { id } = await this.provider.send(message, { signal });
+        const { id } = await this.provider.send(message, {
+          signal,
+          maxRequests: this.budget.limit - used,
+          onRequest: () => this.budget.count(key),
+        });
         outcomes.set(recipientId, { status: 'sent', providerId: id });
       } catch (err) {
-        const usable =
-          !signal?.aborted &&
-          err instanceof EmailSendError &&
-          err.kind !== 'misconfigured' &&
-          err.kind !== 'conflict';
-        if (!usable) throw new DeliveryInterrupted(err);
+        if (signal?.aborted || !(err instanceof EmailSendError)) throw new DeliveryInterrupted(err);
         if (err.kind === 'duplicate') outcomes.set(recipientId, { status: 'sent', providerId: null });
         else if (err.kind === 'rejected') outcomes.set(recipientId, { status: 'failed', error: err.message });
         else {
-          streak.push({ recipientId, error: err.message });
-          if (streak.length >= OUTAGE_STREAK) throw new DeliveryInterrupted(err);
+          // No definitive answer: resent under its key by a later attempt while it has requests left.
+          const spent = await this.budget.used(key);
+          if (spent < this.budget.limit) throw new DeliveryInterrupted(err);
+          outcomes.set(recipientId, { status: 'failed', error: budgetSpentError(spent, err.message) });
+          streak += 1;
+          if (streak >= OUTAGE_STREAK && index < messages.length - 1) throw new DeliveryInterrupted(err);
           continue;
         }
       }
-      for (const failure of streak)
-        outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
-      streak = [];
+      streak = 0;
     }
-    // Fewer than OUTAGE_STREAK at the very end: failed like any isolated failure (each had its retries).
-    for (const failure of streak)
-      outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
   }
 }
