@@ -2,14 +2,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { randomUUID } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { HttpClient } from '../../src/infra/http/http-client.js';
-import { OUTAGE_MARK } from '../../src/infra/queue/job-failure.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
 import { BroadcastDispatcher } from '../../src/modules/broadcasts/broadcast-dispatcher.js';
 import { recipientKey } from '../../src/modules/broadcasts/broadcast-keys.js';
 import { DispatchInterrupted } from '../../src/modules/broadcasts/broadcast-sender.js';
-import { BroadcastSweeper } from '../../src/modules/broadcasts/broadcast-sweeper.js';
-import { broadcastJobId } from '../../src/modules/broadcasts/broadcasts.service.js';
 import type { User } from '../../src/generated/prisma/client.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
@@ -278,34 +275,6 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
     expect(await statuses(runId, members)).toEqual(['sent', 'sent', 'sent', 'sent']);
   });
 
-  it('keeps a run whose last attempt failed on a provider outage running; the sweep pushes it again and it finishes', async () => {
-    const { createdAt, audience } = day(7);
-    const members = await createAudience(api.prisma, 'last-outage', 3, { consent: true, createdAt });
-    for (const m of members) fake.failAddress(m.email, 503);
-    const worker = await fastWorker();
-    const queued = await api.prisma.broadcastRun.create({
-      data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
-    });
-    // One attempt: this is the job's last one.
-    const jobId = broadcastJobId(queued.id);
-    const queue = worker.get(QueueService).queue(JOBS.dispatchBroadcast.queue);
-    await worker.get(QueueService).add(JOBS.dispatchBroadcast, { runId: queued.id }, { jobId, attempts: 1 });
-    await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 20_000, 50);
-    expect((await queue.getJob(jobId))!.failedReason).toMatch(new RegExp(`^${OUTAGE_MARK}`));
-    expect(await run(queued.id)).toMatchObject({ status: 'running', sentCount: 0, failedCount: 0 });
-    expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
-    expect(fake.deliveries).toHaveLength(0);
-
-    // The provider is back: the sweep pushes the job again and the run resumes its pending batch.
-    for (const m of members) fake.restoreAddress(m.email);
-    expect((await worker.get(BroadcastSweeper).sweep()).requeued).toContain(queued.id);
-    const done = await finished(queued.id);
-    await env.stop(worker);
-    expect(done).toMatchObject({ status: 'done', sentCount: 3, failedCount: 0 });
-    for (const m of members) expect(fake.deliveredTo(m.email)).toHaveLength(1);
-    expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
-  });
-
   describe('dispatching directly (no queue), attempt by attempt', () => {
     let worker: INestApplication;
     let dispatcher: BroadcastDispatcher;
@@ -321,7 +290,7 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
         data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
       });
 
-    it('retries a batch answered 409 or 5xx past the retries under the same key, never one by one', async () => {
+    it('retries a batch answered 409 or 5xx under the same key within its budget, never one by one', async () => {
       const { createdAt, audience } = day(3);
       const members = await createAudience(api.prisma, 'ambiguous', 5, { consent: true, createdAt });
       const queued = await queuedRun(audience);
@@ -330,18 +299,17 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       fake.failNext(1, 409, {}, 'concurrent_idempotent_requests');
       await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
       expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
-      // 5xx on every attempt: the provider may have taken one of them.
-      fake.failNext(4);
-      await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
-      expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
-
+      // 5xx twice (the provider may have taken one of them), then answered: the next attempt has the three
+      // requests left of the batch's 1 + EMAIL_SEND_RETRIES.
+      fake.failNext(2);
       expect(await dispatcher.run(queued.id)).toMatchObject({
         status: 'done',
         counts: { sent: 5, failed: 0 },
       });
       expect(fake.requests.map((r) => `${r.path} ${r.status}`)).toEqual([
         '/emails/batch 409',
-        ...Array.from({ length: 4 }, () => '/emails/batch 503'),
+        '/emails/batch 503',
+        '/emails/batch 503',
         '/emails/batch 200',
       ]);
       expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
@@ -379,8 +347,10 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       const { createdAt, audience } = day(5);
       const members = await createAudience(api.prisma, 'regate', 6, { consent: true, createdAt });
       const queued = await queuedRun(audience);
-      // 5xx on every attempt: the batch stays pending under its key; the provider delivered nothing.
-      fake.failNext(4);
+      // Two 5xx, then 409 "still processing" ends the attempt: the batch stays pending under its key with
+      // one request left; the provider delivered nothing.
+      fake.failNext(2);
+      fake.failNext(1, 409, {}, 'concurrent_idempotent_requests');
       await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
       expect(await statuses(queued.id, members)).toEqual(members.map(() => 'pending'));
       expect(fake.deliveries).toHaveLength(0);
@@ -404,6 +374,8 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       expect(`${last.path} ${last.status}`).toBe('/emails/batch 200');
       expect(last.body).toHaveLength(4);
       expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+      // The resend made the one request the batch had left.
+      expect(fake.requests.map((r) => r.status)).toEqual([503, 503, 409, 200]);
       // Recorded as a first send records them: skipped with the policy's reason, in the e-mail log too.
       expect(await recorded(queued.id, members)).toEqual(
         members.map((m) =>
@@ -428,33 +400,37 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
 
     it('gates single sends left pending by an outage again: the rest of the page goes out, not to who opted out', async () => {
       const { createdAt, audience } = day(6);
-      const members = await createAudience(api.prisma, 'regate-alone', 7, { consent: true, createdAt });
+      const members = await createAudience(api.prisma, 'regate-alone', 9, { consent: true, createdAt });
       const [refused, before, ...rest] = members;
-      const down = rest.slice(0, 3);
+      const [down, untried] = [rest.slice(0, 3), rest.slice(3)];
       // One refused address splits the batch; three outages in a row leave the rest of the page pending.
       fake.rejectAddress(refused.email);
       for (const m of down) fake.failAddress(m.email);
       const queued = await queuedRun(audience);
       await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
-      expect(await statuses(queued.id, members)).toEqual(['failed', 'sent', ...rest.map(() => 'pending')]);
+      expect(await statuses(queued.id, members)).toEqual([
+        'failed',
+        'sent',
+        ...down.map(() => 'failed'),
+        ...untried.map(() => 'pending'),
+      ]);
 
-      // One member the outage hit unsubscribes, one never tried is suppressed; the provider is back.
-      const [withdrawn, suppressed] = [down[1], rest[3]];
+      // Two members never tried: one unsubscribes, one is suppressed; the provider is back.
+      const [withdrawn, suppressed] = [untried[0], untried[2]];
       await unsubscribe(withdrawn);
       await bounce(suppressed);
       for (const m of down) fake.restoreAddress(m.email);
       const sentBefore = fake.requests.length;
       expect(await dispatcher.run(queued.id)).toMatchObject({
         status: 'done',
-        counts: { sent: 4, failed: 1, skipped: 2 },
+        counts: { sent: 3, failed: 4, skipped: 2 },
       });
       expect(fake.requests.slice(sentBefore).map((r) => `${r.path} ${r.status}`)).toEqual(
-        Array.from({ length: 3 }, () => '/emails 200'),
+        Array.from({ length: 2 }, () => '/emails 200'),
       );
       expect(fake.deliveredTo(withdrawn.email)).toHaveLength(0);
       expect(fake.deliveredTo(suppressed.email)).toHaveLength(0);
-      for (const m of [before, ...rest].filter((m) => m !== withdrawn && m !== suppressed))
-        expect(fake.deliveredTo(m.email)).toHaveLength(1);
+      for (const m of [before, untried[1], untried[3]]) expect(fake.deliveredTo(m.email)).toHaveLength(1);
       expect(await statuses(queued.id, [withdrawn, suppressed])).toEqual(['skipped', 'skipped']);
       expect((await recorded(queued.id, [withdrawn, suppressed])).map((r) => r[1])).toEqual([
         'no_consent',
@@ -462,50 +438,59 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       ]);
     });
 
-    it('leaves the recipients of an outage during single sends pending, and sends them on the next attempt', async () => {
+    it('fails single sends that spent their budget on an outage, leaves the rest of the page pending, and sends it on the next attempt', async () => {
       const { createdAt, audience } = day(4);
       const members = await createAudience(api.prisma, 'outage', 8, { consent: true, createdAt });
       const [refused, before, ...rest] = members;
-      const down = rest.slice(0, 3);
+      const [down, untried] = [rest.slice(0, 3), rest.slice(3)];
       // One refused address splits the batch; then the provider fails three messages in a row.
       fake.rejectAddress(refused.email);
       for (const m of down) fake.failAddress(m.email);
       const queued = await queuedRun(audience);
 
       await expect(dispatcher.run(queued.id)).rejects.toBeInstanceOf(DispatchInterrupted);
+      // Each message of the outage made its 1 + EMAIL_SEND_RETRIES requests and failed; three in a row mean
+      // the provider is down, and the messages not yet tried wait for the next attempt.
       expect(await statuses(queued.id, members)).toEqual([
         'failed',
         'sent',
-        'pending',
-        'pending',
-        'pending',
+        'failed',
+        'failed',
+        'failed',
         'pending',
         'pending',
         'pending',
       ]);
       const interrupted = await run(queued.id);
-      expect(interrupted).toMatchObject({ status: 'running', sentCount: 1, failedCount: 1 });
-      // Each message of the outage had its first attempt and 3 retries.
-      for (const m of down) {
-        const tries = fake.requests.filter(
-          (r) => r.path === '/emails' && (r.body as { to: string[] }).to[0] === m.email,
-        );
-        expect(tries.map((r) => r.status)).toEqual([503, 503, 503, 503]);
-      }
+      expect(interrupted).toMatchObject({ status: 'running', sentCount: 1, failedCount: 4 });
+      const tries = (m: User) =>
+        fake.requests.filter((r) => r.path === '/emails' && (r.body as { to: string[] }).to[0] === m.email);
+      for (const m of down) expect(tries(m).map((r) => r.status)).toEqual([503, 503, 503, 503]);
+      const rows = await api.prisma.broadcastRecipient.findMany({
+        where: { runId: queued.id, userId: { in: down.map((m) => m.id) } },
+      });
+      for (const row of rows) expect(row.error).toMatch(/provider answered 503.*after 4 provider requests/);
 
-      // The provider is back: the next attempt sends the pending ones, each once, before anything else.
+      // The provider is back: the next attempt sends the pending ones, each once; the failed stay failed
+      // (their budget is spent: no fifth request).
       for (const m of down) fake.restoreAddress(m.email);
       const sentBefore = fake.requests.length;
       expect(await dispatcher.run(queued.id)).toMatchObject({
         status: 'done',
-        counts: { sent: 7, failed: 1, skipped: 0 },
+        counts: { sent: 4, failed: 4, skipped: 0 },
       });
       expect(fake.requests.slice(sentBefore).map((r) => `${r.path} ${r.status}`)).toEqual(
-        Array.from({ length: 6 }, () => '/emails 200'),
+        Array.from({ length: 3 }, () => '/emails 200'),
       );
-      expect(fake.deliveredTo(refused.email)).toHaveLength(0);
-      for (const m of [before, ...rest]) expect(fake.deliveredTo(m.email)).toHaveLength(1);
-      expect(await statuses(queued.id, members)).toEqual(['failed', ...rest.map(() => 'sent'), 'sent']);
+      for (const m of down) expect(tries(m)).toHaveLength(4);
+      for (const m of [refused, ...down]) expect(fake.deliveredTo(m.email)).toHaveLength(0);
+      for (const m of [before, ...untried]) expect(fake.deliveredTo(m.email)).toHaveLength(1);
+      expect(await statuses(queued.id, members)).toEqual([
+        'failed',
+        'sent',
+        ...down.map(() => 'failed'),
+        ...untried.map(() => 'sent'),
+      ]);
     });
   });
 });

@@ -14,6 +14,7 @@ import { BroadcastSweeper } from '../../src/modules/broadcasts/broadcast-sweeper
 import { broadcastJobId } from '../../src/modules/broadcasts/broadcasts.service.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
+import { TcpProxy } from '../fakes/tcp-proxy.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -25,25 +26,32 @@ import { waitFor } from '../support/wait.js';
 const SHORT = { attempts: 2, backoff: { type: 'fixed', delay: 100 } };
 
 /**
- * A broadcast whose every job attempt failed on a provider outage (the fake answers 503 for its members
- * through all of HttpClient's retries): the run is left `running` with its job failed, and the sweep decides
- * by the run's age (docs/decisions/faults.md, "Outage longer than a job's attempts"). The runs are written
- * without an outbox row, so only the sweep can find them.
+ * A broadcast whose every job attempt failed on an outage (PostgreSQL, cut between the worker and the
+ * database through every attempt): the run is left `running` with its job failed, and the sweep decides by
+ * the run's age (docs/decisions/faults.md, "Outage longer than a job's attempts"). The runs are written
+ * without an outbox row, so only the sweep can find them. (A provider outage no longer leaves a run so: a
+ * batch has 1 + EMAIL_SEND_RETRIES requests in all and then fails, broadcast-retry-budget.e2e-spec.ts.)
  */
 describe('broadcast sweep: a run whose job failed for good on an outage', () => {
   let fake: FakeEmailApi;
   let env: TestEnv;
   let api: ApiApp;
   let worker: INestApplication;
+  let proxy: TcpProxy;
 
   beforeAll(async () => {
     fake = await FakeEmailApi.start();
     env = await TestEnv.create({ env: fake.env() });
     env.onClose(() => fake.close());
+    proxy = await TcpProxy.start(env.config.database.url);
+    env.onClose(() => proxy.close());
     api = await env.startApi();
-    worker = await env.startWorker();
+    // The worker reaches PostgreSQL through the proxy; the test (the API's client) does not.
+    worker = await env.startWorker({
+      config: env.configWith({ DATABASE_URL: proxy.rewrite(env.config.database.url) }),
+    });
     worker.get(HttpClient).backoffBaseMs = 5;
-  });
+  }, 60_000);
   afterAll(() => env.close());
   beforeEach(() => fake.reset());
 
@@ -66,8 +74,9 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
   };
 
   /**
-   * A queued run for `members` whose job fails for good while the provider is down for them; `data` joins
-   * the job's own (`outagePushes`: the pushes so far).
+   * A queued run for `members` whose job fails for good on an outage: the provider takes its batch, then
+   * PostgreSQL goes away before the answer is recorded and stays away through every attempt; it is back on
+   * return. `data` joins the job's own (`outagePushes`: the pushes so far).
    */
   async function failedOnOutage(
     n: number,
@@ -76,16 +85,20 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
   ): Promise<{ runId: string; members: User[] }> {
     const { createdAt, audience } = day(n);
     const members = await createAudience(api.prisma, label, 3, { consent: true, createdAt });
-    for (const m of members) fake.failAddress(m.email);
     const { id: runId } = await api.prisma.broadcastRun.create({
       data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
     });
     const jobId = broadcastJobId(runId);
+    fake.holdAnswers();
     await api.app.get(QueueService).add(JOBS.dispatchBroadcast, { runId, ...data }, { jobId, ...SHORT });
+    await waitFor(async () => fake.heldCount === 1, 20_000);
+    proxy.cut('reset');
+    fake.releaseHeld();
     const ended = await waitFor(async () => {
       const state = await queue().getJobState(jobId);
       return state === 'failed' || state === 'completed' ? state : null;
     }, 20_000);
+    proxy.restore();
     // Not `completed` with the run ended `failed`: the last attempt's outage leaves the run to a later push.
     expect(ended).toBe('failed');
     const job = await queue().getJob(jobId);
@@ -93,8 +106,10 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
     expect(job!.failedReason).toMatch(new RegExp(`^${OUTAGE_MARK}`));
     // The outage did not end the run: its batch stays reserved for a later attempt under its key.
     expect(await run(runId)).toMatchObject({ status: 'running', finishedAt: null });
-    expect(fake.deliveries).toHaveLength(0);
-    for (const m of members) fake.restoreAddress(m.email);
+    expect(await api.prisma.broadcastRecipient.count({ where: { runId, status: 'pending' } })).toBe(3);
+    // The provider took the batch once; its answer never reached the database.
+    expect(fake.requests.map((r) => r.status)).toEqual([200]);
+    expect(fake.deliveries).toHaveLength(3);
     return { runId, members };
   }
 
@@ -111,8 +126,10 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
       return current.status === 'done' ? current : null;
     }, 20_000);
     expect(done).toMatchObject({ sentCount: 3, failedCount: 0, recipientsTotal: 3 });
-    // Each member once, from the batch the failed attempts had reserved, resent under its key.
+    // Each member once: the batch the failed attempts had reserved was resent under its key and answered
+    // from the provider's idempotency record.
     expect(fake.deliveries.map((d) => d.to).sort()).toEqual(members.map((m) => m.email).sort());
+    expect(fake.requests.map((r) => r.status)).toEqual([200, 200]);
     expect(new Set(fake.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
   });
 
@@ -142,7 +159,7 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
     expect(await queue().getJobState(broadcastJobId(runId))).toBe('failed');
     expect((await worker.get(BroadcastSweeper).sweep()).requeued).not.toContain(runId);
     expect(fake.requests).toHaveLength(requestsBefore);
-    expect(fake.deliveries).toHaveLength(0);
+    expect(fake.deliveries).toHaveLength(3);
   });
 
   it('leaves a job that failed on an outage alone while the backoff since its last push lasts', async () => {

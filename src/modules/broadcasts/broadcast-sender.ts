@@ -44,9 +44,11 @@ interface Withheld {
  * rows, gates them again and resends the batch under the same key (`resume`), so a provider that took
  * it answers from its idempotency record instead of delivering again.
  *
- * What counts as delivered, refused or interrupted (the outage rule) is EmailBatchDelivery's; this class
+ * What counts as delivered, refused, failed or interrupted (the outage rule, and the budget of
+ * 1 + EMAIL_SEND_RETRIES provider requests per key across attempts) is EmailBatchDelivery's; this class
  * only keeps the run state it implies: a batch refused outright loses its key and goes out one by one
- * (`splitBatch`), and an interruption leaves what has no outcome pending for the next attempt.
+ * (`splitBatch`), a batch whose budget is spent is settled `failed`, and an interruption leaves what has
+ * no outcome pending for the next attempt (which resends it with what is left of the key's budget).
  */
 @Injectable()
 export class BroadcastSender {

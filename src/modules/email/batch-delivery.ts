@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { OutboundEmail } from './email.types.js';
 import { EmailProvider, EmailSendError } from './providers/email-provider.js';
+import { budgetSpentError, EmailSendBudget } from './send-budget.js';
 
 /** What the provider made of one message of a batch. */
 export type DeliveryOutcome =
@@ -20,36 +21,49 @@ export class DeliveryInterrupted extends Error {
  * What became of a batch request: `sent` (the provider holds this very body under the key: taken now, or
  * replayed from an earlier attempt with the same body), `sent_before` (the key already holds another body:
  * 409 `invalid_idempotent_request`, an earlier attempt's batch went out and nothing was delivered now),
- * `refused` (400/422: nothing delivered; the messages go out one by one).
+ * `refused` (400/422: nothing delivered; the messages go out one by one), `gave_up` (the key's budget of
+ * 1 + EMAIL_SEND_RETRIES requests is spent without a definitive answer: every message `failed`).
  */
-export type BatchResult = 'sent' | 'sent_before' | 'refused';
+export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up';
 
-/** Consecutive per-message provider outages after which the provider counts as down for this batch. */
+/** Consecutive per-message provider outages after which the provider counts as down for the rest of the batch. */
 const OUTAGE_STREAK = 3;
 
 /**
  * Batch delivery (moved from broadcasts/, issue 16 item 1): one provider batch request under an idempotency
  * key, or message by message with the outage rule. Outcomes are keyed by the caller's id for each message;
  * a DeliveryInterrupted means the rest must wait for a later attempt under the same key. Resend's batch
- * endpoint is all or nothing: only a batch refused outright (400/422, nothing delivered) answers false, to
- * go out one by one; every ambiguous outcome interrupts, since a new key could deliver twice.
+ * endpoint is all or nothing: only a batch refused outright (400/422, nothing delivered) is `refused`, to
+ * go out one by one; an ambiguous outcome interrupts, since a new key could deliver twice, until the key's
+ * request budget (EmailSendBudget, the one a single e-mail has) is spent: then the batch has failed.
  */
 @Injectable()
 export class EmailBatchDelivery {
-  constructor(private readonly provider: EmailProvider) {}
+  private readonly logger = new Logger(EmailBatchDelivery.name);
 
-  /** Every message has its outcome unless the batch was `refused` (it goes out alone then). */
+  constructor(
+    private readonly provider: EmailProvider,
+    private readonly budget: EmailSendBudget,
+  ) {}
+
+  /**
+   * Every message has its outcome unless the batch was `refused` (it goes out alone then). A batch may make
+   * 1 + EMAIL_SEND_RETRIES provider requests in total under its key, across job attempts, resumes and the
+   * sweep's pushes (issue 13 item 9): a resumed batch makes what is left, and one with nothing left fails.
+   */
   async sendBatch(
     messages: { id: string; message: OutboundEmail }[],
     key: string,
     outcomes: Map<string, DeliveryOutcome>,
     signal?: AbortSignal,
   ): Promise<BatchResult> {
+    const used = await this.budget.used(key);
+    if (used >= this.budget.limit) return this.giveUp(messages, key, outcomes, used);
     try {
       const results = await this.provider.sendBatch(
         messages.map(({ message }) => message),
         key,
-        { signal },
+        { signal, maxRequests: this.budget.limit - used, onRequest: () => this.budget.count(key) },
       );
       messages.forEach(({ id }, i) =>
         outcomes.set(id, { status: 'sent', providerId: results[i]?.id ?? null }),
@@ -63,48 +77,71 @@ export class EmailBatchDelivery {
         return 'sent_before';
       }
       if (err.kind === 'rejected') return 'refused';
-      // Nothing settled: the pending batch is resent under the same key by the next attempt.
+      // No definitive answer and no request left: the batch failed, as a single e-mail does.
+      const spent = await this.budget.used(key);
+      if (spent >= this.budget.limit) return this.giveUp(messages, key, outcomes, spent, err.message);
+      // Nothing settled: the pending batch is resent under the same key, with what is left, by the next attempt.
       throw new DeliveryInterrupted(err);
     }
   }
 
+  private giveUp(
+    messages: { id: string }[],
+    key: string,
+    outcomes: Map<string, DeliveryOutcome>,
+    used: number,
+    lastAnswer?: string,
+  ): BatchResult {
+    const error = budgetSpentError(used, lastAnswer);
+    for (const { id } of messages) outcomes.set(id, { status: 'failed', error });
+    this.logger.warn({ batch_key: key, messages: messages.length, err: error }, 'e-mail batch failed');
+    return 'gave_up';
+  }
+
   /**
-   * Each message under its recipient's own key. A rejection fails that recipient alone. A transient
-   * failure (5xx/429/unreachable past the retries) is recorded `failed` only once the provider has
-   * answered a later message (it was about that message); OUTAGE_STREAK of them in a row mean the
-   * provider is down: they and the rest stay pending and the run resumes later.
+   * Each message under its recipient's own key, with that key's budget (1 + EMAIL_SEND_RETRIES requests
+   * in total, across attempts, as any e-mail). A rejection fails that recipient alone; so does any answer
+   * that is not definitive (5xx/429/unreachable past the retries, a 409 while the key is in progress, a
+   * credential error) once the message has no request left, and a message whose budget an earlier attempt
+   * spent fails without a request. With requests left such an answer (or a cancelled request) stops here:
+   * the message is resent under its key by a later attempt. OUTAGE_STREAK failures in a row mean the
+   * provider is down: the messages not yet tried stay pending (their budget untouched) for a later attempt.
    */
   async sendOneByOne(
     messages: { id: string; message: OutboundEmail }[],
     outcomes: Map<string, DeliveryOutcome>,
     signal?: AbortSignal,
   ): Promise<void> {
-    let streak: { recipientId: string; error: string }[] = [];
-    for (const { id: recipientId, message } of messages) {
+    let streak = 0;
+    for (const [index, { id: recipientId, message }] of messages.entries()) {
+      const key = message.idempotencyKey;
+      const used = await this.budget.used(key);
+      if (used >= this.budget.limit) {
+        outcomes.set(recipientId, { status: 'failed', error: budgetSpentError(used) });
+        continue;
+      }
       try {
-        const { id } = await this.provider.send(message, { signal });
+        const { id } = await this.provider.send(message, {
+          signal,
+          maxRequests: this.budget.limit - used,
+          onRequest: () => this.budget.count(key),
+        });
         outcomes.set(recipientId, { status: 'sent', providerId: id });
       } catch (err) {
-        const usable =
-          !signal?.aborted &&
-          err instanceof EmailSendError &&
-          err.kind !== 'misconfigured' &&
-          err.kind !== 'conflict';
-        if (!usable) throw new DeliveryInterrupted(err);
+        if (signal?.aborted || !(err instanceof EmailSendError)) throw new DeliveryInterrupted(err);
         if (err.kind === 'duplicate') outcomes.set(recipientId, { status: 'sent', providerId: null });
         else if (err.kind === 'rejected') outcomes.set(recipientId, { status: 'failed', error: err.message });
         else {
-          streak.push({ recipientId, error: err.message });
-          if (streak.length >= OUTAGE_STREAK) throw new DeliveryInterrupted(err);
+          // No definitive answer: resent under its key by a later attempt while it has requests left.
+          const spent = await this.budget.used(key);
+          if (spent < this.budget.limit) throw new DeliveryInterrupted(err);
+          outcomes.set(recipientId, { status: 'failed', error: budgetSpentError(spent, err.message) });
+          streak += 1;
+          if (streak >= OUTAGE_STREAK && index < messages.length - 1) throw new DeliveryInterrupted(err);
           continue;
         }
       }
-      for (const failure of streak)
-        outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
-      streak = [];
+      streak = 0;
     }
-    // Fewer than OUTAGE_STREAK at the very end: failed like any isolated failure (each had its retries).
-    for (const failure of streak)
-      outcomes.set(failure.recipientId, { status: 'failed', error: failure.error });
   }
 }

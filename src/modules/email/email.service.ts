@@ -5,7 +5,7 @@ import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { EmailMessage, User } from '../../generated/prisma/client.js';
 import { EmailRecorder, type StoredBody } from './email-recorder.js';
 import { EmailRepository } from './email.repository.js';
-import { EmailSendBudget } from './send-budget.js';
+import { budgetSpentError, EmailSendBudget } from './send-budget.js';
 import { EmailTemplates } from './email.templates.js';
 import type { EmailKind, OutboundEmail, SendEmailJob } from './email.types.js';
 import { EmailProvider, EmailSendError } from './providers/email-provider.js';
@@ -106,8 +106,7 @@ export class EmailService {
     // 1 + EMAIL_SEND_RETRIES provider requests per e-mail in total, whatever the job attempt (issue 13).
     const used = await this.budget.used(job.idempotencyKey);
     if (used >= this.budget.limit) {
-      const error = `gave up after ${used} provider requests (1 + EMAIL_SEND_RETRIES)`;
-      return this.failed(user, job, template.kind, message.subject, error);
+      return this.failed(user, job, template.kind, message.subject, budgetSpentError(used));
     }
     let providerMessageId: string | null;
     try {

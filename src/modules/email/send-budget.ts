@@ -9,6 +9,7 @@ const TTL_SECONDS = 3 * 24 * 3600;
  * Provider requests made for one e-mail (its idempotency key), counted in Redis across job attempts,
  * so the spec's "1 + EMAIL_SEND_RETRIES requests" holds for the e-mail, not for each of BullMQ's
  * attempts (5 x 4 = 20 before). Redis holds the jobs themselves: the count lives as long as they do.
+ * A broadcast batch is one request body under one key: it has the same budget (EmailBatchDelivery).
  */
 @Injectable()
 export class EmailSendBudget {
@@ -35,4 +36,10 @@ export class EmailSendBudget {
   private key(idempotencyKey: string): string {
     return this.redis.key('email', 'requests', idempotencyKey);
   }
+}
+
+/** Why an e-mail is recorded `failed` once its budget is spent: the count and, when known, the last answer. */
+export function budgetSpentError(used: number, lastAnswer?: string): string {
+  const spent = `gave up after ${used} provider requests (1 + EMAIL_SEND_RETRIES)`;
+  return lastAnswer ? `${lastAnswer}; ${spent}` : spent;
 }
