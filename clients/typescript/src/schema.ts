@@ -2568,6 +2568,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -2909,6 +2918,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -2970,7 +2988,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3045,7 +3063,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3117,7 +3135,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3178,7 +3196,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3248,7 +3266,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3329,7 +3347,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3400,6 +3418,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3454,6 +3481,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3490,6 +3526,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3541,6 +3586,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3606,6 +3660,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3684,6 +3747,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3738,6 +3810,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3774,6 +3855,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3825,6 +3915,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3890,6 +3989,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3968,6 +4076,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -4023,7 +4140,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Refused when authenticated with an API key (code api_key_not_allowed) */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4068,6 +4185,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4126,7 +4252,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Refused when authenticated with an API key (code api_key_not_allowed) */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4178,6 +4304,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4239,7 +4374,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4302,7 +4437,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4375,7 +4510,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4427,6 +4562,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4498,7 +4642,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4589,7 +4733,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4680,7 +4824,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4843,6 +4987,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -4908,6 +5061,15 @@ export interface operations {
             };
             /** @description insufficient_credits (problem+json with balance and required) */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5216,7 +5378,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5267,7 +5429,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5341,7 +5503,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5405,7 +5567,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5466,7 +5628,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5524,7 +5686,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5574,7 +5736,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5624,7 +5786,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
