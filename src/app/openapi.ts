@@ -223,6 +223,8 @@ function finishOperation(path: string, operation: OperationObject): void {
   if (!isRateLimitExempt(path)) responses['429'] ??= { description: DEFAULT_ERRORS['429'] };
   for (const [status, response] of Object.entries(responses)) {
     if (!/^[45]/.test(status)) continue;
+    // A route whose error answer is its own JSON body (the readiness report's 503) documents it with a type.
+    if (hasJsonBody(response)) continue;
     const headers =
       status === '429' ? { ...rateLimitedHeaders(), ...(response.headers ?? {}) } : response.headers;
     responses[status] = { ...problemResponse(response.description, headers), ...pick(response, 'links') };
@@ -237,6 +239,9 @@ function addForbidden(responses: Record<string, ResponseObject>, code: string, e
   else if (!existing.description.includes(code))
     responses['403'] = { ...existing, description: `${existing.description}; ${description}` };
 }
+
+const hasJsonBody = (response: ResponseObject): boolean =>
+  typeof response.content === 'object' && response.content !== null && 'application/json' in response.content;
 
 const pick = <T extends object>(value: T, key: keyof T) =>
   value[key] !== undefined ? { [key]: value[key] } : {};

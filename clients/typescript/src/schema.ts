@@ -897,6 +897,77 @@ export interface components {
             /** @example name must not be blank */
             message: string;
         };
+        LivenessDto: {
+            /**
+             * @example ok
+             * @enum {string}
+             */
+            status: "ok";
+            /** @example subscription-service */
+            project_slug: string;
+            /**
+             * @example production
+             * @enum {string}
+             */
+            environment: "development" | "test" | "staging" | "production";
+        };
+        CheckResultDto: {
+            /**
+             * @example database
+             * @enum {string}
+             */
+            name: "database" | "redis" | "chromadb";
+            /**
+             * @description `ok` (`not configured` for an unset optional store), or the raw exception text of the failure.
+             * @example ok
+             */
+            message: string;
+            /**
+             * @description How long the probe took, in milliseconds.
+             * @example 3
+             */
+            latency_ms: number;
+            ok: boolean;
+        };
+        ReadinessReportDto: {
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            checked_at: string;
+            checks: components["schemas"]["CheckResultDto"][];
+            /** @description Whether every check passed (the status is 503 when not). */
+            ok: boolean;
+        };
+        ComponentStatusDto: {
+            /**
+             * @example database
+             * @enum {string}
+             */
+            name: "database" | "redis" | "chromadb";
+            /**
+             * @description `down`: its check failed; `degraded`: slower than its threshold.
+             * @example operational
+             * @enum {string}
+             */
+            status: "operational" | "degraded" | "down";
+        };
+        StatusReportDto: {
+            /** @example subscription-service */
+            project: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            checked_at: string;
+            /**
+             * @description `down` when a component is down, else `degraded` when one is degraded, else `operational`.
+             * @example operational
+             * @enum {string}
+             */
+            overall: "operational" | "degraded" | "down";
+            components: components["schemas"]["ComponentStatusDto"][];
+        };
         MeSubscriptionDto: {
             /**
              * @example ACTIVE
@@ -1775,6 +1846,22 @@ export interface components {
             refusal: string | null;
             usage: components["schemas"]["CompletionUsageDto"];
         };
+        UnsubscribedDto: {
+            /**
+             * @description Always true: also when the address was unsubscribed already.
+             * @example true
+             * @enum {boolean}
+             */
+            unsubscribed: true;
+        };
+        SubscribedDto: {
+            /**
+             * @description Always true: also when consent was given already.
+             * @example true
+             * @enum {boolean}
+             */
+            subscribed: true;
+        };
         SuppressionDto: {
             /**
              * Format: uuid
@@ -2371,12 +2458,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description {status, project_slug, environment} */
+            /** @description The process is up */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["LivenessDto"];
+                };
             };
         };
     };
@@ -2394,15 +2483,17 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ReadinessReportDto"];
+                };
             };
-            /** @description A check failed; messages carry the raw exception text */
+            /** @description A check failed: the same report (not a problem document), its `message` the raw exception text */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                    "application/json": components["schemas"]["ReadinessReportDto"];
                 };
             };
         };
@@ -2421,7 +2512,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["StatusReportDto"];
+                };
             };
         };
     };
@@ -5184,12 +5277,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Unsubscribed (also when already unsubscribed). No redirect. */
+            /** @description Unsubscribed (also when already unsubscribed). No redirect. A browser form (Accept preferring text/html) gets the confirmation page instead of JSON. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["UnsubscribedDto"];
+                };
             };
             /** @description Invalid or tampered token (problem+json); nothing changes. */
             400: {
@@ -5270,12 +5365,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Subscribed (also when already subscribed). No redirect. */
+            /** @description Subscribed (also when already subscribed). No redirect. A browser form (Accept preferring text/html) gets a page instead of JSON. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["SubscribedDto"];
+                };
             };
             /** @description invalid_confirmation_token; nothing changes. */
             400: {
