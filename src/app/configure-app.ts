@@ -78,6 +78,8 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
       'RateLimit-Reset',
       'RateLimit-Policy',
       'Idempotent-Replayed',
+      // The export's filename (GET /api/v1/account/me/export): not a CORS-safelisted header.
+      'Content-Disposition',
     ],
     maxAge: 600,
   });

@@ -64,6 +64,41 @@ describe('the repository', () => {
   });
 });
 
+/** The typed client is installed into frontends on its own (`npm install <repo>/clients/typescript` or a tarball). */
+describe('the typed client package (clients/typescript)', () => {
+  const client = JSON.parse(read('clients/typescript/package.json')) as {
+    scripts?: Record<string, string>;
+    dependencies?: Record<string, string>;
+    peerDependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+    files?: string[];
+    main?: string;
+    types?: string;
+  };
+  const root = JSON.parse(read('package.json')) as { devDependencies: Record<string, string> };
+
+  it('brings its runtime dependency, openapi-fetch, at the version the repository tests', () => {
+    // A dependency, not a peer or dev one: a frontend's install gets it without knowing about it.
+    const tested = root.devDependencies['openapi-fetch'];
+    expect(client.dependencies).toEqual({ 'openapi-fetch': tested });
+    expect(client.peerDependencies ?? {}).toEqual({});
+  });
+
+  it('builds dist/ itself when installed from its folder or packed, with its own TypeScript', () => {
+    expect(client.scripts?.build).toBe('tsc -p tsconfig.json');
+    expect(client.scripts?.prepare).toBe('npm run build');
+    expect(client.devDependencies).toEqual({ typescript: root.devDependencies.typescript });
+    expect(client.files).toEqual(expect.arrayContaining(['dist']));
+    expect([client.main, client.types]).toEqual(['./dist/index.js', './dist/index.d.ts']);
+  });
+
+  it('says how to install it (folder, tarball) in its README', () => {
+    const readme = read('clients/typescript/README.md');
+    expect(readme).toContain('npm pack');
+    expect(readme).toMatch(/npm install [^\n]*clients\/typescript/);
+  });
+});
+
 /** The repository's files (what a fresh clone has, generated and installed files aside), as paths. */
 function repositoryFiles(dir = ROOT, prefix = ''): string[] {
   const skip = new Set(['node_modules', 'dist', '.git', '.data', 'coverage', 'generated', '.dev-build']);

@@ -15,7 +15,14 @@ import {
   newIdempotencyKey,
   readRateLimit,
 } from '../../clients/typescript/src/index.js';
+import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import { FakeLlmServer } from '../fakes/llm-server.js';
+import {
+  missingProperties,
+  type OpenApiDocument,
+  responseSchema,
+  undocumentedProperties,
+} from '../security/support/openapi.js';
 import { grantCredits } from '../support/credits.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
@@ -190,5 +197,63 @@ describe('the typed client against the running service', () => {
     expect(unpaid.response.status).toBe(402);
     expect(unpaid.error).toMatchObject({ code: 'insufficient_credits', balance: 0 });
     expect(readRateLimit(unpaid.response)?.limit).toBe(5);
+  });
+
+  it('types the JSON answers of the e-mail links and the probes as the service sends them', async () => {
+    const documented = JSON.parse(readFileSync(join(ROOT, 'openapi.json'), 'utf8')) as OpenApiDocument;
+    const me = (await client.GET('/api/v1/me')).data!;
+    const tokens = api.app.get(UnsubscribeTokens);
+    // The links the e-mails carry.
+    const tokenOf = (link: string) => new URL(link).searchParams.get('t')!;
+    const anonymous = createApiClient({ baseUrl });
+    // What a script (no Accept: text/html) gets; a browser's form gets the HTML page instead.
+    const confirmed = await anonymous.POST('/api/v1/email/confirm', {
+      params: { query: { t: tokenOf(tokens.confirmUrl(me.id)) } },
+    });
+    const unsubscribed = await anonymous.POST('/api/v1/email/unsubscribe', {
+      params: { query: { t: tokenOf(tokens.url(me.id)) } },
+    });
+    const live = await anonymous.GET('/health');
+    const ready = await anonymous.GET('/health/ready');
+    const status = await anonymous.GET('/status');
+    // These compile only when the client types the answers (it typed them `undefined`).
+    expect({
+      subscribed: confirmed.data?.subscribed,
+      unsubscribed: unsubscribed.data?.unsubscribed,
+      live: live.data?.status,
+      ready: ready.data?.ok,
+      checks: ready.data?.checks.map((check) => check.name),
+      overall: status.data?.overall,
+    }).toEqual({
+      subscribed: true,
+      unsubscribed: true,
+      live: 'ok',
+      ready: true,
+      checks: ['database', 'redis', 'chromadb'],
+      overall: expect.any(String),
+    });
+
+    const answers = {
+      'post /api/v1/email/confirm': confirmed,
+      'post /api/v1/email/unsubscribe': unsubscribed,
+      'get /health': live,
+      'get /health/ready': ready,
+      'get /status': status,
+    };
+    const mismatches = Object.entries(answers).flatMap(([key, { response, data }]) => {
+      const [method, path] = key.split(' ');
+      expect({ key, status: response.status, type: response.headers.get('content-type') }).toEqual({
+        key,
+        status: 200,
+        type: expect.stringMatching(/^application\/json/),
+      });
+      const schema = responseSchema(documented, method, path, response.status);
+      if (!schema) return [`${key}: no JSON schema documented for ${response.status}`];
+      return [
+        ...undocumentedProperties(documented, schema, data),
+        ...missingProperties(documented, schema, data),
+      ].map((property) => `${key}: ${property}`);
+    });
+    expect(mismatches).toEqual([]);
   });
 });

@@ -6,8 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import type { Type } from '@nestjs/common';
+import { METHOD_METADATA } from '@nestjs/common/constants.js';
+import { MetadataScanner, ModulesContainer, NestFactory } from '@nestjs/core';
 import type { OpenAPIObject } from '@nestjs/swagger';
+import { ApiModule } from '../../src/app/api.module.js';
 import { generateOpenApiDocument, openApiText } from '../../src/app/openapi-generate.js';
+import { ALLOW_DELETED } from '../../src/common/decorators/allow-deleted.decorator.js';
+import { IS_PUBLIC } from '../../src/common/decorators/public.decorator.js';
+import { loadConfig } from '../../src/config/env.js';
 // @ts-expect-error -- a plain .mjs script shared with `npm run openapi` (no type declarations)
 import { clientSchemaText } from '../../scripts/openapi-client.mjs';
 
@@ -16,11 +23,50 @@ const PROBES = ['get /health', 'get /health/ready', 'get /status'];
 const REGENERATE = 'out of date: run `npm run openapi` and commit the result';
 
 type Operation = {
+  operationId?: string;
   summary?: string;
   security?: unknown[];
-  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }>; headers?: object }>;
+  responses: Record<
+    string,
+    { description?: string; content?: Record<string, { schema?: { $ref?: string } }>; headers?: object }
+  >;
   parameters?: { name: string; in: string; schema?: { format?: string } }[];
 };
+
+/**
+ * What the authentication guard reads for each handler (handler first, then its controller), keyed by the
+ * document's operationId (`<Controller>_<method>`), from the module graph of a preview application.
+ */
+async function guardFlags(): Promise<Map<string, { isPublic: boolean; allowDeleted: boolean }>> {
+  const app = await NestFactory.create(ApiModule.forRoot(loadConfig({ APP_ENV: 'development' })), {
+    preview: true,
+    logger: false,
+    abortOnError: false,
+  });
+  try {
+    const flags = new Map<string, { isPublic: boolean; allowDeleted: boolean }>();
+    const scanner = new MetadataScanner();
+    for (const module of app.get(ModulesContainer).values()) {
+      for (const wrapper of module.controllers.values()) {
+        const controller = wrapper.metatype as Type | null;
+        if (!controller) continue;
+        for (const name of scanner.getAllMethodNames(controller.prototype)) {
+          const handler = controller.prototype[name] as object;
+          if (Reflect.getMetadata(METHOD_METADATA, handler) === undefined) continue;
+          const flag = (key: string) =>
+            Boolean(Reflect.getMetadata(key, handler) ?? Reflect.getMetadata(key, controller));
+          flags.set(`${controller.name}_${name}`, {
+            isPublic: flag(IS_PUBLIC),
+            allowDeleted: flag(ALLOW_DELETED),
+          });
+        }
+      }
+    }
+    return flags;
+  } finally {
+    await app.close();
+  }
+}
 
 describe('openapi.json', () => {
   let document: OpenAPIObject;
@@ -71,6 +117,8 @@ describe('openapi.json', () => {
     const other = operations.flatMap(([key, op]) =>
       Object.entries(op.responses)
         .filter(([status]) => /^[45]/.test(status))
+        // Readiness answers its report with the 503 (a monitor reads which check failed).
+        .filter(([status]) => !(key === 'get /health/ready' && status === '503'))
         .filter(([, response]) => {
           const content = response.content ?? {};
           return (
@@ -81,6 +129,10 @@ describe('openapi.json', () => {
         .map(([status]) => `${key} ${status}`),
     );
     expect(other).toEqual([]);
+    const notReady = operations.find(([key]) => key === 'get /health/ready')![1].responses['503'];
+    expect(notReady.content).toEqual({
+      'application/json': { schema: { $ref: '#/components/schemas/ReadinessReportDto' } },
+    });
     const problem = document.components!.schemas!.ProblemDetails as { properties: Record<string, unknown> };
     expect(Object.keys(problem.properties)).toEqual(
       expect.arrayContaining(['type', 'title', 'status', 'detail', 'code', 'request_id', 'errors']),
@@ -107,6 +159,42 @@ describe('openapi.json', () => {
         headers: ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'],
       });
     }
+  });
+
+  it('documents the 403 account_deleted on every authenticated route but the @AllowDeleted ones', async () => {
+    // After DELETE /api/v1/account/me the authentication guard answers 403 account_deleted everywhere
+    // except on @AllowDeleted() routes and public ones; one 403 entry names every code a route answers.
+    const flags = await guardFlags();
+    const routes = operations.map(([key, op]) => ({ key, op, flags: flags.get(op.operationId ?? '') }));
+    expect(routes.filter((r) => !r.flags).map((r) => r.key)).toEqual([]);
+    // The document's security follows @Public(), so a client sees which routes need the token.
+    expect(
+      routes.filter((r) => r.flags!.isPublic !== (r.op.security!.length === 0)).map((r) => r.key),
+    ).toEqual([]);
+    const allowed = routes.filter((r) => r.flags!.allowDeleted).map((r) => r.key);
+    expect(allowed).toEqual(
+      expect.arrayContaining([
+        'get /api/v1/me',
+        'get /api/v1/account/me/export',
+        'post /api/v1/account/me/restore',
+      ]),
+    );
+    const codes = (op: Operation) => op.responses['403']?.description?.match(/account_deleted/g) ?? [];
+    const refusing = routes.filter((r) => !r.flags!.isPublic && !r.flags!.allowDeleted);
+    expect(refusing.length).toBeGreaterThan(40);
+    expect(refusing.filter((r) => codes(r.op).length !== 1).map((r) => r.key)).toEqual([]);
+    expect(routes.filter((r) => !refusing.includes(r) && codes(r.op).length > 0).map((r) => r.key)).toEqual(
+      [],
+    );
+    // Merged with what the route already documents, not replacing it.
+    const forbidden = (key: string) =>
+      operations.find(([k]) => k === key)![1].responses['403'].description ?? '';
+    expect(forbidden('get /api/v1/admin/users')).toMatch(
+      /admin_required.*api_key_not_allowed.*account_deleted/s,
+    );
+    expect(forbidden('post /api/v1/billing/checkout')).toMatch(/api_key_not_allowed.*account_deleted/);
+    expect(forbidden('get /api/v1/account/me/export')).not.toContain('account_deleted');
+    expect(forbidden('get /api/v1/account/me/export')).toContain('api_key_not_allowed');
   });
 
   it('documents the Idempotency-Key, the webhook signature headers and uuid path ids', () => {

@@ -1,11 +1,13 @@
 /**
  * The typed client in clients/typescript builds (tsc, declarations included) and its types hold: the
  * README's frontend example type-checks, and misuse (an unknown field, a wrong path, a problem's status
- * used as a string) does not.
+ * used as a string) does not. It packs on its own: `npm pack` (and so a frontend's install of the tarball)
+ * gets the built dist/ without anyone building it first.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from '@jest/globals';
 
@@ -73,5 +75,39 @@ export async function wrong() {
     expect(lines).toEqual([4, 5, 7]);
     expect(misuse.output).toContain("'nme'");
     expect(misuse.output).toContain("'toUpperCase' does not exist on type 'number'");
+  }, 120_000);
+
+  it('packs with dist/ built by its prepare script, from a copy that has no dist/', async () => {
+    // A copy as a clone has it (no dist/, no node_modules of its own); the repository's node_modules
+    // above it provide tsc and openapi-fetch's types, as in a checkout where `npm install` ran.
+    const scratch = mkdtempSync(join(tmpdir(), 'client-pack-'));
+    try {
+      symlinkSync(join(ROOT, 'node_modules'), join(scratch, 'node_modules'));
+      const copy = join(scratch, 'client');
+      cpSync(CLIENT, copy, {
+        recursive: true,
+        filter: (source) => !/^(dist|node_modules|\.typecheck)\b/.test(relative(CLIENT, source)),
+      });
+      const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json'], {
+        cwd: copy,
+        env: { ...process.env, npm_config_update_notifier: 'false' },
+      });
+      const [packed] = JSON.parse(stdout) as [{ name: string; files: { path: string }[] }];
+      const files = packed.files.map((file) => file.path);
+      expect(files).toEqual(
+        expect.arrayContaining([
+          'package.json',
+          'README.md',
+          'dist/index.js',
+          'dist/index.d.ts',
+          'dist/schema.js',
+          'dist/schema.d.ts',
+        ]),
+      );
+      // Nothing of the build set-up or the scratch type checks ships.
+      expect(files.filter((file) => !/^(dist|src)\/|^(package\.json|README\.md)$/.test(file))).toEqual([]);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
   }, 120_000);
 });

@@ -1,5 +1,13 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { FakeVectorStore } from '../fakes/vector-store.js';
+import {
+  missingProperties,
+  type OpenApiDocument,
+  responseSchema,
+  undocumentedProperties,
+} from '../security/support/openapi.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
 describe('health: /health, /health/ready, /status', () => {
@@ -47,6 +55,17 @@ describe('health: /health, /health/ready, /status', () => {
     expect(ready.body.ok).toBe(false);
     const chroma = ready.body.checks.find((c: { name: string }) => c.name === 'chromadb');
     expect(chroma).toMatchObject({ ok: false, message: 'heartbeat answered HTTP 500' });
+    // The 503 is the report as JSON, as openapi.json says (a monitor typed from the client reads `checks`).
+    expect(ready.headers['content-type']).toMatch(/^application\/json/);
+    const documented = JSON.parse(
+      readFileSync(join(import.meta.dirname, '..', '..', 'openapi.json'), 'utf8'),
+    ) as OpenApiDocument;
+    const schema = responseSchema(documented, 'get', '/health/ready', 503);
+    expect(schema).toEqual({ $ref: '#/components/schemas/ReadinessReportDto' });
+    expect([
+      ...undocumentedProperties(documented, schema!, ready.body),
+      ...missingProperties(documented, schema!, ready.body),
+    ]).toEqual([]);
 
     const status = await api.http.get('/status');
     expect(status.status).toBe(200);

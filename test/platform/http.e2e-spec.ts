@@ -201,6 +201,32 @@ describe('security headers, CORS and API docs', () => {
     expect(goodPreflight.headers['access-control-allow-methods']).toContain('PATCH');
   });
 
+  it('lets a browser read the headers a frontend uses, the export filename included', async () => {
+    const exported = await api.http
+      .get('/api/v1/account/me/export')
+      .set('Origin', 'https://app.example.com')
+      .set('Authorization', await api.bearer('user_cors_export', 'cors-export@example.com'));
+    expect(exported.status).toBe(200);
+    expect(exported.headers['content-disposition']).toMatch(/^attachment; filename="[^"]+\.json"$/);
+    expect(exported.headers['access-control-allow-origin']).toBe('https://app.example.com');
+    // Without Content-Disposition here, fetch() in the page sees no such header (CORS safelists few).
+    const exposed = (exported.headers['access-control-expose-headers'] ?? '')
+      .split(',')
+      .map((name: string) => name.trim().toLowerCase());
+    expect(exposed.sort()).toEqual(
+      [
+        'content-disposition',
+        'idempotent-replayed',
+        'ratelimit-limit',
+        'ratelimit-policy',
+        'ratelimit-remaining',
+        'ratelimit-reset',
+        'retry-after',
+        'x-request-id',
+      ].sort(),
+    );
+  });
+
   it('denies every origin when CORS_ORIGINS is empty', async () => {
     const closed = await env.startApi({ config: env.configWith({ CORS_ORIGINS: '' }) });
     const res = await closed.http.get('/health').set('Origin', 'https://app.example.com');

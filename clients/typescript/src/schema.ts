@@ -897,6 +897,77 @@ export interface components {
             /** @example name must not be blank */
             message: string;
         };
+        LivenessDto: {
+            /**
+             * @example ok
+             * @enum {string}
+             */
+            status: "ok";
+            /** @example subscription-service */
+            project_slug: string;
+            /**
+             * @example production
+             * @enum {string}
+             */
+            environment: "development" | "test" | "staging" | "production";
+        };
+        CheckResultDto: {
+            /**
+             * @example database
+             * @enum {string}
+             */
+            name: "database" | "redis" | "chromadb";
+            /**
+             * @description `ok` (`not configured` for an unset optional store), or the raw exception text of the failure.
+             * @example ok
+             */
+            message: string;
+            /**
+             * @description How long the probe took, in milliseconds.
+             * @example 3
+             */
+            latency_ms: number;
+            ok: boolean;
+        };
+        ReadinessReportDto: {
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            checked_at: string;
+            checks: components["schemas"]["CheckResultDto"][];
+            /** @description Whether every check passed (the status is 503 when not). */
+            ok: boolean;
+        };
+        ComponentStatusDto: {
+            /**
+             * @example database
+             * @enum {string}
+             */
+            name: "database" | "redis" | "chromadb";
+            /**
+             * @description `down`: its check failed; `degraded`: slower than its threshold.
+             * @example operational
+             * @enum {string}
+             */
+            status: "operational" | "degraded" | "down";
+        };
+        StatusReportDto: {
+            /** @example subscription-service */
+            project: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            checked_at: string;
+            /**
+             * @description `down` when a component is down, else `degraded` when one is degraded, else `operational`.
+             * @example operational
+             * @enum {string}
+             */
+            overall: "operational" | "degraded" | "down";
+            components: components["schemas"]["ComponentStatusDto"][];
+        };
         MeSubscriptionDto: {
             /**
              * @example ACTIVE
@@ -1775,6 +1846,22 @@ export interface components {
             refusal: string | null;
             usage: components["schemas"]["CompletionUsageDto"];
         };
+        UnsubscribedDto: {
+            /**
+             * @description Always true: also when the address was unsubscribed already.
+             * @example true
+             * @enum {boolean}
+             */
+            unsubscribed: true;
+        };
+        SubscribedDto: {
+            /**
+             * @description Always true: also when consent was given already.
+             * @example true
+             * @enum {boolean}
+             */
+            subscribed: true;
+        };
         SuppressionDto: {
             /**
              * Format: uuid
@@ -2371,12 +2458,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description {status, project_slug, environment} */
+            /** @description The process is up */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["LivenessDto"];
+                };
             };
         };
     };
@@ -2394,15 +2483,17 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ReadinessReportDto"];
+                };
             };
-            /** @description A check failed; messages carry the raw exception text */
+            /** @description A check failed: the same report (not a problem document), its `message` the raw exception text */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                    "application/json": components["schemas"]["ReadinessReportDto"];
                 };
             };
         };
@@ -2421,7 +2512,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["StatusReportDto"];
+                };
             };
         };
     };
@@ -2561,6 +2654,15 @@ export interface operations {
             };
             /** @description No or invalid Bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2909,6 +3011,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -2970,7 +3081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3045,7 +3156,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3117,7 +3228,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3178,7 +3289,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3248,7 +3359,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3329,7 +3440,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3400,6 +3511,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3454,6 +3574,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3490,6 +3619,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3541,6 +3679,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3606,6 +3753,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3684,6 +3840,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3738,6 +3903,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3774,6 +3948,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3825,6 +4008,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3890,6 +4082,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3968,6 +4169,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -4023,7 +4233,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Refused when authenticated with an API key (code api_key_not_allowed) */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4068,6 +4278,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4126,7 +4345,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Refused when authenticated with an API key (code api_key_not_allowed) */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4178,6 +4397,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4239,7 +4467,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4302,7 +4530,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4375,7 +4603,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4427,6 +4655,15 @@ export interface operations {
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4498,7 +4735,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4589,7 +4826,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4680,7 +4917,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4843,6 +5080,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -4908,6 +5154,15 @@ export interface operations {
             };
             /** @description insufficient_credits (problem+json with balance and required) */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5022,12 +5277,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Unsubscribed (also when already unsubscribed). No redirect. */
+            /** @description Unsubscribed (also when already unsubscribed). No redirect. A browser form (Accept preferring text/html) gets the confirmation page instead of JSON. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["UnsubscribedDto"];
+                };
             };
             /** @description Invalid or tampered token (problem+json); nothing changes. */
             400: {
@@ -5108,12 +5365,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Subscribed (also when already subscribed). No redirect. */
+            /** @description Subscribed (also when already subscribed). No redirect. A browser form (Accept preferring text/html) gets a page instead of JSON. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["SubscribedDto"];
+                };
             };
             /** @description invalid_confirmation_token; nothing changes. */
             400: {
@@ -5216,7 +5475,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5267,7 +5526,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5341,7 +5600,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5405,7 +5664,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5466,7 +5725,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5524,7 +5783,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5574,7 +5833,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5624,7 +5883,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized */
+            /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -16,7 +16,7 @@ import { ApiKeysService } from './api-keys.service.js';
 import { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';
 import { ApiUuidParam } from '../../common/openapi/api-fields.js';
 
-const KEY_MANAGEMENT_REFUSED = 'Refused when authenticated with an API key (code api_key_not_allowed)';
+const KEY_MANAGEMENT_REFUSED = 'api_key_not_allowed: called with an API key';
 
 /** The owned-resource routes minus PATCH; DELETE revokes. Written out because create returns the secret. */
 @ApiTags('api keys')

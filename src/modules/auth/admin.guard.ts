@@ -145,6 +145,6 @@ export const AdminOnly = () =>
     UseGuards(AdminGuard),
     ApiForbiddenResponse({
       description:
-        'admin_required: not an allowlisted administrator; api_key_not_allowed: called with an API key, whoever owns it. Both are audited as admin.unauthorized',
+        'admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized)',
     }),
   );

@@ -10,6 +10,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
+import { SubscribedDto } from './dto/consent-links.dto.js';
 import { SubscriptionConfirmService } from './subscription-confirm.service.js';
 import { confirmSubscriptionPage, pageOrJson, subscriptionConfirmedPage } from './unsubscribe.pages.js';
 
@@ -52,14 +53,18 @@ export class SubscriptionConfirmController {
   })
   @ApiQuery(TOKEN_QUERY)
   @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data')
-  @ApiOkResponse({ description: 'Subscribed (also when already subscribed). No redirect.' })
+  @ApiOkResponse({
+    type: SubscribedDto,
+    description:
+      'Subscribed (also when already subscribed). No redirect. A browser form (Accept preferring text/html) gets a page instead of JSON.',
+  })
   @ApiBadRequestResponse({ description: 'invalid_confirmation_token; nothing changes.' })
   async confirm(
     @Query('t') token: unknown,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<string | { subscribed: true }> {
+  ): Promise<string | SubscribedDto> {
     await this.confirmations.confirm(token);
-    return pageOrJson(req, res, subscriptionConfirmedPage, { subscribed: true as const });
+    return pageOrJson<SubscribedDto>(req, res, subscriptionConfirmedPage, { subscribed: true });
   }
 }

@@ -10,6 +10,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
+import { UnsubscribedDto } from './dto/consent-links.dto.js';
 import { UnsubscribeService } from './unsubscribe.service.js';
 import { confirmationPage, pageOrJson, unsubscribedPage } from './unsubscribe.pages.js';
 
@@ -56,15 +57,19 @@ export class UnsubscribeController {
   @HttpCode(200)
   @ApiQuery(TOKEN_QUERY)
   @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data')
-  @ApiOkResponse({ description: 'Unsubscribed (also when already unsubscribed). No redirect.' })
+  @ApiOkResponse({
+    type: UnsubscribedDto,
+    description:
+      'Unsubscribed (also when already unsubscribed). No redirect. A browser form (Accept preferring text/html) gets the confirmation page instead of JSON.',
+  })
   @ApiBadRequestResponse({ description: 'Invalid or tampered token (problem+json); nothing changes.' })
   async oneClick(
     @Query('t') token: unknown,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
-  ): Promise<string | { unsubscribed: true }> {
+  ): Promise<string | UnsubscribedDto> {
     await this.unsubscribe.unsubscribe(token);
     // The confirmation page's form gets a page back; mail clients and API callers get JSON.
-    return pageOrJson(req, res, unsubscribedPage, { unsubscribed: true as const });
+    return pageOrJson<UnsubscribedDto>(req, res, unsubscribedPage, { unsubscribed: true });
   }
 }

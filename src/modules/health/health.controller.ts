@@ -2,7 +2,8 @@ import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
-import { HealthService, type ReadinessReport, type StatusReport } from './health.service.js';
+import { LivenessDto, ReadinessReportDto, StatusReportDto } from './dto/health.dto.js';
+import { HealthService } from './health.service.js';
 
 @ApiTags('operational')
 @Public()
@@ -14,8 +15,8 @@ export class HealthController {
   @ApiOperation({ summary: 'Liveness', description: 'Liveness only: no database, store or external call.' })
   @Get('health')
   @Header('Cache-Control', 'no-store')
-  @ApiOkResponse({ description: '{status, project_slug, environment}' })
-  liveness() {
+  @ApiOkResponse({ type: LivenessDto, description: 'The process is up' })
+  liveness(): LivenessDto {
     return this.health.liveness();
   }
 
@@ -25,9 +26,13 @@ export class HealthController {
   })
   @Get('health/ready')
   @Header('Cache-Control', 'no-store')
-  @ApiOkResponse({ description: 'All checks passed' })
-  @ApiServiceUnavailableResponse({ description: 'A check failed; messages carry the raw exception text' })
-  async readiness(@Res({ passthrough: true }) res: Response): Promise<ReadinessReport> {
+  @ApiOkResponse({ type: ReadinessReportDto, description: 'All checks passed' })
+  @ApiServiceUnavailableResponse({
+    type: ReadinessReportDto,
+    description:
+      'A check failed: the same report (not a problem document), its `message` the raw exception text',
+  })
+  async readiness(@Res({ passthrough: true }) res: Response): Promise<ReadinessReportDto> {
     const report = await this.health.readiness();
     res.status(report.ok ? 200 : 503);
     return report;
@@ -39,8 +44,11 @@ export class HealthController {
   })
   @Get('status')
   @Header('Cache-Control', 'no-store')
-  @ApiOkResponse({ description: 'Always 200: operational, degraded or down per component' })
-  status(): Promise<StatusReport> {
+  @ApiOkResponse({
+    type: StatusReportDto,
+    description: 'Always 200: operational, degraded or down per component',
+  })
+  status(): Promise<StatusReportDto> {
     return this.health.status();
   }
 }

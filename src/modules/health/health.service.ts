@@ -1,21 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
+import type { LivenessDto, ReadinessReportDto, StatusReportDto } from './dto/health.dto.js';
 import { type CheckResult, HealthProbes } from './health.probes.js';
 
-export type ComponentStatus = 'operational' | 'degraded' | 'down';
-
-export interface ReadinessReport {
-  ok: boolean;
-  checked_at: string;
-  checks: CheckResult[];
-}
-
-export interface StatusReport {
-  project: string;
-  checked_at: string;
-  overall: ComponentStatus;
-  components: { name: string; status: ComponentStatus }[];
-}
+export type ComponentStatus = StatusReportDto['overall'];
 
 @Injectable()
 export class HealthService {
@@ -24,17 +12,17 @@ export class HealthService {
     private readonly config: AppConfig,
   ) {}
 
-  liveness() {
+  liveness(): LivenessDto {
     return { status: 'ok', project_slug: this.config.project.projectSlug, environment: this.config.env };
   }
 
-  async readiness(): Promise<ReadinessReport> {
+  async readiness(): Promise<ReadinessReportDto> {
     const checks = await this.probes.runAll();
     return { ok: checks.every((c) => c.ok), checked_at: new Date().toISOString(), checks };
   }
 
   /** Public status page: no exception text, only operational / degraded / down per component. */
-  async status(): Promise<StatusReport> {
+  async status(): Promise<StatusReportDto> {
     const checks = await this.probes.runAll();
     const components = checks.map((check) => ({ name: check.name, status: this.componentStatus(check) }));
     const overall: ComponentStatus = components.some((c) => c.status === 'down')

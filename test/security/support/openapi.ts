@@ -1,6 +1,7 @@
 type Schema = {
   $ref?: string;
   type?: string;
+  required?: string[];
   properties?: Record<string, Schema>;
   additionalProperties?: boolean | Schema;
   items?: Schema;
@@ -41,6 +42,7 @@ function resolve(doc: OpenApiDocument, schema: Schema): Schema {
   const merged: Schema = { ...schema, properties: { ...(schema.properties ?? {}) } };
   for (const part of parts.map((p) => resolve(doc, p))) {
     Object.assign(merged.properties!, part.properties ?? {});
+    if (schema.allOf && part.required) merged.required = [...(merged.required ?? []), ...part.required];
     merged.items ??= part.items;
     merged.additionalProperties ??= part.additionalProperties;
   }
@@ -70,4 +72,20 @@ export function undocumentedProperties(
     else if (s.additionalProperties !== true) out.push(`${at}.${key}`);
   }
   return out;
+}
+
+/** Paths of properties a documented schema requires but a response lacks (the client would type them). */
+export function missingProperties(doc: OpenApiDocument, schema: Schema, value: unknown, at = '$'): string[] {
+  if (value === null || typeof value !== 'object') return [];
+  const s = resolve(doc, schema);
+  if (Array.isArray(value)) {
+    return s.items ? value.flatMap((item, i) => missingProperties(doc, s.items!, item, `${at}[${i}]`)) : [];
+  }
+  const record = value as Record<string, unknown>;
+  return [
+    ...(s.required ?? []).filter((key) => !(key in record)).map((key) => `${at}.${key} (required)`),
+    ...Object.entries(s.properties ?? {}).flatMap(([key, child]) =>
+      key in record ? missingProperties(doc, child, record[key], `${at}.${key}`) : [],
+    ),
+  ];
 }
