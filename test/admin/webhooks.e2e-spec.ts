@@ -114,6 +114,21 @@ describe('admin webhook archive: list, inspect, replay', () => {
     expect(audits[0].details).toMatchObject({ previous_status: 'FAILED', provider: 'billing' });
   });
 
+  it('refuses to replay an event the worker still holds (RECEIVED) with 409 still_processing, changing nothing', async () => {
+    const { row } = await failedCreated();
+    // Between two retries the row is RECEIVED again (its next attempt scheduled in the queue).
+    await api.prisma.webhookEvent.update({ where: { id: row.id }, data: { status: 'RECEIVED' } });
+    const before = await api.prisma.webhookEvent.findUniqueOrThrow({ where: { id: row.id } });
+    const res = await post(`/${row.id}/replay`);
+    expect(res.status).toBe(409);
+    expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(res.body).toMatchObject({ code: 'still_processing' });
+    expect(await api.prisma.webhookEvent.findUniqueOrThrow({ where: { id: row.id } })).toEqual(before);
+    expect(
+      await api.prisma.auditLog.count({ where: { action: 'webhook.replayed', resourceId: row.eventId } }),
+    ).toBe(0);
+  });
+
   it('20 concurrent replays of one FAILED event give one effect', async () => {
     const { user, row } = await failedCreated();
     api.config.project.priceTiers.pri_later = 'PRO';

@@ -3377,7 +3377,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description already_processed */
+            /** @description already_processed: the event was processed; still_processing: the worker still holds it (RECEIVED) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -561,6 +561,15 @@ export class WebhookInboxService {
           'already_processed',
         );
       }
+      // RECEIVED: the worker has it (waiting, or between retries). Running it here would spend its last
+      // attempt now (FAILED after 3 of WEBHOOK_PROCESS_ATTEMPTS) and a later bulk replay would start a
+      // second retry chain beside the one still scheduled.
+      if (status === 'RECEIVED') {
+        throw new ConflictError(
+          'This event is waiting for the worker or between its retries; replay runs FAILED or SKIPPED events.',
+          'still_processing',
+        );
+      }
       const row = await this.inbox.find(tx, id);
       await this.audit.record(tx, {
         actor,

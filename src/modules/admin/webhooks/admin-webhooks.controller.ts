@@ -67,7 +67,10 @@ export class AdminWebhooksController {
   @Post(':id/replay')
   @HttpCode(200)
   @ApiOkResponse({ type: ReplayResultDto })
-  @ApiConflictResponse({ description: 'already_processed' })
+  @ApiConflictResponse({
+    description:
+      'already_processed: the event was processed; still_processing: the worker still holds it (RECEIVED)',
+  })
   @ApiNotFoundResponse({ description: 'not_found' })
   replay(@Param('id') id: string, @CurrentUser() admin: User): Promise<ReplayResultDto> {
     return this.webhooks.replay(id, admin);
