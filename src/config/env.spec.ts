@@ -44,6 +44,9 @@ describe('loadConfig', () => {
       [{ BILLING_CREDIT_PACKS: 'pri_pro:500' }, /already the price of tier PRO/],
       [{ CREDIT_ROLLOVER: 'PRO:some' }, /CREDIT_ROLLOVER: PRO/],
       [{ CREDIT_ROLLOVER: 'GOLD:none' }, /unknown tier GOLD/],
+      [{ CREDIT_ROLLOVER: 'PRO:none,PRO:full' }, /CREDIT_ROLLOVER: PRO is given twice/],
+      [{ BILLING_PRICE_TIERS: 'pri_pro:PRO,pri_pro:TEAM' }, /BILLING_PRICE_TIERS: pri_pro is given twice/],
+      [{ BILLING_CREDIT_PACKS: 'pri_s:500,pri_s:600' }, /BILLING_CREDIT_PACKS: pri_s is given twice/],
       [{ LOW_BALANCE_PERCENT: '101' }, /LOW_BALANCE_PERCENT/],
     ] as const) {
       expect(() => loadConfig(env)).toThrow(message);

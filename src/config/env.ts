@@ -25,7 +25,10 @@ const pairs = (name: string, value: string): Record<string, string> => {
     const at = item.indexOf(':');
     if (at <= 0 || at === item.length - 1)
       throw new ConfigError(`${name}: expected key:value pairs, got "${item}"`);
-    out[item.slice(0, at).trim()] = item.slice(at + 1).trim();
+    const key = item.slice(0, at).trim();
+    // A key given twice is a mistake to fix, not a silent "last one wins" (PRO:none,PRO:full).
+    if (Object.hasOwn(out, key)) throw new ConfigError(`${name}: ${key} is given twice`);
+    out[key] = item.slice(at + 1).trim();
   }
   return out;
 };
