@@ -1,3 +1,4 @@
+import { API_PREFIX } from '../common/http/api-prefix.js';
 import { randomUUID } from 'node:crypto';
 import { type Server, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -20,7 +21,6 @@ import { RequestRateLimiter, requestRateLimitMiddleware } from '../modules/auth/
 import { createOpenApiDocument } from './openapi.js';
 import { AppLogger } from '../common/logging/app-logger.js';
 
-export const API_PREFIX = 'api/v1';
 
 /** Paths outside /api/v1: the operational trio and the webhook receivers. */
 const UNPREFIXED = [

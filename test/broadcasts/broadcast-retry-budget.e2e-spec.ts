@@ -79,7 +79,7 @@ describe('broadcast retries: at most 1 + EMAIL_SEND_RETRIES provider requests pe
   const finishedEntries = (runId: string) =>
     api.prisma.auditLog.findMany({ where: { action: 'broadcast.finished', resourceId: runId } });
 
-  it('records every recipient of a batch failed once its budget is spent, goes on, and ends the run failed', async () => {
+  it('records a batch failed once its budget is spent, lets the next page wait for a later attempt, and ends the run failed', async () => {
     const { createdAt, audience } = day(1);
     const members = await createAudience(api.prisma, 'budget-down', 3, { consent: true, createdAt });
     // The provider answers 500 to everything these members are in.
@@ -128,6 +128,9 @@ describe('broadcast retries: at most 1 + EMAIL_SEND_RETRIES provider requests pe
     // The job completed with the run: the sweep finds nothing to push, and nothing is sent again.
     const queue = worker.get(QueueService).queue(JOBS.dispatchBroadcast.queue);
     expect(await queue.getJobState(broadcastJobId(runId))).toBe('completed');
+    // The second page was not tried by the attempt whose batch spent its budget on the outage: it waited for
+    // the job's next attempt (a short outage must not fail the whole audience, one fresh budget per page).
+    expect((await queue.getJob(broadcastJobId(runId)))!.attemptsMade).toBeGreaterThan(1);
     const sweep = await worker.get(BroadcastSweeper).sweep();
     expect([...sweep.requeued, ...sweep.backingOff, ...sweep.failed]).not.toContain(runId);
     expect(fake.requests).toHaveLength(2 * limit);

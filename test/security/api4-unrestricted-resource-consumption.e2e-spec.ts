@@ -411,6 +411,12 @@ describe('API4 key-count bound, capped validation errors and the general rate li
         expect429(
           await limited.http.get('/api/v1/me').set({ Authorization: 'Bearer not-a-token', ...from(ip) }),
         );
+        // Outside the API (the queue dashboard's own ticket gate) a header does not lift the block.
+        expect429(
+          await limited.http
+            .get('/admin/queues/login?ticket=guess')
+            .set({ Authorization: 'Bearer not-a-token', ...from(ip) }),
+        );
       }
       // Another address is unaffected; probes and the providers' webhooks are never limited.
       expect((await limited.http.get('/api/v1/me').set(from('203.0.113.22'))).status).toBe(401);

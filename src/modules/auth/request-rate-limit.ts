@@ -5,6 +5,7 @@ import { AppConfig } from '../../config/app-config.js';
 import { RateLimitedError } from '../../common/errors/app-error.js';
 import { sendProblem, toProblem } from '../../common/filters/problem-details.filter.js';
 import { RedisService } from '../../infra/redis/redis.service.js';
+import { API_PREFIX } from '../../common/http/api-prefix.js';
 import type { Principal } from '../../common/principal.js';
 
 const MAX_BLOCKED_IPS = 10_000;
@@ -165,7 +166,10 @@ export function requestRateLimitMiddleware(limiter: RequestRateLimiter) {
   return (req: Request, res: Response, next: NextFunction): void => {
     if (isRateLimitExempt(req.path)) return next();
     const ip = clientIp(req);
-    const blocked = req.headers.authorization ? null : limiter.ipBlock(ip);
+    // Only where AuthenticationGuard decides (the API): it answers the block for failed credentials. Elsewhere
+    // (the queue dashboard's own gate, unknown paths) an Authorization header does not lift the block.
+    const authenticatedByGuard = req.headers.authorization && req.path.startsWith(`/${API_PREFIX}/`);
+    const blocked = authenticatedByGuard ? null : limiter.ipBlock(ip);
     if (blocked) {
       const { problem, headers } = toProblem(blocked, req.id === undefined ? undefined : String(req.id));
       return sendProblem(res, problem, headers);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EmailService, type SkipReason } from '../email/email.service.js';
 import type { EmailKind, OutboundEmail } from '../email/email.types.js';
-import { type DeliveryOutcome, EmailBatchDelivery } from '../email/batch-delivery.js';
+import { type DeliveryOutcome, DeliveryInterrupted, EmailBatchDelivery } from '../email/batch-delivery.js';
 import { newBatchKey, recipientKey } from './broadcast-keys.js';
 import { BroadcastRecorder, type PageRow } from './broadcast-recorder.js';
 import { type AudienceMember, BroadcastsRepository, type PendingGroup } from './broadcasts.repository.js';
@@ -146,6 +146,7 @@ export class BroadcastSender {
     let alone = key === null;
     // Withheld members are settled with the batch's answer (interrupted: they stay pending, gated again).
     let sentBefore = false;
+    let interruption: unknown = null;
     if (key !== null) {
       const result = await this.delivery.sendBatch(messages, key, outcomes, signal);
       sentBefore = result === 'sent_before';
@@ -153,9 +154,17 @@ export class BroadcastSender {
         await this.repository.splitBatch(run.id, key);
         alone = true;
       }
+      // The provider failed this batch's whole budget just now: it is settled `failed`, and the pages not
+      // reserved yet wait for a later attempt (each with its own budget) instead of spending theirs on the
+      // same outage, as the one-by-one path stops after OUTAGE_STREAK failures.
+      if (result === 'gave_up')
+        interruption = new DeliveryInterrupted(
+          new Error(
+            'the e-mail provider failed a whole batch; the rest of the run waits for a later attempt',
+          ),
+        );
     }
 
-    let interruption: unknown = null;
     if (alone)
       await this.delivery
         .sendOneByOne(messages, outcomes, signal)

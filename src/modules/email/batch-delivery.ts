@@ -21,10 +21,12 @@ export class DeliveryInterrupted extends Error {
  * What became of a batch request: `sent` (the provider holds this very body under the key: taken now, or
  * replayed from an earlier attempt with the same body), `sent_before` (the key already holds another body:
  * 409 `invalid_idempotent_request`, an earlier attempt's batch went out and nothing was delivered now),
- * `refused` (400/422: nothing delivered; the messages go out one by one), `gave_up` (the key's budget of
- * 1 + EMAIL_SEND_RETRIES requests is spent without a definitive answer: every message `failed`).
+ * `refused` (400/422: nothing delivered; the messages go out one by one), `gave_up` (this attempt spent
+ * the key's budget of 1 + EMAIL_SEND_RETRIES requests without a definitive answer: every message `failed`,
+ * and the provider is failing now), `spent` (an earlier attempt spent it: every message `failed`, no request
+ * made now).
  */
-export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up';
+export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up' | 'spent';
 
 /** Consecutive per-message provider outages after which the provider counts as down for the rest of the batch. */
 const OUTAGE_STREAK = 3;
@@ -58,7 +60,10 @@ export class EmailBatchDelivery {
     signal?: AbortSignal,
   ): Promise<BatchResult> {
     const used = await this.budget.used(key);
-    if (used >= this.budget.limit) return this.giveUp(messages, key, outcomes, used);
+    if (used >= this.budget.limit) {
+      this.giveUp(messages, key, outcomes, used);
+      return 'spent';
+    }
     try {
       const results = await this.provider.sendBatch(
         messages.map(({ message }) => message),
@@ -79,7 +84,10 @@ export class EmailBatchDelivery {
       if (err.kind === 'rejected') return 'refused';
       // No definitive answer and no request left: the batch failed, as a single e-mail does.
       const spent = await this.budget.used(key);
-      if (spent >= this.budget.limit) return this.giveUp(messages, key, outcomes, spent, err.message);
+      if (spent >= this.budget.limit) {
+        this.giveUp(messages, key, outcomes, spent, err.message);
+        return 'gave_up';
+      }
       // Nothing settled: the pending batch is resent under the same key, with what is left, by the next attempt.
       throw new DeliveryInterrupted(err);
     }
@@ -91,11 +99,10 @@ export class EmailBatchDelivery {
     outcomes: Map<string, DeliveryOutcome>,
     used: number,
     lastAnswer?: string,
-  ): BatchResult {
+  ): void {
     const error = budgetSpentError(used, lastAnswer);
     for (const { id } of messages) outcomes.set(id, { status: 'failed', error });
     this.logger.warn({ batch_key: key, messages: messages.length, err: error }, 'e-mail batch failed');
-    return 'gave_up';
   }
 
   /**

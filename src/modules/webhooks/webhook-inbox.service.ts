@@ -546,7 +546,8 @@ export class WebhookInboxService {
 
   /**
    * An operator's replay of one archived event, applied now in this process with the same handler and
-   * exactly-once rules (a concurrent replay or job finds it done). A PROCESSED event is a conflict.
+   * exactly-once rules. A PROCESSED event is a conflict (`already_processed`), and so is a RECEIVED one
+   * (`still_processing`): the worker holds it, or a concurrent replay has just reopened it.
    */
   async replay(
     id: string,
