@@ -21,7 +21,6 @@ import { RequestRateLimiter, requestRateLimitMiddleware } from '../modules/auth/
 import { createOpenApiDocument } from './openapi.js';
 import { AppLogger } from '../common/logging/app-logger.js';
 
-
 /** Paths outside /api/v1: the operational trio and the webhook receivers. */
 const UNPREFIXED = [
   { path: 'health', method: RequestMethod.GET },
