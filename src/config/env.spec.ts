@@ -76,6 +76,47 @@ describe('loadConfig', () => {
     expect(config.testing).toBe(true);
   });
 
+  it('reads an optional billing cycle per price in BILLING_PRICE_TIERS (annual plans)', () => {
+    const config = loadConfig({
+      BILLING_PRICE_TIERS: 'pri_pro:PRO:month, pri_team:TEAM:month,pri_pro_y:PRO:year,pri_team_y:TEAM:year',
+    });
+    expect(config.project.priceTiers).toEqual({
+      pri_pro: 'PRO',
+      pri_team: 'TEAM',
+      pri_pro_y: 'PRO',
+      pri_team_y: 'TEAM',
+    });
+    expect(config.project.priceCycles).toEqual({
+      pri_pro: 'month',
+      pri_team: 'month',
+      pri_pro_y: 'year',
+      pri_team_y: 'year',
+    });
+    // As before cycles existed: no entry names one.
+    expect(loadConfig({ BILLING_PRICE_TIERS: 'pri_a:PRO,pri_b:TEAM' }).project.priceCycles).toEqual({});
+    expect(loadConfig({}).project.priceCycles).toEqual({});
+    for (const [value, message] of [
+      [
+        'pri_x:PRO:weekly',
+        'BILLING_PRICE_TIERS: price pri_x has billing cycle "weekly"; expected month or year',
+      ],
+      ['pri_x:PRO:Year', 'BILLING_PRICE_TIERS: price pri_x has billing cycle "Year"; expected month or year'],
+      [
+        'pri_x:PRO:year:2',
+        'BILLING_PRICE_TIERS: expected price:TIER or price:TIER:month|year, got "pri_x:PRO:year:2"',
+      ],
+      ['pri_x:PRO:', 'BILLING_PRICE_TIERS: expected price:TIER or price:TIER:month|year, got "pri_x:PRO:"'],
+      ['pri_x::year', 'BILLING_PRICE_TIERS: expected price:TIER or price:TIER:month|year, got "pri_x::year"'],
+      [
+        'pri_pro:PRO,pri_team:TEAM,pri_pro_y:PRO:year',
+        'BILLING_PRICE_TIERS: pri_pro, pri_team name no billing cycle while other prices do; add :month or :year to every price',
+      ],
+      ['pri_x:GOLD:year', 'BILLING_PRICE_TIERS: price pri_x maps to unknown paid tier GOLD'],
+    ] as const) {
+      expect(() => loadConfig({ BILLING_PRICE_TIERS: value })).toThrow(new ConfigError(message));
+    }
+  });
+
   it('keeps development-only secrets out of deployed environments', () => {
     expect(loadConfig({}).email.unsubscribeSecret).not.toBeNull();
     const deployed = loadConfig({ APP_ENV: 'production' });

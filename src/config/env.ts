@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { AppConfig, AppEnv } from './app-config.js';
 import { canonicalEmail } from '../common/validation/canonical-email.js';
 import {
+  BILLING_CYCLES,
+  type BillingCycle,
   projectConfig as defaultProjectConfig,
   type ProjectConfig,
   type TierConfig,
@@ -32,6 +34,38 @@ const pairs = (name: string, value: string): Record<string, string> => {
   }
   return out;
 };
+
+/**
+ * BILLING_PRICE_TIERS=pri_pro:PRO:month,pri_pro_y:PRO:year (price -> tier, optionally its billing cycle).
+ * Entries without a cycle (`pri_pro:PRO`, as before cycles existed) are accepted when no entry names one;
+ * a mix is refused, because a price whose cycle is unknown next to one whose cycle is known is exactly
+ * what moved annual subscribers onto a monthly price.
+ */
+function priceTiersOf(value: string): {
+  tiers: Record<string, string>;
+  cycles: Record<string, BillingCycle>;
+} {
+  const tiers: Record<string, string> = {};
+  const cycles: Record<string, BillingCycle> = {};
+  for (const [price, rest] of Object.entries(pairs('BILLING_PRICE_TIERS', value))) {
+    const [tier, cycle, ...extra] = rest.split(':').map((part) => part.trim());
+    if (extra.length > 0 || tier === '' || cycle === '') {
+      throw new ConfigError(
+        `BILLING_PRICE_TIERS: expected price:TIER or price:TIER:month|year, got "${price}:${rest}"`,
+      );
+    }
+    tiers[price] = tier;
+    if (cycle === undefined) continue;
+    if ((BILLING_CYCLES as readonly string[]).includes(cycle)) {
+      cycles[price] = cycle as BillingCycle;
+    } else {
+      throw new ConfigError(
+        `BILLING_PRICE_TIERS: price ${price} has billing cycle "${cycle}"; expected ${BILLING_CYCLES.join(' or ')}`,
+      );
+    }
+  }
+  return { tiers, cycles };
+}
 
 /** BILLING_CREDIT_PACKS=pri_pack_s:500,pri_pack_l:3000 (one-time price -> credits) over the project config. */
 function creditPacksOf(
@@ -259,9 +293,12 @@ export function loadConfig(
   const deployed = appEnv === 'staging' || appEnv === 'production';
   const local = !deployed;
 
-  const priceTiers = e.BILLING_PRICE_TIERS
-    ? checked(() => pairs('BILLING_PRICE_TIERS', e.BILLING_PRICE_TIERS!), project.priceTiers)
-    : project.priceTiers;
+  const { tiers: priceTiers, cycles: priceCycles } = e.BILLING_PRICE_TIERS
+    ? checked(() => priceTiersOf(e.BILLING_PRICE_TIERS!), {
+        tiers: project.priceTiers,
+        cycles: project.priceCycles ?? {},
+      })
+    : { tiers: project.priceTiers, cycles: project.priceCycles ?? {} };
   const mergedProject: ProjectConfig = {
     ...project,
     projectSlug: e.PROJECT_SLUG ?? project.projectSlug,
@@ -273,6 +310,7 @@ export function loadConfig(
       return canonical ? [canonical] : [];
     }),
     priceTiers,
+    priceCycles,
     leadMagnetPrefixes:
       e.LEAD_MAGNET_PREFIXES !== undefined
         ? checked(() => pairs('LEAD_MAGNET_PREFIXES', e.LEAD_MAGNET_PREFIXES!), project.leadMagnetPrefixes)
@@ -291,6 +329,13 @@ export function loadConfig(
     if (!mergedProject.tiers[tier] || tier === 'FREE') {
       problems.push(`BILLING_PRICE_TIERS: price ${price} maps to unknown paid tier ${tier}`);
     }
+  }
+  const withoutCycle = Object.keys(priceTiers).filter((price) => !Object.hasOwn(priceCycles, price));
+  if (withoutCycle.length > 0 && withoutCycle.length < Object.keys(priceTiers).length) {
+    problems.push(
+      `BILLING_PRICE_TIERS: ${withoutCycle.join(', ')} name no billing cycle while other prices do; ` +
+        'add :month or :year to every price',
+    );
   }
 
   if (e.IDENTITY_JWKS_URL && !e.IDENTITY_ISSUER) {

@@ -13,6 +13,10 @@ export interface TierLimits {
   apiKeys: number;
 }
 
+/** The billing cycles a price can be configured with (Paddle `billing_cycle` {interval, frequency: 1}). */
+export const BILLING_CYCLES = ['month', 'year'] as const;
+export type BillingCycle = (typeof BILLING_CYCLES)[number];
+
 export interface TierConfig {
   /** Credits granted when a subscription to this tier starts and on every renewal. */
   monthlyCredits: number;
@@ -34,6 +38,12 @@ export interface ProjectConfig {
   tiers: Record<string, TierConfig>;
   /** Billing price id -> tier. */
   priceTiers: Record<string, string>;
+  /**
+   * Billing price id -> its billing cycle (`month` or `year`, every 1), for the prices whose cycle is
+   * configured (`BILLING_PRICE_TIERS=pri_pro_y:PRO:year`). Either every price of priceTiers has one or none
+   * has (env.ts refuses a mix). A tier change keeps the subscription's cycle; see BillingCatalog.
+   */
+  priceCycles?: Record<string, BillingCycle>;
   /** One-time billing price id -> credits of the top-up pack (BILLING_CREDIT_PACKS overrides it). */
   creditPacks: Record<string, number>;
   /** Metric name -> user provenance prefix. Empty by default: lead-magnet numbers are then zero. */

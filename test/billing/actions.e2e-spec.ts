@@ -108,7 +108,9 @@ describe('billing endpoints and provider operations', () => {
       const user = await createUser(api.prisma);
       const res = await post(user, 'checkout-token', { tier: 'PRO' });
       expect(res.status).toBe(200);
-      expect(Object.keys(res.body).sort()).toEqual(['expires_at', 'token']);
+      // price_id: the price to open the provider's checkout with (added with annual plans).
+      expect(Object.keys(res.body).sort()).toEqual(['expires_at', 'price_id', 'token']);
+      expect(res.body.price_id).toBe(PRICE.PRO);
       const tokens = api.app.get(CheckoutTokenService);
       const check = tokens.verify(res.body.token);
       expect(check).toMatchObject({

@@ -31,6 +31,8 @@ export interface SubscriptionEventInput {
   pausedAt?: Date | null;
   scheduledChange?: { action: string; effective_at: string; resume_at: string | null } | null;
   unitAmount?: string;
+  /** The price's and the subscription's billing cycle (Paddle `billing_cycle`); monthly by default. */
+  billingCycle?: { interval: string; frequency: number };
 }
 
 export const newEventId = () => `evt_${randomUUID().replaceAll('-', '')}`;
@@ -52,7 +54,7 @@ export function subscriptionEvent(input: SubscriptionEventInput) {
       status: input.status ?? 'active',
       customer_id: input.customerId === undefined ? `ctm_${input.subId}` : input.customerId,
       currency_code: 'USD',
-      billing_cycle: { interval: 'month', frequency: 1 },
+      billing_cycle: input.billingCycle ?? { interval: 'month', frequency: 1 },
       items: [
         {
           quantity: 1,
@@ -60,7 +62,7 @@ export function subscriptionEvent(input: SubscriptionEventInput) {
           price: {
             id: input.priceId ?? PRICE.PRO,
             unit_price: { amount: input.unitAmount ?? '1500', currency_code: 'USD' },
-            billing_cycle: { interval: 'month', frequency: 1 },
+            billing_cycle: input.billingCycle ?? { interval: 'month', frequency: 1 },
           },
         },
       ],
@@ -251,7 +253,7 @@ export function lookups(app: () => ApiApp) {
  * A test world whose billing provider API is the local Paddle-shaped fake (`BILLING_API_URL`/`_KEY` set, so
  * the backfill and the drift check are on), with the API and a worker whose provider retries are fast.
  */
-export async function billingApiWorld(): Promise<{
+export async function billingApiWorld(extraEnv: Record<string, string> = {}): Promise<{
   env: TestEnv;
   api: ApiApp;
   worker: INestApplication;
@@ -259,7 +261,7 @@ export async function billingApiWorld(): Promise<{
 }> {
   const billing = await FakeBillingApi.start();
   const env = await TestEnv.create({
-    env: { BILLING_API_URL: billing.url, BILLING_API_KEY: 'pdl_test_key' },
+    env: { BILLING_API_URL: billing.url, BILLING_API_KEY: 'pdl_test_key', ...extraEnv },
   });
   env.onClose(() => billing.close());
   const api = await env.startApi();

@@ -577,7 +577,7 @@ export interface paths {
         put?: never;
         /**
          * Change the tier
-         * @description To another paid tier at the end of the period (FREE cancels at the end of the period).
+         * @description To another paid tier at the end of the period (FREE cancels at the end of the period). The new price bills the subscription's current billing cycle (a yearly subscription stays yearly).
          */
         post: operations["BillingController_change"];
         delete?: never;
@@ -1615,6 +1615,14 @@ export interface components {
              * @enum {string}
              */
             tier: "PRO" | "TEAM";
+            /**
+             * @description How often the subscription bills: the tier's price with this billing cycle (`BILLING_PRICE_TIERS`
+             *     `price:TIER:month|year`); 400 when the tier has none. Left out: the tier's first monthly price, else
+             *     its first configured price.
+             * @example year
+             * @enum {string}
+             */
+            billing_cycle?: "month" | "year";
         };
         CheckoutTokenResponseDto: {
             /** @example ct_9b2f0c4e51d74a368f0e2d6c1a7b3e95.d3c1f0 */
@@ -1624,6 +1632,11 @@ export interface components {
              * @example 2026-11-24T09:30:00.000Z
              */
             expires_at: string;
+            /**
+             * @description The price to open the provider's checkout with (the tier's, for the requested billing cycle).
+             * @example pri_01h8441jn5pcwrfhwh78jqt8hk
+             */
+            price_id: string;
         };
         CheckoutResponseDto: {
             /** @example pri_01h8441jn5pcwrfhwh78jqt8hk */
@@ -4512,7 +4525,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutTokenResponseDto"];
                 };
             };
-            /** @description FREE or an unknown tier */
+            /** @description FREE or an unknown tier; a billing_cycle the tier has no price for */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4585,7 +4598,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutResponseDto"];
                 };
             };
-            /** @description FREE or an unknown tier */
+            /** @description FREE or an unknown tier; a billing_cycle the tier has no price for */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4835,7 +4848,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Same tier, or no subscription that can be changed */
+            /** @description Same tier, no subscription that can be changed, or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -52,6 +52,7 @@ export const AUDIT_DETAIL_KEYS = [
   'adjustment_id',
   'origin',
   'price_id',
+  'billing_cycle',
   'action',
   'expires_at',
   'checkout_token_expired_at',

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
+import type { BillingCycle } from '../../config/project.config.js';
 
 export const FREE_TIER = 'FREE';
 
@@ -8,8 +9,8 @@ const own = <T>(table: Record<string, T>, key: string): T | undefined =>
   Object.hasOwn(table, key) ? table[key] : undefined;
 
 /**
- * Tiers and prices from the project configuration: which tiers can be bought, the price of a tier, the
- * tier of a price, and how tiers rank when a user holds several subscriptions at once.
+ * Tiers and prices from the project configuration: which tiers can be bought, the price of a tier for a
+ * billing cycle, the tier of a price, and how tiers rank when a user holds several subscriptions at once.
  */
 @Injectable()
 export class BillingCatalog {
@@ -20,10 +21,60 @@ export class BillingCatalog {
     return own(this.config.project.priceTiers, priceId) ?? null;
   }
 
-  /** The configured price of a paid tier (the first one listed), or null. */
-  priceForTier(tier: string): string | null {
-    const entry = Object.entries(this.config.project.priceTiers).find(([, t]) => t === tier);
-    return entry ? entry[0] : null;
+  /** The configured billing cycle of a price, or null when the configuration does not name one. */
+  cycleOfPrice(priceId: string): BillingCycle | null {
+    return own(this.config.project.priceCycles ?? {}, priceId) ?? null;
+  }
+
+  /** The prices of a tier with their configured cycles, in configuration order. */
+  pricesOfTier(tier: string): { priceId: string; cycle: BillingCycle | null }[] {
+    return Object.entries(this.config.project.priceTiers)
+      .filter(([, t]) => t === tier)
+      .map(([priceId]) => ({ priceId, cycle: this.cycleOfPrice(priceId) }));
+  }
+
+  /**
+   * The price a checkout of `tier` sells. With `cycle`: the tier's price configured with that cycle, or
+   * null when it has none (a price whose cycle is not configured is never sold as monthly or yearly).
+   * Without: the tier's first monthly price, else its first price (what it was before cycles existed).
+   */
+  checkoutPrice(tier: string, cycle?: BillingCycle): string | null {
+    const prices = this.pricesOfTier(tier);
+    if (cycle !== undefined) return prices.find((p) => p.cycle === cycle)?.priceId ?? null;
+    return (prices.find((p) => p.cycle === 'month') ?? prices[0])?.priceId ?? null;
+  }
+
+  /**
+   * The price of `tier` for a subscription billed every `cycle` (see cycleOf), which a change to another
+   * tier keeps: the tier's price configured with that cycle. When no price of the tier names a cycle (a
+   * configuration from before cycles existed), the tier's only price; several prices whose cycles are not
+   * configured could bill any cycle, so then none. Null: no price keeps the cycle; the caller must refuse
+   * rather than move the subscriber to another cycle.
+   */
+  priceForCycle(tier: string, cycle: string | null): string | null {
+    const prices = this.pricesOfTier(tier);
+    const match = prices.find((p) => p.cycle !== null && p.cycle === cycle);
+    if (match) return match.priceId;
+    return prices.length === 1 && prices[0].cycle === null ? prices[0].priceId : null;
+  }
+
+  /**
+   * The billing cycle of a subscription: the provider's (the row's billing_interval and
+   * billing_frequency, from its price), else the configured cycle of its price, else null (unknown).
+   * `month` and `year` for every 1 month or year; `<interval>*<frequency>` otherwise (no configured price
+   * has such a cycle).
+   */
+  cycleOf(subscription: {
+    priceId: string;
+    billingInterval: string | null;
+    billingFrequency: number | null;
+  }): string | null {
+    if (subscription.billingInterval) {
+      const interval = subscription.billingInterval.toLowerCase();
+      const frequency = subscription.billingFrequency ?? 1;
+      return frequency === 1 ? interval : `${interval}*${frequency}`;
+    }
+    return this.cycleOfPrice(subscription.priceId);
   }
 
   /** A paid tier that has a price and can therefore be bought. */
@@ -31,7 +82,7 @@ export class BillingCatalog {
     return (
       tier !== FREE_TIER &&
       own(this.config.project.tiers, tier) !== undefined &&
-      this.priceForTier(tier) !== null
+      this.pricesOfTier(tier).length > 0
     );
   }
 

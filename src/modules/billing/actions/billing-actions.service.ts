@@ -10,6 +10,7 @@ import {
   type EffectiveFrom,
   type ProviderSubscription,
 } from '../billing-api.client.js';
+import { BILLING_CYCLES, type BillingCycle } from '../../../config/project.config.js';
 import { BillingCatalog, FREE_TIER } from '../billing.catalog.js';
 import { CheckoutTokenService } from './checkout-token.service.js';
 import {
@@ -23,6 +24,14 @@ import {
 import { SubscriptionsRepository } from '../subscriptions/subscriptions.repository.js';
 
 type Actor = { actor: string; userId: string | null };
+
+/** `yearly`, `monthly`, `every 3 month` (BillingCatalog.cycleOf), or `matching` when unknown. */
+const cycleName = (cycle: string | null): string => {
+  if (cycle === null) return 'matching';
+  if (cycle === 'year' || cycle === 'month') return `${cycle}ly`;
+  const [interval, frequency] = cycle.split('*');
+  return `every-${frequency}-${interval}`;
+};
 
 /**
  * What a user can do about billing. Operations call the provider and change nothing locally: the
@@ -42,19 +51,19 @@ export class BillingActionsService {
   ) {}
 
   /** One live subscription per user: the token is what a checkout opens a second one with. */
-  async checkoutToken(user: User, tier: string): Promise<CheckoutTokenResponseDto> {
-    this.assertPurchasable(tier);
+  async checkoutToken(user: User, tier: string, cycle?: BillingCycle): Promise<CheckoutTokenResponseDto> {
+    const priceId = this.checkoutPrice(tier, cycle);
     await this.assertNoLiveSubscription(user);
     const { token, expiresAt } = this.tokens.issue(user.id, tier);
-    return { token, expires_at: expiresAt.toISOString() };
+    return { token, expires_at: expiresAt.toISOString(), price_id: priceId };
   }
 
-  async checkout(user: User, tier: string): Promise<CheckoutResponseDto> {
-    this.assertPurchasable(tier);
+  async checkout(user: User, tier: string, cycle?: BillingCycle): Promise<CheckoutResponseDto> {
+    const priceId = this.checkoutPrice(tier, cycle);
     await this.assertNoLiveSubscription(user);
     const { token, expiresAt } = this.tokens.issue(user.id, tier);
     return {
-      price_id: this.catalog.priceForTier(tier)!,
+      price_id: priceId,
       customer_email: user.email,
       custom_data: { checkout_token: token },
       expires_at: expiresAt.toISOString(),
@@ -141,12 +150,21 @@ export class BillingActionsService {
       );
       return toActionResponse(row, 'change', provider, { effectiveFrom: 'next_billing_period', targetTier });
     }
-    const priceId = this.catalog.priceForTier(targetTier)!;
+    // The new price bills the same cycle as the current one: a yearly subscriber stays yearly. Without
+    // such a price, refuse before the provider is called rather than move the subscriber to another cycle.
+    const cycle = this.catalog.cycleOf(row);
+    const priceId = this.catalog.priceForCycle(targetTier, cycle);
+    if (priceId === null) {
+      throw new ConflictError(
+        `The ${targetTier} tier has no ${cycleName(cycle)} price, and a change keeps the billing cycle of your subscription.`,
+        'no_price_for_cycle',
+      );
+    }
     const provider = await this.requested(
       this.userActor(user),
       'billing.change_requested',
       row,
-      { ...details, price_id: priceId },
+      { ...details, price_id: priceId, billing_cycle: cycle },
       () => this.api.changePrice(row.providerSubscriptionId, priceId, row.quantity),
     );
     return toActionResponse(row, 'change', provider, { targetTier });
@@ -225,6 +243,25 @@ export class BillingActionsService {
         { field: 'tier', message: `tier must be one of ${this.catalog.purchasableTiers().join(', ')}` },
       ]);
     }
+  }
+
+  /** The price a checkout of `tier` sells (billed every `cycle` when given); 400 when there is none. */
+  private checkoutPrice(tier: string, cycle: BillingCycle | undefined): string {
+    this.assertPurchasable(tier);
+    const priceId = this.catalog.checkoutPrice(tier, cycle);
+    if (priceId === null) {
+      const cycles = BILLING_CYCLES.filter((c) => this.catalog.checkoutPrice(tier, c) !== null);
+      throw new ValidationError(`Tier ${tier} has no ${cycleName(cycle ?? null)} price.`, [
+        {
+          field: 'billing_cycle',
+          message:
+            cycles.length > 0
+              ? `billing_cycle of ${tier} must be one of ${cycles.join(', ')}`
+              : `${tier} has no price with a configured billing cycle; leave billing_cycle out`,
+        },
+      ]);
+    }
+    return priceId;
   }
 
   private userActor(user: User): Actor {

@@ -78,13 +78,15 @@ export class BillingController {
   @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: CheckoutTokenResponseDto })
-  @ApiBadRequestResponse({ description: 'FREE or an unknown tier' })
+  @ApiBadRequestResponse({
+    description: 'FREE or an unknown tier; a billing_cycle the tier has no price for',
+  })
   @ApiConflictResponse({ description: 'The user already has a live subscription' })
   checkoutToken(
     @CurrentUser() user: User,
     @Body() body: CheckoutRequestDto,
   ): Promise<CheckoutTokenResponseDto> {
-    return this.billing.checkoutToken(user, body.tier);
+    return this.billing.checkoutToken(user, body.tier, body.billing_cycle);
   }
 
   @ApiOperation({
@@ -97,10 +99,12 @@ export class BillingController {
   @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: CheckoutResponseDto, description: 'What the checkout overlay needs' })
-  @ApiBadRequestResponse({ description: 'FREE or an unknown tier' })
+  @ApiBadRequestResponse({
+    description: 'FREE or an unknown tier; a billing_cycle the tier has no price for',
+  })
   @ApiConflictResponse({ description: 'The user already has a live subscription' })
   checkout(@CurrentUser() user: User, @Body() body: CheckoutRequestDto): Promise<CheckoutResponseDto> {
-    return this.billing.checkout(user, body.tier);
+    return this.billing.checkout(user, body.tier, body.billing_cycle);
   }
 
   @ApiOperation({ summary: 'Get the current subscription' })
@@ -133,7 +137,8 @@ export class BillingController {
 
   @ApiOperation({
     summary: 'Change the tier',
-    description: 'To another paid tier at the end of the period (FREE cancels at the end of the period).',
+    description:
+      "To another paid tier at the end of the period (FREE cancels at the end of the period). The new price bills the subscription's current billing cycle (a yearly subscription stays yearly).",
   })
   @Post('subscription/change')
   @RefuseApiKeys()
@@ -144,7 +149,10 @@ export class BillingController {
     description: 'Accepted by the provider; the webhook follows',
   })
   @ApiBadRequestResponse({ description: 'Unknown tier' })
-  @ApiConflictResponse({ description: 'Same tier, or no subscription that can be changed' })
+  @ApiConflictResponse({
+    description:
+      'Same tier, no subscription that can be changed, or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription',
+  })
   @ApiBadGatewayResponse({ description: 'The provider refused or answered invalidly' })
   @ApiServiceUnavailableResponse({ description: 'The provider is unavailable after 3 attempts' })
   change(@CurrentUser() user: User, @Body() body: ChangeSubscriptionDto): Promise<BillingActionResponseDto> {

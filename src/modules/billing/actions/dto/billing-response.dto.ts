@@ -15,6 +15,9 @@ export class CheckoutTokenResponseDto {
   token!: string;
   @ApiTimestamp()
   expires_at!: string;
+  /** The price to open the provider's checkout with (the tier's, for the requested billing cycle). */
+  @ApiProperty({ type: String, example: 'pri_01h8441jn5pcwrfhwh78jqt8hk' })
+  price_id!: string;
 }
 
 export class CheckoutCustomDataDto {

@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { ApiEnum, ApiTier, PAID_TIERS } from '../../../../common/openapi/api-fields.js';
+import { BILLING_CYCLES, type BillingCycle } from '../../../../config/project.config.js';
 
 export class CheckoutRequestDto {
   /** Paid tier to buy (FREE is not sold; the allowed values come from the project configuration). */
@@ -9,6 +10,16 @@ export class CheckoutRequestDto {
   @MaxLength(50)
   @ApiEnum(PAID_TIERS)
   tier!: string;
+
+  /**
+   * How often the subscription bills: the tier's price with this billing cycle (`BILLING_PRICE_TIERS`
+   * `price:TIER:month|year`); 400 when the tier has none. Left out: the tier's first monthly price, else
+   * its first configured price.
+   */
+  @IsOptional()
+  @IsIn(BILLING_CYCLES)
+  @ApiEnum(BILLING_CYCLES, { example: 'year' })
+  billing_cycle?: BillingCycle;
 }
 
 export class CancelSubscriptionDto {
