@@ -1,6 +1,9 @@
 // Project settings that are not secrets. Checked into the repository; the environment overrides them
 // (see env.ts). Tier credits and limits are product decisions: change them here, not in code.
 
+/** The tier without a subscription: it must exist, every other tier is paid. */
+export const FREE_TIER = 'FREE';
+
 export interface TierLimits {
   /** Metered language-model requests per minute (Redis rate limit). */
   aiRequestsPerMinute: number;

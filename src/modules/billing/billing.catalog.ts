@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
-import type { BillingCycle } from '../../config/project.config.js';
+import { type BillingCycle, FREE_TIER } from '../../config/project.config.js';
 
-export const FREE_TIER = 'FREE';
+export { FREE_TIER };
 
 /** A lookup in a configured table that never reaches Object.prototype (`constructor`, `__proto__`). */
 const own = <T>(table: Record<string, T>, key: string): T | undefined =>

@@ -161,6 +161,7 @@ export class CreditsRepository {
         planGrantJobId: true,
         planGrantStartsAt: true,
         planExpiresAt: true,
+        currentTier: true,
       },
     });
     if (!user) return null;
@@ -170,6 +171,7 @@ export class CreditsRepository {
       planJobId: user.planGrantJobId,
       planStartsAt: user.planGrantStartsAt,
       planExpiresAt: user.planExpiresAt,
+      currentTier: user.currentTier,
     };
   }
 

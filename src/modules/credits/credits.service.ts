@@ -12,6 +12,7 @@ import { type CreditTransaction, Prisma } from '../../generated/prisma/client.js
 import { type ApplyOutcome, CreditsRepository, type LedgerDetails } from './credits.repository.js';
 import { clawBackShare } from './clawback-share.js';
 import { type CreditSummary, creditSummaryOf } from './credit-summary.js';
+import { FREE_TIER } from '../../config/project.config.js';
 import { expires, expiringCredits, parseRollover, type RolloverRule } from './rollover.js';
 
 /**
@@ -128,6 +129,7 @@ export class CreditsService {
       creditBalance: state?.balance ?? 0,
       purchasedCredits: state?.purchased ?? 0,
       planExpiresAt: state?.planExpiresAt ?? null,
+      currentTier: state?.currentTier ?? FREE_TIER,
     });
   }
 
