@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import type { User } from '../../src/generated/prisma/client.js';
 import { HttpClient } from '../../src/infra/http/http-client.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
+import { isOutageReason } from '../../src/infra/queue/job-failure.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
 import { BroadcastDispatcher } from '../../src/modules/broadcasts/broadcast-dispatcher.js';
 import { newBatchKey } from '../../src/modules/broadcasts/broadcast-keys.js';
@@ -134,6 +135,44 @@ describe('broadcast retries: at most 1 + EMAIL_SEND_RETRIES provider requests pe
     const sweep = await worker.get(BroadcastSweeper).sweep();
     expect([...sweep.requeued, ...sweep.backingOff, ...sweep.failed]).not.toContain(runId);
     expect(fake.requests).toHaveLength(2 * limit);
+  });
+
+  it('keeps a run with more failing pages than job attempts resumable: its pages wait out the outage', async () => {
+    const { createdAt, audience } = day(5);
+    // Three pages of two; the provider answers 500 to every one of them.
+    const members = await createAudience(api.prisma, 'budget-pages', 6, { consent: true, createdAt });
+    for (const m of members) fake.failAddress(m.email, 500);
+    const { id: runId } = await api.prisma.broadcastRun.create({
+      data: { templateKey: 'newsletter', kind: 'marketing', audience, createdBy: 'user:user_admin' },
+    });
+    const jobId = broadcastJobId(runId);
+    const queue = worker.get(QueueService).queue(JOBS.dispatchBroadcast.queue);
+    // Two attempts: each spends one page's budget on the outage and stops.
+    await worker
+      .get(QueueService)
+      .add(JOBS.dispatchBroadcast, { runId }, { jobId, attempts: 2, backoff: { type: 'fixed', delay: 100 } });
+    await waitFor(async () => (await queue.getJobState(jobId)) === 'failed', 20_000);
+
+    // The job failed on an outage: the run is still running, the third page untried, none of it failed.
+    const job = await queue.getJob(jobId);
+    expect(isOutageReason(job!.failedReason)).toBe(true);
+    expect(await run(runId)).toMatchObject({ status: 'running', failedCount: 4, sentCount: 0 });
+    expect(await api.prisma.broadcastRecipient.count({ where: { runId } })).toBe(4);
+    expect(perKey().size).toBe(2);
+
+    // The sweep pushes it again; the last page gets its own budget, then every recipient has failed.
+    expect((await worker.get(BroadcastSweeper).sweep()).requeued).toContain(runId);
+    const ended = await finished(runId);
+    expect(ended).toMatchObject({
+      status: 'failed',
+      failedCount: 6,
+      sentCount: 0,
+      error: 'every recipient failed',
+    });
+    const keys = perKey();
+    expect(keys.size).toBe(3);
+    for (const statuses of keys.values()) expect(statuses).toEqual(Array.from({ length: limit }, () => 500));
+    expect(await finishedEntries(runId)).toHaveLength(1);
   });
 
   it('counts a batch’s requests across job attempts: a retried attempt makes only what is left', async () => {

@@ -148,21 +148,17 @@ export class BroadcastSender {
     let sentBefore = false;
     let interruption: unknown = null;
     if (key !== null) {
-      const result = await this.delivery.sendBatch(messages, key, outcomes, signal);
-      sentBefore = result === 'sent_before';
-      if (result === 'refused') {
+      const answer = await this.delivery.sendBatch(messages, key, outcomes, signal);
+      sentBefore = answer.result === 'sent_before';
+      if (answer.result === 'refused') {
         await this.repository.splitBatch(run.id, key);
         alone = true;
       }
       // The provider failed this batch's whole budget just now: it is settled `failed`, and the pages not
       // reserved yet wait for a later attempt (each with its own budget) instead of spending theirs on the
-      // same outage, as the one-by-one path stops after OUTAGE_STREAK failures.
-      if (result === 'gave_up')
-        interruption = new DeliveryInterrupted(
-          new Error(
-            'the e-mail provider failed a whole batch; the rest of the run waits for a later attempt',
-          ),
-        );
+      // same outage, as the one-by-one path stops after OUTAGE_STREAK failures. The provider's error is the
+      // cause, so an outage stays an outage: the run stays `running` and is pushed again (relay, sweep).
+      if (answer.result === 'gave_up') interruption = new DeliveryInterrupted(answer.cause);
     }
 
     if (alone)

@@ -28,6 +28,10 @@ export class DeliveryInterrupted extends Error {
  */
 export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up' | 'spent';
 
+/** A batch's result; `gave_up` carries the provider's last error (an outage's error keeps the run resumable). */
+export type BatchAnswer =
+  { result: Exclude<BatchResult, 'gave_up'> } | { result: 'gave_up'; cause: EmailSendError };
+
 /** Consecutive per-message provider outages after which the provider counts as down for the rest of the batch. */
 const OUTAGE_STREAK = 3;
 
@@ -58,11 +62,11 @@ export class EmailBatchDelivery {
     key: string,
     outcomes: Map<string, DeliveryOutcome>,
     signal?: AbortSignal,
-  ): Promise<BatchResult> {
+  ): Promise<BatchAnswer> {
     const used = await this.budget.used(key);
     if (used >= this.budget.limit) {
       this.giveUp(messages, key, outcomes, used);
-      return 'spent';
+      return { result: 'spent' };
     }
     try {
       const results = await this.provider.sendBatch(
@@ -73,20 +77,20 @@ export class EmailBatchDelivery {
       messages.forEach(({ id }, i) =>
         outcomes.set(id, { status: 'sent', providerId: results[i]?.id ?? null }),
       );
-      return 'sent';
+      return { result: 'sent' };
     } catch (err) {
       if (signal?.aborted || !(err instanceof EmailSendError)) throw new DeliveryInterrupted(err);
       if (err.kind === 'duplicate') {
         // The key, unique to this batch, was used before: an earlier attempt was accepted.
         for (const { id } of messages) outcomes.set(id, { status: 'sent', providerId: null });
-        return 'sent_before';
+        return { result: 'sent_before' };
       }
-      if (err.kind === 'rejected') return 'refused';
+      if (err.kind === 'rejected') return { result: 'refused' };
       // No definitive answer and no request left: the batch failed, as a single e-mail does.
       const spent = await this.budget.used(key);
       if (spent >= this.budget.limit) {
         this.giveUp(messages, key, outcomes, spent, err.message);
-        return 'gave_up';
+        return { result: 'gave_up', cause: err };
       }
       // Nothing settled: the pending batch is resent under the same key, with what is left, by the next attempt.
       throw new DeliveryInterrupted(err);
