@@ -167,6 +167,29 @@ describe('billing: the billing cycle of checkouts and tier changes', () => {
       expect(billing.requests).toEqual([]);
       expect(await changeAudits(user)).toEqual([]);
     });
+
+    it('never takes an unconfigured single price for a yearly subscription (prices were monthly before cycles)', async () => {
+      // BILLING_PRICE_TIERS=pri_pro:PRO,pri_pro_y:PRO,pri_team:TEAM: TEAM's one price names no cycle.
+      const { user } = await subscribed(PRICES.PRO_Y, YEARLY);
+      const project = api.config.project;
+      const cycles = project.priceCycles;
+      project.priceCycles = {};
+      delete project.priceTiers[PRICES.TEAM_Y];
+      try {
+        const res = await post(user, 'subscription/change', { target_tier: 'TEAM' });
+        expect(res.body).toMatchObject({ status: 409, code: 'no_price_for_cycle' });
+        expect(res.body.detail).toContain('not configured (BILLING_PRICE_TIERS price:TIER:month|year)');
+        expect(billing.requests).toEqual([]);
+        // A monthly subscriber still moves to that price, as before cycles existed.
+        const monthly = await subscribed(PRICES.PRO, MONTHLY);
+        expect((await post(monthly.user, 'subscription/change', { target_tier: 'TEAM' })).status).toBe(200);
+        expect(billing.requests).toEqual([priceUpdate(monthly.subId, PRICES.TEAM)]);
+      } finally {
+        project.priceCycles = cycles;
+        project.priceTiers[PRICES.TEAM_Y] = 'TEAM';
+      }
+      expect(await changeAudits(user)).toEqual([]);
+    });
   });
 
   describe('checkout', () => {

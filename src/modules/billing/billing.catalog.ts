@@ -47,15 +47,23 @@ export class BillingCatalog {
   /**
    * The price of `tier` for a subscription billed every `cycle` (see cycleOf), which a change to another
    * tier keeps: the tier's price configured with that cycle. When no price of the tier names a cycle (a
-   * configuration from before cycles existed), the tier's only price; several prices whose cycles are not
-   * configured could bill any cycle, so then none. Null: no price keeps the cycle; the caller must refuse
-   * rather than move the subscriber to another cycle.
+   * configuration from before cycles existed), the tier's only price, for a monthly subscription (or one
+   * whose cycle is unknown) only: prices were monthly before cycles existed, and taking it for a yearly
+   * subscriber is the silent move to monthly billing this rule exists to prevent. Several prices whose
+   * cycles are not configured could bill any cycle, so then none. Null: no price keeps the cycle; the
+   * caller must refuse rather than move the subscriber to another cycle.
    */
   priceForCycle(tier: string, cycle: string | null): string | null {
     const prices = this.pricesOfTier(tier);
     const match = prices.find((p) => p.cycle !== null && p.cycle === cycle);
     if (match) return match.priceId;
-    return prices.length === 1 && prices[0].cycle === null ? prices[0].priceId : null;
+    const unconfigured = prices.length === 1 && prices[0].cycle === null;
+    return unconfigured && (cycle === null || cycle === 'month') ? prices[0].priceId : null;
+  }
+
+  /** True when the configuration names no billing cycle for any price of `tier` (BILLING_PRICE_TIERS). */
+  cyclesUnnamed(tier: string): boolean {
+    return this.pricesOfTier(tier).every((price) => price.cycle === null);
   }
 
   /**

@@ -25,11 +25,13 @@ import { SubscriptionsRepository } from '../subscriptions/subscriptions.reposito
 
 type Actor = { actor: string; userId: string | null };
 
-/** `yearly`, `monthly`, `every 3 month` (BillingCatalog.cycleOf), or `matching` when unknown. */
+const EVERY: Record<string, string> = { day: 'daily', week: 'weekly', month: 'monthly', year: 'yearly' };
+
+/** `yearly`, `weekly`, `every-3-month` (BillingCatalog.cycleOf), or `matching` when unknown. */
 const cycleName = (cycle: string | null): string => {
   if (cycle === null) return 'matching';
-  if (cycle === 'year' || cycle === 'month') return `${cycle}ly`;
   const [interval, frequency] = cycle.split('*');
+  if (frequency === undefined) return Object.hasOwn(EVERY, interval) ? EVERY[interval] : `every-${interval}`;
   return `every-${frequency}-${interval}`;
 };
 
@@ -155,8 +157,11 @@ export class BillingActionsService {
     const cycle = this.catalog.cycleOf(row);
     const priceId = this.catalog.priceForCycle(targetTier, cycle);
     if (priceId === null) {
+      const missing = this.catalog.cyclesUnnamed(targetTier)
+        ? `The billing cycles of the ${targetTier} tier's prices are not configured (BILLING_PRICE_TIERS price:TIER:month|year), so no ${cycleName(cycle)} price can be chosen`
+        : `The ${targetTier} tier has no ${cycleName(cycle)} price`;
       throw new ConflictError(
-        `The ${targetTier} tier has no ${cycleName(cycle)} price, and a change keeps the billing cycle of your subscription.`,
+        `${missing}, and a change keeps the billing cycle of your subscription.`,
         'no_price_for_cycle',
       );
     }

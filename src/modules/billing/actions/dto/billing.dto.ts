@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
 import { ApiEnum, ApiTier, PAID_TIERS } from '../../../../common/openapi/api-fields.js';
 import { BILLING_CYCLES, type BillingCycle } from '../../../../config/project.config.js';
 
@@ -16,7 +16,8 @@ export class CheckoutRequestDto {
    * `price:TIER:month|year`); 400 when the tier has none. Left out: the tier's first monthly price, else
    * its first configured price.
    */
-  @IsOptional()
+  // Optional but never null: @IsOptional would let null through to pick a price with no configured cycle.
+  @ValidateIf((_object, value) => value !== undefined)
   @IsIn(BILLING_CYCLES)
   @ApiEnum(BILLING_CYCLES, { example: 'year' })
   billing_cycle?: BillingCycle;
