@@ -11,6 +11,7 @@ import type { User } from '../../src/generated/prisma/client.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { deliverEmailEvent, resendEvent, signEmailEvent } from '../support/email-webhook.js';
+import { runFinished, signupDay } from '../support/broadcast-runs.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -40,26 +41,10 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
   beforeEach(() => fake.reset());
 
   const run = (id: string) => api.prisma.broadcastRun.findUniqueOrThrow({ where: { id } });
-  const finished = (id: string) =>
-    waitFor(async () => {
-      const current = await run(id);
-      return current.status === 'done' || current.status === 'failed' ? current : null;
-    }, 20_000);
+  const finished = (id: string) => runFinished(api.prisma, id);
 
-  /**
-   * Each test below addresses the users who signed up on its own day, so earlier tests' users stay out
-   * of its pages and the page is exactly its members.
-   */
-  const day = (n: number) => {
-    const start = new Date(Date.UTC(2030, 0, n));
-    return {
-      createdAt: new Date(start.getTime() + 3_600_000),
-      audience: {
-        signed_up_after: start.toISOString(),
-        signed_up_before: new Date(start.getTime() + 86_400_000).toISOString(),
-      },
-    };
-  };
+  /** Each test addresses the users who signed up on its own day (signupDay). */
+  const day = (n: number) => signupDay(2030, n);
   const perAddress = () => {
     const counts = new Map<string, number>();
     for (const d of fake.deliveries) counts.set(d.to, (counts.get(d.to) ?? 0) + 1);

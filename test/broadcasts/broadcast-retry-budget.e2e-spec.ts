@@ -12,6 +12,7 @@ import { broadcastJobId } from '../../src/modules/broadcasts/broadcasts.service.
 import { EmailSendBudget } from '../../src/modules/email/send-budget.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi, type FakeRequest } from '../fakes/email-api.js';
+import { runFinished, signupDay } from '../support/broadcast-runs.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -50,22 +51,9 @@ describe('broadcast retries: at most 1 + EMAIL_SEND_RETRIES provider requests pe
   beforeEach(() => fake.reset());
 
   const run = (id: string) => api.prisma.broadcastRun.findUniqueOrThrow({ where: { id } });
-  const finished = (id: string) =>
-    waitFor(async () => {
-      const current = await run(id);
-      return current.status === 'done' || current.status === 'failed' ? current : null;
-    }, 20_000);
-  /** Each test addresses the users who signed up on its own day, so other tests' users stay out of it. */
-  const day = (n: number) => {
-    const start = new Date(Date.UTC(2032, 0, n));
-    return {
-      createdAt: new Date(start.getTime() + 3_600_000),
-      audience: {
-        signed_up_after: start.toISOString(),
-        signed_up_before: new Date(start.getTime() + 86_400_000).toISOString(),
-      },
-    };
-  };
+  const finished = (id: string) => runFinished(api.prisma, id);
+  /** Each test addresses the users who signed up on its own day (signupDay). */
+  const day = (n: number) => signupDay(2032, n);
   const keyOf = (request: FakeRequest) => String(request.headers['idempotency-key']);
   /** The statuses the provider answered, per idempotency key, in request order. */
   const perKey = () => {

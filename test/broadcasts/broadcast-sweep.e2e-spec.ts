@@ -15,6 +15,7 @@ import { broadcastJobId } from '../../src/modules/broadcasts/broadcasts.service.
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { TcpProxy } from '../fakes/tcp-proxy.js';
+import { signupDay } from '../support/broadcast-runs.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -58,20 +59,8 @@ describe('broadcast sweep: a run whose job failed for good on an outage', () => 
   const run = (id: string) => api.prisma.broadcastRun.findUniqueOrThrow({ where: { id } });
   const queue = () => api.app.get(QueueService).queue(JOBS.dispatchBroadcast.queue);
 
-  /**
-   * Each test addresses the users who signed up on its own day, so the other test's members stay out of its
-   * audience.
-   */
-  const day = (n: number) => {
-    const start = new Date(Date.UTC(2031, 0, n));
-    return {
-      createdAt: new Date(start.getTime() + 3_600_000),
-      audience: {
-        signed_up_after: start.toISOString(),
-        signed_up_before: new Date(start.getTime() + 86_400_000).toISOString(),
-      },
-    };
-  };
+  /** Each test addresses the users who signed up on its own day (signupDay). */
+  const day = (n: number) => signupDay(2031, n);
 
   /**
    * A queued run for `members` whose job fails for good on an outage: the provider takes its batch, then
