@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import {
   type BootProbes,
   corsOriginProblem,
+  billingCycleWarning,
   describeError,
   developmentKeyWarning,
   formatRefusal,
@@ -454,5 +455,24 @@ describe('developmentKeyWarning', () => {
       developmentKeyWarning(loadConfig({ APP_ENV: 'test', BILLING_WEBHOOK_SECRET: 'short' })),
     ).toBeNull();
     expect(developmentKeyWarning(loadConfig({ ...GOOD, BILLING_WEBHOOK_SECRET: 'short' }))).toBeNull();
+  });
+});
+
+describe('billingCycleWarning', () => {
+  it('names the tiers with several prices when no price names its billing cycle', () => {
+    expect(
+      billingCycleWarning(loadConfig({ BILLING_PRICE_TIERS: 'pri_pro:PRO,pri_pro_2025:PRO,pri_team:TEAM' })),
+    ).toBe(
+      'boot warning [billing_cycles]: PRO (2 prices) and BILLING_PRICE_TIERS names no billing cycle: a change to such a tier answers 409 no_price_for_cycle until every price says :month or :year',
+    );
+  });
+
+  it('says nothing with one price per tier, or once the cycles are named', () => {
+    expect(billingCycleWarning(loadConfig({ BILLING_PRICE_TIERS: 'pri_pro:PRO,pri_team:TEAM' }))).toBeNull();
+    expect(
+      billingCycleWarning(
+        loadConfig({ BILLING_PRICE_TIERS: 'pri_pro:PRO:month,pri_pro_y:PRO:year,pri_team:TEAM:month' }),
+      ),
+    ).toBeNull();
   });
 });

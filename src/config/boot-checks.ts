@@ -94,6 +94,22 @@ function secretsProblem(config: AppConfig): string | null {
 }
 
 /**
+ * Every environment: a paid tier with several prices while BILLING_PRICE_TIERS names no billing cycle. A tier
+ * change to it answers 409 `no_price_for_cycle` (which price bills the subscriber's cycle is unknown), so
+ * a configuration from before cycles existed with a legacy or regional price beside the current one is
+ * named at boot rather than first met by a customer.
+ */
+export function billingCycleWarning(config: AppConfig): string | null {
+  const { priceTiers, priceCycles } = config.project;
+  if (Object.keys(priceCycles ?? {}).length > 0) return null;
+  const counts = new Map<string, number>();
+  for (const tier of Object.values(priceTiers)) counts.set(tier, (counts.get(tier) ?? 0) + 1);
+  const several = [...counts].filter(([, n]) => n > 1).map(([tier, n]) => `${tier} (${n} prices)`);
+  if (several.length === 0) return null;
+  return `boot warning [billing_cycles]: ${several.join(', ')} and BILLING_PRICE_TIERS names no billing cycle: a change to such a tier answers 409 no_price_for_cycle until every price says :month or :year`;
+}
+
+/**
  * Development only (the boot refusals do not apply there, SPEC): a key the developer set below its floor
  * (SPEC Auth 7) is named at boot, so it is not first met as a refused deployment. The public development
  * defaults are long enough and say nothing.

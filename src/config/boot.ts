@@ -1,6 +1,12 @@
 import pg from 'pg';
 import type { AppConfig } from './app-config.js';
-import { developmentKeyWarning, formatRefusal, oneLine, runBootChecks } from './boot-checks.js';
+import {
+  billingCycleWarning,
+  developmentKeyWarning,
+  formatRefusal,
+  oneLine,
+  runBootChecks,
+} from './boot-checks.js';
 import { ConfigError, loadConfig } from './env.js';
 import { Redis } from 'ioredis';
 
@@ -51,8 +57,8 @@ export async function bootConfig(env: Record<string, string | undefined> = proce
     }
     throw err;
   }
-  const warning = developmentKeyWarning(config);
-  if (warning) process.stderr.write(`${warning}\n`);
+  for (const warning of [developmentKeyWarning(config), billingCycleWarning(config)])
+    if (warning) process.stderr.write(`${warning}\n`);
   const refusal = await runBootChecks(config, {
     database: () => probeDatabase(config),
     redis: () => probeRedis(config),
