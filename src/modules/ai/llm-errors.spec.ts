@@ -297,6 +297,18 @@ describe('the language-model provider errors our callers see', () => {
       JSON.parse(readFileSync(join(process.cwd(), `test/contracts/fixtures/vllm/${name}.json`), 'utf8')) as {
         error: { message: string; param: string };
       };
+    /** A refusal that our default max_tokens caused is ours (502); with the caller's own it is theirs (400). */
+    const expectOursWithDefaultTheirsWithOwn = (body: unknown) => {
+      expect(failure(400, body, {}, DEFAULT_MAX_TOKENS)).toMatchObject({
+        status: 502,
+        code: 'upstream_error',
+      });
+      expect(failure(400, body, {}, CALLER_MAX_TOKENS)).toMatchObject({
+        status: 400,
+        code: 'completion_rejected',
+      });
+    };
+
     /** A vLLM refusal with another message (the wordings of other versions), as create_error_response sends it. */
     const badRequest = (message: string, param: string | null = null) =>
       openAiError({ message, type: 'BadRequestError', param, code: 400 });
@@ -364,28 +376,14 @@ describe('the language-model provider errors our callers see', () => {
     ])(
       'a prompt that fits the window but not with max_tokens (%s): 502 for our default, 400 for the caller’s',
       (_name, body) => {
-        expect(failure(400, body, {}, DEFAULT_MAX_TOKENS)).toMatchObject({
-          status: 502,
-          code: 'upstream_error',
-        });
-        expect(failure(400, body, {}, CALLER_MAX_TOKENS)).toMatchObject({
-          status: 400,
-          code: 'completion_rejected',
-        });
+        expectOursWithDefaultTheirsWithOwn(body);
       },
     );
 
     it('decides on the numbers even when the code says context_length_exceeded', () => {
       const body = vllm('renderer.chat-completion.error-prompt-plus-max-tokens-over-context');
       const coded = openAiError({ ...body.error, code: 'context_length_exceeded' });
-      expect(failure(400, coded, {}, DEFAULT_MAX_TOKENS)).toMatchObject({
-        status: 502,
-        code: 'upstream_error',
-      });
-      expect(failure(400, coded, {}, CALLER_MAX_TOKENS)).toMatchObject({
-        status: 400,
-        code: 'completion_rejected',
-      });
+      expectOursWithDefaultTheirsWithOwn(coded);
     });
 
     it('our default max_tokens over the whole window is ours; the caller’s is theirs', () => {
@@ -394,14 +392,7 @@ describe('the language-model provider errors our callers see', () => {
         'max_tokens=5000cannot be greater than max_model_len=max_total_tokens=4096. Please request fewer output tokens. (parameter=max_tokens, value=5000)',
         'max_tokens',
       );
-      expect(failure(400, body, {}, DEFAULT_MAX_TOKENS)).toMatchObject({
-        status: 502,
-        code: 'upstream_error',
-      });
-      expect(failure(400, body, {}, CALLER_MAX_TOKENS)).toMatchObject({
-        status: 400,
-        code: 'completion_rejected',
-      });
+      expectOursWithDefaultTheirsWithOwn(body);
     });
 
     it('another BadRequestError naming nothing of the request is ours', () => {
