@@ -235,5 +235,54 @@ describe('allowance job under the subscription lock', () => {
         `grant:first-period:${subId}=1000`,
       ].sort(),
     );
+    // The subscription runs on: the next month of the refunded period grants nothing, and takes nothing twice.
+    await api.app.get(AllowanceService).run(new Date(addMonths(start, 2).getTime() + 3_600_000));
+    expect(await ledger(user.id)).toEqual(
+      [
+        `clawback:${refund.data.id}=-2000`,
+        `grant:${month(subId, start, 1)}=1000`,
+        `grant:${month(subId, start, 2)}=0`,
+        `grant:first-period:${subId}=1000`,
+      ].sort(),
+    );
+    expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).creditBalance).toBe(0);
+  });
+
+  // The other order: the refund holds the subscription's lock (its transaction has taken the first period
+  // back and waits at its audit entry) when the month comes due. The job waits for it, then reads the refund.
+  it("waits for an annual payment's refund applied under the subscription lock, then grants nothing", async () => {
+    const { user, subId, start, payment } = await annual();
+    const clock = new Date(addMonths(start, 1).getTime() + 3_600_000);
+    const refund = adjustmentEvent({
+      adjId: `adj_${randomUUID().slice(0, 12)}`,
+      txnId: payment.data.id,
+      subId,
+      status: 'approved',
+      total: '18000',
+    });
+    const release = await closeGate(refund.event_id);
+    const refunded = deliver(api, refund);
+    let run: Promise<unknown> | undefined;
+    try {
+      await waiting(1);
+      run = api.app.get(AllowanceService).run(clock);
+      // The job waits for the refund's transaction (or, without a lock to wait for, is done already).
+      await Promise.race([waiting(2), run]);
+    } finally {
+      await release();
+    }
+    expect((await refunded).outcome).toBe('processed');
+    await run;
+    expect(await ledger(user.id)).toEqual(
+      [
+        `clawback:${refund.data.id}=-1000`,
+        `grant:${month(subId, start, 1)}=0`,
+        `grant:first-period:${subId}=1000`,
+      ].sort(),
+    );
+    const [granted] = await api.prisma.creditTransaction.findMany({
+      where: { userId: user.id, jobId: month(subId, start, 1) },
+    });
+    expect(granted.details).toMatchObject({ reason: 'payment_refunded', withheld: 1000 });
   });
 });

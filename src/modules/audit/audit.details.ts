@@ -41,6 +41,7 @@ export const AUDIT_DETAIL_KEYS = [
   'amount',
   'currency',
   'credits',
+  'withheld',
   'job_id',
   'method',
   'path',

@@ -237,7 +237,9 @@ export class CreditsService {
   /**
    * Takes back what the grants `grantJobIds` gave (a refunded or charged-back transaction): all of it, or
    * the refunded share of it rounded up for a partial refund (clawBackShare), never more than is left after
-   * earlier claw-backs of the same transaction. Keyed on `jobId` (the adjustment id). null when the transaction granted nothing.
+   * earlier claw-backs of the same transaction. A later month the allowance job granted short for earlier
+   * refunds of it (details `withheld`) counts at its full amount, its withheld part as taken back already.
+   * Keyed on `jobId` (the adjustment id). null when the transaction granted nothing.
    */
   async clawBackGrants(
     tx: Tx,
@@ -277,11 +279,13 @@ export class CreditsService {
       CREDIT_KINDS.purchase,
       CREDIT_KINDS.expiry,
     ]);
-    const granted = Math.max(
-      rows.filter((r) => r.userId === userId).reduce((sum, r) => sum + r.delta, 0),
-      0,
-    );
-    const already = await this.ledger.clawedBackFor(tx, userId, input.transactionId);
+    const own = rows.filter((r) => r.userId === userId);
+    // Months the allowance job granted short because of earlier refunds of this transaction count at their
+    // full amount, and what they withheld as already taken back: a refund's share is of what the payment
+    // paid for, and never takes again what a month never gave (decision "refunded annual period").
+    const withheld = own.reduce((sum, r) => sum + withheldFrom(r, input.transactionId), 0);
+    const granted = Math.max(own.reduce((sum, r) => sum + r.delta, 0) + withheld, 0);
+    const already = (await this.ledger.clawedBackFor(tx, userId, input.transactionId)) + withheld;
     const share = clawBackShare(granted, input.share);
     const amount = Math.max(0, Math.min(share, granted - already));
     const result = await this.clawBack(tx, {
@@ -289,7 +293,12 @@ export class CreditsService {
       amount,
       jobId: input.jobId,
       purchasedFirst: first.some((g) => g.kind === CREDIT_KINDS.purchase),
-      details: { ...input.details, transaction_id: input.transactionId, granted },
+      details: {
+        ...input.details,
+        transaction_id: input.transactionId,
+        granted,
+        ...(withheld > 0 ? { withheld } : {}),
+      },
     });
     return { userId, credits: result.applied ? amount : -result.transaction.delta, applied: result.applied };
   }
@@ -475,11 +484,26 @@ export function paidPeriodMonths(jobIds: string[], paidAt: Date): string[] {
   let best: number | null = null;
   for (const jobId of jobIds) {
     const start = periodOf(jobId);
-    if (start === null || Math.abs(start - paidAt.getTime()) > MONTH_TOLERANCE_MS) continue;
+    if (start === null || Math.abs(start - paidAt.getTime()) > PAID_PERIOD_TOLERANCE_MS) continue;
     if (best === null || Math.abs(start - paidAt.getTime()) < Math.abs(best - paidAt.getTime())) best = start;
   }
   return best === null ? [] : jobIds.filter((jobId) => periodOf(jobId) === best);
 }
 
-/** A payment is matched to the period it opened when they are at most a month apart. */
-const MONTH_TOLERANCE_MS = 31 * 86_400_000;
+/**
+ * A payment is matched to the period it opened when they are at most a month apart (the claw-back here, and
+ * the allowance job's look for the payment that paid a period, PaymentsService.periodPayment).
+ */
+export const PAID_PERIOD_TOLERANCE_MS = 31 * 86_400_000;
+
+/**
+ * What an allowance grant withheld because of earlier refunds of `transactionId` (its details' `withheld`,
+ * written by the allowance job with the transaction it was reduced for); 0 for any other row.
+ */
+function withheldFrom(row: CreditTransaction, transactionId: string): number {
+  if (row.kind !== CREDIT_KINDS.grant) return 0;
+  const details = row.details as { transaction_id?: unknown; withheld?: unknown } | null;
+  if (details?.transaction_id !== transactionId) return 0;
+  const withheld = details.withheld;
+  return typeof withheld === 'number' && Number.isInteger(withheld) && withheld > 0 ? withheld : 0;
+}

@@ -1,5 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { addMonths, allowanceJobId, dueMonths, monthEnd, monthsInPeriod } from './allowance-months.js';
+import {
+  addMonths,
+  allowanceJobId,
+  dueMonths,
+  monthEnd,
+  monthsInPeriod,
+  nearestPayment,
+} from './allowance-months.js';
 
 describe('allowance months', () => {
   it('adds calendar months in UTC, clamping the day to shorter months', () => {
@@ -36,5 +43,18 @@ describe('allowance months', () => {
     expect(monthEnd(start, 0, new Date('2026-02-01T00:00:00Z')).toISOString()).toBe(
       '2026-02-01T00:00:00.000Z',
     );
+  });
+
+  it('takes the payment nearest the period start as the one that paid it; the earlier of two as near', () => {
+    const start = new Date('2026-01-15T12:00:00Z');
+    const pay = (id: string, at: string) => ({ providerTransactionId: id, occurredAt: new Date(at) });
+    expect(nearestPayment([], start)).toBeUndefined();
+    const first = pay('txn_b', '2026-01-15T12:00:05Z');
+    const proration = pay('txn_a', '2026-01-20T00:00:00Z');
+    expect(nearestPayment([proration, first], start)).toBe(first);
+    const before = pay('txn_z', '2026-01-15T11:59:55Z');
+    expect(nearestPayment([first, before], start)).toBe(before);
+    const twin = pay('txn_y', '2026-01-15T11:59:55Z');
+    expect(nearestPayment([first, before, twin], start)).toBe(twin);
   });
 });

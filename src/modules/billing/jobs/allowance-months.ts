@@ -60,3 +60,28 @@ export function dueMonths(
   }
   return due;
 }
+
+/**
+ * Of a subscription's payments, the one nearest `periodStart` (the payment that opened that period); the
+ * earlier one, then the smaller transaction id, of two as near. undefined when there is none.
+ */
+export function nearestPayment<P extends { occurredAt: Date; providerTransactionId: string }>(
+  payments: P[],
+  periodStart: Date,
+): P | undefined {
+  const distance = (p: P) => Math.abs(p.occurredAt.getTime() - periodStart.getTime());
+  let best: P | undefined;
+  for (const payment of payments) {
+    if (!best) {
+      best = payment;
+      continue;
+    }
+    const [d, b] = [distance(payment), distance(best)];
+    const earlier =
+      payment.occurredAt.getTime() < best.occurredAt.getTime() ||
+      (payment.occurredAt.getTime() === best.occurredAt.getTime() &&
+        payment.providerTransactionId < best.providerTransactionId);
+    if (d < b || (d === b && earlier)) best = payment;
+  }
+  return best;
+}

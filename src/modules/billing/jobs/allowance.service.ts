@@ -1,9 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { PrismaService } from '../../../infra/prisma/prisma.service.js';
 import type { Subscription } from '../../../generated/prisma/client.js';
+import { AuditService, systemActor } from '../../audit/audit.service.js';
+import { clawBackShare } from '../../credits/clawback-share.js';
 import { CreditsService } from '../../credits/credits.service.js';
 import { addMonths, allowanceJobId, dueMonths, monthEnd } from './allowance-months.js';
 import { BillingCatalog, FREE_TIER } from '../billing.catalog.js';
+import { type PeriodPayment, PaymentsService } from '../payments/payments.service.js';
+import { BillingUsersRepository } from '../subscriptions/billing-users.repository.js';
 import { SubscriptionsRepository } from '../subscriptions/subscriptions.repository.js';
 
 const BATCH = 200;
@@ -12,7 +16,17 @@ export interface AllowanceRun {
   subscriptions: number;
   granted: number;
   credits: number;
+  /** Credits of the months granted that refunds of the period's payment held back (reduced or skipped months). */
+  withheld: number;
 }
+
+/** Why a month was granted short (ledger details and audit `reason`). */
+export const ALLOWANCE_REFUND_REASONS = {
+  /** The period's payment was refunded or charged back in full: the month grants nothing. */
+  full: 'payment_refunded',
+  /** Part of it was: the month grants the rest (decision "refunded annual period"). */
+  partial: 'payment_partially_refunded',
+} as const;
 
 /**
  * The hourly allowance job (issue 18 item 1): an annual subscriber gets the tier's monthly credits on each
@@ -21,6 +35,12 @@ export interface AllowanceRun {
  * concurrent or repeated runs (replicas, a retried job, a run after an outage that catches up several
  * months) grant each month exactly once. Each month is granted under the subscription's lock from the row
  * re-read there, like every other billing writer. `now` is the job's clock (tests pass a simulated one).
+ *
+ * A month of a period whose payment was refunded or charged back (approved) while the subscription runs on
+ * is granted net of the refunded share, rounded as the claw-back rounds (`amount - ceil(amount x refunded /
+ * paid)`, refunds added up): nothing once the whole payment was returned. The month is still recorded (a
+ * grant of what is left, possibly 0) with the reason and what was withheld, and audited
+ * `credits.allowance_reduced` (decision "refunded annual period" in docs/decisions/billing.md).
  */
 @Injectable()
 export class AllowanceService {
@@ -31,10 +51,13 @@ export class AllowanceService {
     private readonly subscriptions: SubscriptionsRepository,
     private readonly catalog: BillingCatalog,
     private readonly credits: CreditsService,
+    private readonly payments: PaymentsService,
+    private readonly users: BillingUsersRepository,
+    private readonly audit: AuditService,
   ) {}
 
   async run(now: Date = new Date()): Promise<AllowanceRun> {
-    const result: AllowanceRun = { subscriptions: 0, granted: 0, credits: 0 };
+    const result: AllowanceRun = { subscriptions: 0, granted: 0, credits: 0, withheld: 0 };
     let afterId: string | undefined;
     for (;;) {
       const page = await this.subscriptions.multiMonthPeriods(this.prisma, now, { afterId, limit: BATCH });
@@ -43,11 +66,12 @@ export class AllowanceService {
         const granted = await this.grantDue(subscription, now);
         result.granted += granted.months;
         result.credits += granted.credits;
+        result.withheld += granted.withheld;
       }
       if (page.length < BATCH) break;
       afterId = page[page.length - 1].id;
     }
-    if (result.granted > 0) this.logger.log(result, 'monthly allowances granted');
+    if (result.granted > 0 || result.withheld > 0) this.logger.log(result, 'monthly allowances granted');
     return result;
   }
 
@@ -57,12 +81,15 @@ export class AllowanceService {
    * which the grant takes, the order of every billing writer), re-reads the row there and grants from it only
    * while it still qualifies for the same period. A webhook or a refund of the period's payment applied
    * meanwhile has then either committed (and is seen) or waits for the grant (docs/decisions/billing.md,
-   * "Ordering and concurrency").
+   * "Ordering and concurrency"). The period's payment and its refunds are read there too, after the lock.
    */
-  private async grantDue(row: Subscription, now: Date): Promise<{ months: number; credits: number }> {
+  private async grantDue(
+    row: Subscription,
+    now: Date,
+  ): Promise<{ months: number; credits: number; withheld: number }> {
     const start = row.currentPeriodStart;
-    if (!start || this.amountOf(row) <= 0) return { months: 0, credits: 0 };
-    const granted = { months: 0, credits: 0 };
+    if (!start || this.amountOf(row) <= 0) return { months: 0, credits: 0, withheld: 0 };
+    const granted = { months: 0, credits: 0, withheld: 0 };
     // Months granted by an earlier run are skipped without a transaction (the key still guards a race).
     const done = new Set(
       await this.credits.allowanceGrantsOf(this.prisma, row.userId, row.providerSubscriptionId),
@@ -70,7 +97,7 @@ export class AllowanceService {
     for (const index of dueMonths(periodOf(row, start), now)) {
       const jobId = allowanceJobId(row.providerSubscriptionId, start, index);
       if (done.has(jobId)) continue;
-      const credits = await this.prisma.$transaction(async (tx) => {
+      const month = await this.prisma.$transaction(async (tx) => {
         await this.subscriptions.lock(tx, row.providerSubscriptionId);
         const [current] = await this.subscriptions.multiMonthPeriods(tx, now, { id: row.id, limit: 1 });
         const amount = current ? this.amountOf(current) : 0;
@@ -82,10 +109,14 @@ export class AllowanceService {
         ) {
           return null;
         }
+        // Under the subscription's lock: a refund of the payment has committed, or reads this grant.
+        const payment = await this.payments.periodPayment(tx, current.providerSubscriptionId, start);
+        const withheld = withheldOf(amount, payment);
+        const reduced = payment && withheld > 0 ? refundDetails(payment, withheld, amount) : null;
         const grant = await this.credits.grantAllowance(tx, {
           userId: current.userId,
           tier: current.tier,
-          amount,
+          amount: amount - withheld,
           jobId,
           startsAt: addMonths(start, index),
           endsAt: monthEnd(start, index, current.currentPeriodEnd),
@@ -93,16 +124,37 @@ export class AllowanceService {
             source: 'allowance',
             subscription_id: current.providerSubscriptionId,
             month: index,
+            ...(reduced ?? {}),
           },
         });
-        return grant.applied ? amount : 0;
+        if (!grant.applied) return { credits: 0, withheld: 0 };
+        if (reduced) {
+          await this.audit.record(tx, {
+            actor: systemActor('allowance'),
+            action: 'credits.allowance_reduced',
+            userId: (await this.users.findIdentity(tx, current.userId))?.identityUserId ?? null,
+            resourceType: 'subscription',
+            resourceId: current.id,
+            details: {
+              subscription_id: current.providerSubscriptionId,
+              transaction_id: reduced.transaction_id,
+              job_id: jobId,
+              tier: current.tier,
+              reason: reduced.reason,
+              credits: amount - withheld,
+              withheld,
+            },
+          });
+        }
+        return { credits: amount - withheld, withheld };
       });
       // No longer a candidate, or its period moved on: no later month of this period is due either.
-      if (credits === null) break;
-      if (credits > 0) {
+      if (month === null) break;
+      if (month.credits > 0) {
         granted.months += 1;
-        granted.credits += credits;
+        granted.credits += month.credits;
       }
+      granted.withheld += month.withheld;
     }
     return granted;
   }
@@ -111,6 +163,31 @@ export class AllowanceService {
   private amountOf(row: Subscription): number {
     return row.tier === FREE_TIER ? 0 : Math.max(this.catalog.monthlyCredits(row.tier), 0);
   }
+}
+
+/**
+ * What refunds of the period's payment hold back of a month of `amount` credits: the claw-back's share of
+ * the refunded total, `ceil(amount x refunded / paid)` (clawBackShare), so a month granted after a refund
+ * keeps what a month granted before it keeps after its claw-back; all of it once the payment was returned.
+ */
+function withheldOf(amount: number, payment: PeriodPayment | null): number {
+  if (!payment || payment.refunded <= 0) return 0;
+  return clawBackShare(amount, { refunded: payment.refunded, paid: payment.paid });
+}
+
+/**
+ * The ledger details of a month granted short: why, the payment it was reduced for, and what it withheld
+ * (the claw-back of a later refund of the same payment counts the month at its full amount and the withheld
+ * part as taken back already, CreditsService.clawBackGrants).
+ */
+function refundDetails(payment: PeriodPayment, withheld: number, amount: number) {
+  return {
+    reason: withheld >= amount ? ALLOWANCE_REFUND_REASONS.full : ALLOWANCE_REFUND_REASONS.partial,
+    transaction_id: payment.transactionId,
+    withheld,
+    refunded: payment.refunded,
+    paid: payment.paid,
+  };
 }
 
 /** The period `dueMonths` counts: `row`'s, from `start` (the period start the job read). */

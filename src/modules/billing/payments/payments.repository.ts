@@ -112,6 +112,24 @@ export class PaymentsRepository {
     });
   }
 
+  /**
+   * A subscription's payments of some money recorded within `toleranceMs` of `at` (the candidates for the
+   * payment that opened the billing period starting at `at`), oldest first.
+   */
+  paidPaymentsNear(db: Db, providerSubscriptionId: string, at: Date, toleranceMs: number) {
+    return db.payment.findMany({
+      where: {
+        providerSubscriptionId,
+        amountTotal: { gt: 0 },
+        occurredAt: {
+          gte: new Date(at.getTime() - toleranceMs),
+          lte: new Date(at.getTime() + toleranceMs),
+        },
+      },
+      orderBy: [{ occurredAt: 'asc' }, { providerTransactionId: 'asc' }],
+    });
+  }
+
   /** Approved adjustments of one transaction with these actions (a refund that arrived before its grants). */
   approvedAdjustmentsOf(db: Db, providerTransactionId: string, actions: string[]) {
     return db.billingAdjustment.findMany({

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { Tx } from '../../../infra/prisma/prisma.service.js';
+import type { Db, Tx } from '../../../infra/prisma/prisma.service.js';
 import { AuditService, webhookActor } from '../../audit/audit.service.js';
-import { CREDIT_KINDS, CreditsService } from '../../credits/credits.service.js';
+import { CREDIT_KINDS, CreditsService, PAID_PERIOD_TOLERANCE_MS } from '../../credits/credits.service.js';
 import type { Subscription } from '../../../generated/prisma/client.js';
 import type { HandlerOutcome } from '../../webhooks/webhook-inbox.service.js';
 import { BillingCatalog, FREE_TIER } from '../billing.catalog.js';
@@ -12,7 +12,7 @@ import {
   type TransactionData,
   transactionSchema,
 } from '../intake/billing-events.schema.js';
-import { firstPeriodGrantId, monthEnd } from '../jobs/allowance-months.js';
+import { firstPeriodGrantId, monthEnd, nearestPayment } from '../jobs/allowance-months.js';
 import { BillingOwnersService } from '../subscriptions/billing-owners.service.js';
 import { BillingTierService } from '../subscriptions/billing-tier.service.js';
 import { BillingUsersRepository, type LockedUser } from '../subscriptions/billing-users.repository.js';
@@ -35,6 +35,15 @@ interface ApprovedRefund {
   total: number;
   /** The provider says the whole transaction was refunded. */
   full: boolean;
+}
+
+/** The payment that paid a billing period, and how much of it was returned (see periodPayment). */
+export interface PeriodPayment {
+  transactionId: string;
+  /** Minor units paid. */
+  paid: number;
+  /** Minor units that approved refunds and chargebacks of it returned, at most `paid`. */
+  refunded: number;
 }
 
 /**
@@ -388,6 +397,38 @@ export class PaymentsService {
       },
     });
     return clawed;
+  }
+
+  /**
+   * The payment that paid the billing period of `providerSubscriptionId` starting at `periodStart`, and what
+   * approved refunds and chargebacks of it returned so far: the subscription's payment of some money nearest
+   * the period start, within a month. It is the claw-back's match seen from the period (a refund of a payment
+   * takes back the months of the period nearest it, paidPeriodMonths), so the refund that takes back a
+   * month's grant is the one that reduces a later month (decision "refunded annual period"). null when no
+   * recorded payment matches. The caller holds the subscription's lock, which every refund of a
+   * subscription's payment takes before it reads the grants: a refund committed before is read here, one
+   * applied after reads what the caller granted.
+   */
+  async periodPayment(
+    db: Db,
+    providerSubscriptionId: string,
+    periodStart: Date,
+  ): Promise<PeriodPayment | null> {
+    const payment = nearestPayment(
+      await this.payments.paidPaymentsNear(db, providerSubscriptionId, periodStart, PAID_PERIOD_TOLERANCE_MS),
+      periodStart,
+    );
+    if (!payment) return null;
+    const refunds = await this.payments.approvedAdjustmentsOf(db, payment.providerTransactionId, [
+      ...CLAWBACK_ACTIONS,
+    ]);
+    // Several partial refunds add up; together never more than was paid.
+    const refunded = refunds.reduce((sum, refund) => sum + Math.max(refund.amountTotal, 0), 0);
+    return {
+      transactionId: payment.providerTransactionId,
+      paid: payment.amountTotal,
+      refunded: Math.min(refunded, payment.amountTotal),
+    };
   }
 
   /** A tier change whose period has ended takes effect with the renewal that opens the next period. */

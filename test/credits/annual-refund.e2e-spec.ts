@@ -1,0 +1,310 @@
+import { createUser } from '../factories/user.factory.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { addMonths } from '../../src/modules/billing/jobs/allowance-months.js';
+import { AllowanceService } from '../../src/modules/billing/jobs/allowance.service.js';
+import { fixture } from '../contracts/contract-support.js';
+import {
+  checkoutToken,
+  deliver,
+  newEventId,
+  newSubId,
+  PRICE,
+  subscriptionEvent,
+  transactionEvent,
+} from '../support/billing.js';
+import { expectLedgerConsistent } from '../support/credits.js';
+import { type ApiApp, TestEnv } from '../support/test-env.js';
+
+// An annual payment refunded (or charged back) while its subscription runs on (Paddle refunds without
+// cancelling): the allowance job grants the later months of the period net of the refunded share, nothing
+// once the whole payment was returned (docs/decisions/billing.md, "refunded annual period"). Signed events
+// through the receiver and a real worker; the job with a simulated clock. Rollover `full` (the default), so no
+// expiry row blurs the sums; PRO grants 1000 a month.
+
+/** Paddle's published annual plan (`Annual plan`, the subscription.trialing mock): billed every year. */
+type Published = { data: { billing_cycle: { interval: string; frequency: number } } };
+const YEARLY = fixture<Published>('paddle', 'node-sdk.subscription-trialing').data.billing_cycle;
+const PAID = 18_000;
+
+describe('allowance months of a refunded annual payment', () => {
+  let env: TestEnv;
+  let api: ApiApp;
+
+  beforeAll(async () => {
+    env = await TestEnv.create();
+    api = await env.startApi();
+    await env.startWorker();
+  });
+  afterEach(async () => {
+    await expectLedgerConsistent(api.prisma, { allowNegative: true });
+  });
+  afterAll(async () => {
+    await env.close();
+  });
+
+  const job = () => api.app.get(AllowanceService);
+  const balance = async (userId: string) =>
+    (await api.prisma.user.findUniqueOrThrow({ where: { id: userId } })).creditBalance;
+  const ledger = async (userId: string) =>
+    (
+      await api.prisma.creditTransaction.findMany({
+        where: { userId },
+        orderBy: [{ createdAt: 'asc' }, { jobId: 'asc' }],
+      })
+    ).map((r) => `${r.kind}:${r.jobId}=${r.delta}`);
+  const row = (jobId: string) =>
+    api.prisma.creditTransaction.findUniqueOrThrow({ where: { jobId_kind: { jobId, kind: 'grant' } } });
+  const reductions = (identityUserId: string) =>
+    api.prisma.auditLog.findMany({
+      where: { action: 'credits.allowance_reduced', userId: identityUserId },
+      orderBy: { createdAt: 'asc' },
+    });
+
+  /** A PRO subscription on Paddle's yearly cycle, created `start`, with its first payment recorded then. */
+  async function annual(start = new Date(Date.now() - 86_400_000)) {
+    const user = await createUser(api.prisma);
+    const subId = newSubId();
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      priceId: PRICE.PRO,
+      billingCycle: YEARLY,
+      token: checkoutToken(api, user, 'PRO'),
+      occurredAt: start,
+      periodStart: start,
+      periodEnd: addMonths(start, 12),
+    });
+    expect((await deliver(api, created)).outcome).toBe('processed');
+    const payment = transactionEvent({
+      subId,
+      origin: 'web',
+      priceId: PRICE.PRO,
+      total: String(PAID),
+      occurredAt: start,
+    });
+    expect((await deliver(api, payment)).outcome).toBe('processed');
+    const month = (index: number) => `allowance:${subId}:${start.toISOString()}:${index}`;
+    /** The job an hour after month `index`'s anniversary. */
+    const runAt = (index: number) => job().run(new Date(addMonths(start, index).getTime() + 3_600_000));
+    return { user, subId, start, txnId: payment.data.id, month, runAt };
+  }
+
+  /** Paddle's own adjustment.updated (paddle-node-sdk fixture) for `txnId`, approved. */
+  async function refund(
+    sub: { subId: string; txnId: string },
+    input: { type: 'full' | 'partial'; total: number; action?: 'refund' | 'chargeback' },
+  ) {
+    const event = fixture<{ event_id: string; occurred_at: string; data: Record<string, unknown> }>(
+      'paddle',
+      'node-sdk.adjustment-updated',
+    );
+    const adjId = `adj_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
+    event.event_id = newEventId();
+    event.occurred_at = new Date().toISOString();
+    Object.assign(event.data, {
+      id: adjId,
+      transaction_id: sub.txnId,
+      subscription_id: sub.subId,
+      customer_id: `ctm_${sub.subId}`,
+      action: input.action ?? 'refund',
+      type: input.type,
+      status: 'approved',
+      created_at: new Date(Date.now() - 60_000).toISOString(),
+      updated_at: new Date().toISOString(),
+    });
+    event.data.totals = { ...(event.data.totals as object), total: String(input.total) };
+    expect((await deliver(api, event)).outcome).toBe('processed');
+    return adjId;
+  }
+
+  it('grants every month in full when nothing was refunded', async () => {
+    const sub = await annual();
+    await sub.runAt(1);
+    expect((await row(sub.month(1))).delta).toBe(1000);
+    await sub.runAt(2);
+    expect((await row(sub.month(2))).delta).toBe(1000);
+    expect(await ledger(sub.user.id)).toEqual([
+      `grant:first-period:${sub.subId}=1000`,
+      `grant:${sub.month(1)}=1000`,
+      `grant:${sub.month(2)}=1000`,
+    ]);
+    expect((await row(sub.month(2))).details).toEqual({
+      tier: 'PRO',
+      source: 'allowance',
+      subscription_id: sub.subId,
+      month: 2,
+    });
+    expect(await reductions(sub.user.identityUserId)).toEqual([]);
+  });
+
+  it('grants nothing for the months of a fully refunded payment whose subscription runs on', async () => {
+    const sub = await annual();
+    const adjId = await refund(sub, { type: 'full', total: PAID });
+    expect(await balance(sub.user.id)).toBe(0);
+
+    await sub.runAt(1);
+    expect((await row(sub.month(1))).delta).toBe(0);
+    await sub.runAt(2);
+    expect((await row(sub.month(2))).delta).toBe(0);
+    // Each month is recorded once, granting 0, and a later run finds it done.
+    await sub.runAt(2);
+    expect(await ledger(sub.user.id)).toEqual([
+      `grant:first-period:${sub.subId}=1000`,
+      `clawback:${adjId}=-1000`,
+      `grant:${sub.month(1)}=0`,
+      `grant:${sub.month(2)}=0`,
+    ]);
+    expect(await balance(sub.user.id)).toBe(0);
+    expect((await row(sub.month(1))).details).toEqual({
+      tier: 'PRO',
+      source: 'allowance',
+      subscription_id: sub.subId,
+      month: 1,
+      reason: 'payment_refunded',
+      transaction_id: sub.txnId,
+      withheld: 1000,
+      refunded: PAID,
+      paid: PAID,
+    });
+    const audits = await reductions(sub.user.identityUserId);
+    expect(audits.map((a) => a.details)).toEqual(
+      [1, 2].map((index) => ({
+        subscription_id: sub.subId,
+        transaction_id: sub.txnId,
+        job_id: sub.month(index),
+        tier: 'PRO',
+        reason: 'payment_refunded',
+        credits: 0,
+        withheld: 1000,
+      })),
+    );
+    expect(audits.every((a) => a.actor === 'system:allowance')).toBe(true);
+  });
+
+  it('grants later months net of the refunded share, rounded as the claw-back, partial refunds adding up', async () => {
+    const sub = await annual();
+    // 4000 of 18000: the claw-back takes ceil(1000 x 4000 / 18000) = 223 of month 0.
+    const first = await refund(sub, { type: 'partial', total: 4000 });
+    await sub.runAt(1);
+    expect((await row(sub.month(1))).delta).toBe(777);
+    expect((await row(sub.month(1))).details).toMatchObject({
+      reason: 'payment_partially_refunded',
+      transaction_id: sub.txnId,
+      withheld: 223,
+      refunded: 4000,
+      paid: PAID,
+    });
+    // 5000 more (9000 of 18000): its claw-back counts month 1 at its full 1000 and the 223 it withheld as
+    // taken back: ceil(2000 x 5000 / 18000) = 556. Month 2 keeps half.
+    const second = await refund(sub, { type: 'partial', total: 5000 });
+    await sub.runAt(2);
+    expect((await row(sub.month(2))).delta).toBe(500);
+    // The rest (18000 of 18000, a partial refund by its type): nothing is left of any month, and none more.
+    const third = await refund(sub, { type: 'partial', total: 9000 });
+    await sub.runAt(3);
+    expect((await row(sub.month(3))).delta).toBe(0);
+    expect(await ledger(sub.user.id)).toEqual([
+      `grant:first-period:${sub.subId}=1000`,
+      `clawback:${first}=-223`,
+      `grant:${sub.month(1)}=777`,
+      `clawback:${second}=-556`,
+      `grant:${sub.month(2)}=500`,
+      `clawback:${third}=-1498`,
+      `grant:${sub.month(3)}=0`,
+    ]);
+    expect(await balance(sub.user.id)).toBe(0);
+    expect((await row(sub.month(3))).details).toMatchObject({
+      reason: 'payment_refunded',
+      withheld: 1000,
+      refunded: PAID,
+    });
+    const clawback = await api.prisma.creditTransaction.findUniqueOrThrow({
+      where: { jobId_kind: { jobId: third, kind: 'clawback' } },
+    });
+    expect(clawback.details).toMatchObject({ transaction_id: sub.txnId, granted: 3000, withheld: 723 });
+    expect((await reductions(sub.user.identityUserId)).map((a) => a.details)).toMatchObject([
+      { reason: 'payment_partially_refunded', credits: 777, withheld: 223 },
+      { reason: 'payment_partially_refunded', credits: 500, withheld: 500 },
+      { reason: 'payment_refunded', credits: 0, withheld: 1000 },
+    ]);
+  });
+
+  it('claws back the months granted before a refund as before, and reduces the months after it', async () => {
+    const sub = await annual();
+    await sub.runAt(1);
+    await sub.runAt(2);
+    // A quarter of the payment: a quarter of the 3000 granted so far, as before this rule.
+    const partial = await refund(sub, { type: 'partial', total: 4500 });
+    expect(await balance(sub.user.id)).toBe(2250);
+    await sub.runAt(3);
+    expect((await row(sub.month(3))).delta).toBe(750);
+    // A chargeback of the whole payment: what is left of the four months, not the 250 month 3 never gave.
+    const chargeback = await refund(sub, { type: 'full', total: PAID, action: 'chargeback' });
+    expect(await balance(sub.user.id)).toBe(0);
+    // Refunds added up are capped at the payment: 22500 of 18000 is all of it.
+    await sub.runAt(4);
+    expect((await row(sub.month(4))).delta).toBe(0);
+    expect(await ledger(sub.user.id)).toEqual([
+      `grant:first-period:${sub.subId}=1000`,
+      `grant:${sub.month(1)}=1000`,
+      `grant:${sub.month(2)}=1000`,
+      `clawback:${partial}=-750`,
+      `grant:${sub.month(3)}=750`,
+      `clawback:${chargeback}=-3000`,
+      `grant:${sub.month(4)}=0`,
+    ]);
+    expect((await row(sub.month(4))).details).toMatchObject({
+      reason: 'payment_refunded',
+      transaction_id: sub.txnId,
+      withheld: 1000,
+      refunded: PAID,
+      paid: PAID,
+    });
+  });
+
+  it("reads the refunds of the payment that paid the period, not an earlier period's", async () => {
+    // The first year was paid a year ago; the renewal opened the current period.
+    const user = await createUser(api.prisma);
+    const subId = newSubId();
+    const start = new Date(Date.now() - 86_400_000);
+    const lastYear = addMonths(start, -12);
+    const firstPayment = transactionEvent({
+      subId,
+      origin: 'web',
+      priceId: PRICE.PRO,
+      total: String(PAID),
+      occurredAt: lastYear,
+    });
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      priceId: PRICE.PRO,
+      billingCycle: YEARLY,
+      token: checkoutToken(api, user, 'PRO'),
+      occurredAt: start,
+      periodStart: start,
+      periodEnd: addMonths(start, 12),
+    });
+    expect((await deliver(api, created)).outcome).toBe('processed');
+    expect((await deliver(api, firstPayment)).outcome).toBe('processed');
+    const renewal = transactionEvent({ subId, priceId: PRICE.PRO, total: String(PAID), occurredAt: start });
+    expect((await deliver(api, renewal)).outcome).toBe('processed');
+    const month = (index: number) => `allowance:${subId}:${start.toISOString()}:${index}`;
+    const runAt = (index: number) => job().run(new Date(addMonths(start, index).getTime() + 3_600_000));
+
+    // Last year's payment refunded in full: the renewed period's months are still granted in full.
+    await refund({ subId, txnId: firstPayment.data.id }, { type: 'full', total: PAID });
+    await runAt(1);
+    expect((await row(month(1))).delta).toBe(1000);
+    expect((await row(month(1))).details).not.toHaveProperty('reason');
+    // The renewal's own refund reduces them.
+    await refund({ subId, txnId: renewal.data.id }, { type: 'partial', total: 9000 });
+    await runAt(2);
+    expect((await row(month(2))).delta).toBe(500);
+    expect((await row(month(2))).details).toMatchObject({
+      reason: 'payment_partially_refunded',
+      transaction_id: renewal.data.id,
+    });
+  });
+});
