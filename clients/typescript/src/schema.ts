@@ -1038,7 +1038,7 @@ export interface components {
         };
         UpdateMeDto: {
             /**
-             * @description BCP 47 language tag, e.g. `en` or `de-CH`.
+             * @description BCP 47 language tag, e.g. `en` or `de-CH`; stored in canonical case (`EN-us` becomes `en-US`).
              * @example de-CH
              */
             locale?: string;
