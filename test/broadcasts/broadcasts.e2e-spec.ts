@@ -364,6 +364,24 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
     expect(fake.deliveredTo(de.email)[0].subject).toBe('Neues von subscription-service');
   });
 
+  it('reaches a locale written in canonical case by PATCH /me, and one stored before in another case', async () => {
+    await onlyNew();
+    const patched = await createMember(api.prisma, 'loc-patched', { consent: true, locale: 'en' });
+    const res = await api.http
+      .patch('/api/v1/me')
+      .set('Authorization', await api.bearer(patched.identityUserId, patched.email))
+      .send({ locale: 'PT-br' });
+    expect(res.body.locale).toBe('pt-BR');
+    // Rows written before canonicalization keep their case (not migrated): matching ignores case.
+    const legacy = await createMember(api.prisma, 'loc-legacy', { consent: true, locale: 'PT-BR' });
+    await createMember(api.prisma, 'loc-pt', { consent: true, locale: 'pt-PT' });
+
+    const run = await create({ template_key: 'newsletter', audience: { locales: ['PT_br'] } });
+    expect(run.body.audience).toEqual({ locales: ['pt-br'] });
+    expect((await finished(run.body.id)).sentCount).toBe(2);
+    expect(fake.deliveries.map((d) => d.to).sort()).toEqual([patched.email, legacy.email].sort());
+  });
+
   it('retries a failing batch with the same idempotency key and isolates a permanently rejected recipient', async () => {
     await onlyNew();
     const members = await createAudience(api.prisma, 'retry', 5, { consent: true, tier: 'TEAM' });

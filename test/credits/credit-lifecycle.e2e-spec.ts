@@ -382,6 +382,132 @@ describe('credit lifecycle (issue 18)', () => {
     });
   });
 
+  describe('plan_expires_at when the subscription will not renew', () => {
+    const fixture = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name), 'utf8'));
+    const DAY = 86_400_000;
+
+    /**
+     * Paddle's own subscription.updated or subscription.canceled (paddle-node-sdk fixture) for our
+     * subscription: its id, customer, price and period, and the scheduled change Paddle sets when a cancel
+     * is requested for the end of the period (`effective_from: next_billing_period`).
+     */
+    function paddleSubscription(
+      name: 'node-sdk.subscription-updated.json' | 'node-sdk.subscription-canceled.json',
+      input: {
+        subId: string;
+        priceId: string;
+        period: { starts_at: string; ends_at: string } | null;
+        scheduledChange?: { action: string; effective_at: string; resume_at: string | null };
+      },
+    ) {
+      const event = fixture(name);
+      event.event_id = newEventId();
+      event.occurred_at = new Date().toISOString();
+      Object.assign(event.data, {
+        id: input.subId,
+        customer_id: `ctm_${input.subId}`,
+        current_billing_period: input.period,
+        scheduled_change: input.scheduledChange ?? null,
+        custom_data: null,
+      });
+      event.data.items[0].price.id = input.priceId;
+      if (event.data.status === 'canceled') event.data.canceled_at = event.occurred_at;
+      return event;
+    }
+    const exported = async (u: User) => {
+      const res = await api.http
+        .get('/api/v1/account/me/export')
+        .set('Authorization', await api.bearer(u.identityUserId))
+        .buffer(true)
+        .parse((response, callback) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (text += chunk));
+          response.on('end', () => callback(null, text));
+        });
+      expect(res.status).toBe(200);
+      return (JSON.parse(res.body as string) as { credits: Record<string, unknown> }).credits;
+    };
+
+    it('is null once a cancel is scheduled for the period end: the plan credits outlive the subscription', async () => {
+      const start = new Date(Date.now() - DAY);
+      const end = addMonths(start, 1);
+      const period = { starts_at: start.toISOString(), ends_at: end.toISOString() };
+      const { user: u, subId } = await subscribed('PRO', { start });
+      await spend(u.id, 100);
+      // PRO expires unspent plan credits at the renewal (none): the period end.
+      const renewing = { balance: 900, plan_remaining: 900, purchased_remaining: 0 };
+      expect(await credits(u)).toMatchObject({ ...renewing, plan_expires_at: end.toISOString() });
+      expect(await exported(u)).toEqual({ ...renewing, plan_expires_at: end.toISOString() });
+
+      const cancelAtEnd = { action: 'cancel', effective_at: end.toISOString(), resume_at: null };
+      const updated = paddleSubscription('node-sdk.subscription-updated.json', {
+        subId,
+        priceId: PRICE.PRO,
+        period,
+        scheduledChange: cancelAtEnd,
+      });
+      expect((await deliver(api, updated)).outcome).toBe('processed');
+      expect(await credits(u)).toMatchObject({ ...renewing, plan_expires_at: null });
+      expect(await exported(u)).toEqual({ ...renewing, plan_expires_at: null });
+
+      // What happens at the period end: Paddle cancels, the user drops to FREE, no renewal grants
+      // anything, and nothing expires the plan credits (no expiry row, the balance stays).
+      const canceled = paddleSubscription('node-sdk.subscription-canceled.json', {
+        subId,
+        priceId: PRICE.PRO,
+        period: null,
+      });
+      expect((await deliver(api, canceled)).outcome).toBe('processed');
+      await api.app.get(AllowanceService).run(addMonths(end, 2));
+      expect(await user(u.id)).toMatchObject({ currentTier: 'FREE', creditBalance: 900 });
+      expect(await rows(u.id, 'expiry')).toEqual([]);
+      expect(await credits(u)).toMatchObject({ ...renewing, plan_expires_at: null });
+      expect(await exported(u)).toEqual({ ...renewing, plan_expires_at: null });
+
+      // Only a later allowance closes them: a new subscription's first period, under PRO's rule.
+      const again = newSubId();
+      const created = subscriptionEvent({
+        type: 'subscription.created',
+        subId: again,
+        priceId: PRICE.PRO,
+        token: checkoutToken(api, u, 'PRO'),
+        periodStart: new Date(),
+        periodEnd: addMonths(new Date(), 1),
+      });
+      expect((await deliver(api, created)).outcome).toBe('processed');
+      expect((await rows(u.id, 'expiry')).map((e) => [e.jobId, e.delta])).toEqual([
+        [`first-period:${subId}`, -900],
+      ]);
+      expect(await credits(u)).toMatchObject({ balance: 1000, plan_expires_at: expect.any(String) });
+    });
+
+    it('keeps the period end for a pending change to another paid tier: the renewal still expires them', async () => {
+      const start = new Date(Date.now() - DAY);
+      const end = addMonths(start, 1);
+      const period = { starts_at: start.toISOString(), ends_at: end.toISOString() };
+      const { user: u, subId } = await subscribed('TEAM', { start });
+      // TEAM to PRO within the period: TEAM stays until the period end, PRO is pending.
+      const downgrade = paddleSubscription('node-sdk.subscription-updated.json', {
+        subId,
+        priceId: PRICE.PRO,
+        period,
+      });
+      expect((await deliver(api, downgrade)).outcome).toBe('processed');
+      expect(
+        await api.prisma.subscription.findUniqueOrThrow({ where: { providerSubscriptionId: subId } }),
+      ).toMatchObject({ tier: 'TEAM', pendingTier: 'PRO' });
+      expect(await credits(u)).toMatchObject({ plan_remaining: 5000, plan_expires_at: end.toISOString() });
+
+      // The renewal closes TEAM's allowance under TEAM's rule (cap:2000), whatever the next tier.
+      const renewal = transactionEvent({ subId, priceId: PRICE.PRO, total: '1500' });
+      expect((await deliver(api, renewal)).outcome).toBe('processed');
+      expect((await rows(u.id, 'expiry')).map((e) => [e.jobId, e.delta])).toEqual([
+        [`first-period:${subId}`, -3000],
+      ]);
+    });
+  });
+
   describe('clawback', () => {
     const fixture = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name), 'utf8'));
 

@@ -101,6 +101,80 @@ describe('current user: /me, PATCH /me, signup metadata', () => {
       expect(entry.details).toEqual({ fields_changed: ['locale'], locale: 'de-CH' });
     });
 
+    it('stores the locale in BCP 47 canonical case, whatever case it is sent in', async () => {
+      const audits = () =>
+        api.prisma.auditLog.findMany({
+          where: { action: 'user.updated', userId: 'user_locale_case' },
+        });
+      const stored = async () =>
+        (await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_locale_case' } })).locale;
+      // A new user's locale is `en`.
+      for (const [sent, canonical] of [
+        ['FR', 'fr'],
+        ['EN', 'en'],
+        ['en-us', 'en-US'],
+        ['ZH-HANT-tw', 'zh-Hant-TW'],
+        ['de-ch-1996', 'de-CH-1996'],
+        ['es-419', 'es-419'],
+      ]) {
+        const res = await patch('user_locale_case', { locale: sent });
+        expect({ sent, status: res.status, locale: res.body.locale }).toEqual({
+          sent,
+          status: 200,
+          locale: canonical,
+        });
+        expect(await stored()).toBe(canonical);
+      }
+      const audited = (await audits()).map((a) => (a.details as { locale: string }).locale);
+      expect(audited.sort()).toEqual(['de-CH-1996', 'en', 'en-US', 'es-419', 'fr', 'zh-Hant-TW']);
+      // The stored tag in another case is the same tag: nothing changes, nothing is audited.
+      expect((await patch('user_locale_case', { locale: 'ES-419' })).body.locale).toBe('es-419');
+      expect(await audits()).toHaveLength(6);
+    });
+
+    it('canonicalizes a row stored before in another case on its next write, and only then', async () => {
+      await me('user_locale_legacy');
+      await api.prisma.user.update({
+        where: { identityUserId: 'user_locale_legacy' },
+        data: { locale: 'EN-gb' },
+      });
+      expect((await me('user_locale_legacy')).body.locale).toBe('EN-gb');
+      const res = await patch('user_locale_legacy', { locale: 'en-GB' });
+      expect(res.body.locale).toBe('en-GB');
+      const [entry] = await api.prisma.auditLog.findMany({
+        where: { action: 'user.updated', userId: 'user_locale_legacy' },
+      });
+      expect(entry.details).toEqual({ fields_changed: ['locale'], locale: 'en-GB' });
+    });
+
+    it.each([
+      // Shaped like a tag, but not well-formed (Intl refuses them): they were stored as sent.
+      ['en-12'],
+      ['de-DE-DE'],
+      ['de-1996-1996'],
+      ['en-a1'],
+      // An extended language subtag: Unicode locale identifiers (what Intl reads) have none; `yue` is the tag.
+      ['zh-yue'],
+      // Outside the shape we store: private use, extensions, `_`, grandfathered tags, empty.
+      ['x-private'],
+      ['en-US-u-ca-gregory'],
+      ['de_AT'],
+      ['i-klingon'],
+      [''],
+    ])('refuses the malformed locale %j with 400 problem+json and keeps the stored one', async (locale) => {
+      await patch('user_locale_bad', { locale: 'fr' });
+      const res = await patch('user_locale_bad', { locale });
+      expect(res.status).toBe(400);
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      expect(res.body.code).toBe('validation_failed');
+      expect(res.body.errors).toContainEqual({
+        field: 'locale',
+        message: 'locale must be a BCP 47 language tag such as en or de-CH',
+      });
+      const user = await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_locale_bad' } });
+      expect(user.locale).toBe('fr');
+    });
+
     it('records consent at/source, the consent history and an audit entry; withdrawal too', async () => {
       const given = await patch('user_consent', {
         marketing_consent_given: true,
@@ -171,6 +245,8 @@ describe('current user: /me, PATCH /me, signup metadata', () => {
     it.each([
       [{ locale: 'not a locale' }],
       [{ locale: 'x'.repeat(40) }],
+      [{ locale: 42 }],
+      [{ locale: ['en'] }],
       [{ marketing_consent_given: 'yes' }],
       [{ marketing_consent_source: 'settings' }],
       [{ marketing_consent_given: true, marketing_consent_source: 'has spaces' }],

@@ -1038,7 +1038,7 @@ export interface components {
         };
         UpdateMeDto: {
             /**
-             * @description BCP 47 language tag, e.g. `en` or `de-CH`.
+             * @description BCP 47 language tag, e.g. `en` or `de-CH`; stored in canonical case (`EN-us` becomes `en-US`).
              * @example de-CH
              */
             locale?: string;
@@ -1806,7 +1806,7 @@ export interface components {
             purchased_remaining: number;
             /**
              * Format: date-time
-             * @description When unspent plan credits expire (the period end under rollover none or cap); null when they never do
+             * @description When unspent plan credits expire (the period end under rollover none or cap, when an allowance follows it); null when they never do, also when the subscription will not renew then (a cancel or pause scheduled for the period end)
              * @example 2026-12-25T09:00:00.000Z
              */
             plan_expires_at: string | null;

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { type Db, PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import type { CreditHold, CreditTransaction } from '../../generated/prisma/client.js';
+import type { PlanSubscription } from './credit-summary.js';
 
 export type LedgerDetails = Record<string, string | number | boolean | null>;
 
@@ -173,6 +174,24 @@ export class CreditsRepository {
       planExpiresAt: user.planExpiresAt,
       currentTier: user.currentTier,
     };
+  }
+
+  /**
+   * The user's subscriptions that are not expired, as far as the allowance after the current one goes
+   * (credit-summary.ts, allowanceFollows). Billing writes them; the ledger only reads them here.
+   */
+  planSubscriptions(db: Db, userId: string): Promise<PlanSubscription[]> {
+    return db.subscription.findMany({
+      where: { userId, expiredAt: null },
+      select: {
+        status: true,
+        expiredAt: true,
+        currentPeriodEnd: true,
+        billingInterval: true,
+        billingFrequency: true,
+        scheduledChange: true,
+      },
+    });
   }
 
   /** Locks the user row until the transaction ends (a read-then-write of the ledger that must not race). */

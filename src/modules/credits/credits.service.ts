@@ -118,19 +118,29 @@ export class CreditsService {
     );
   }
 
-  /** Balance split into plan and purchased credits (plan credits are spent first). */
+  /**
+   * Balance split into plan and purchased credits (plan credits are spent first), and when the plan
+   * credits expire: the one reading behind `GET /api/v1/credits` (inside history()) and the account export.
+   */
   summary(userId: string): Promise<CreditSummary> {
     return this.summaryIn(this.prisma, userId);
   }
 
   private async summaryIn(db: Tx | PrismaService, userId: string): Promise<CreditSummary> {
+    const now = new Date();
     const state = await this.ledger.planState(db, userId);
-    return creditSummaryOf({
-      creditBalance: state?.balance ?? 0,
-      purchasedCredits: state?.purchased ?? 0,
-      planExpiresAt: state?.planExpiresAt ?? null,
-      currentTier: state?.currentTier ?? FREE_TIER,
-    });
+    // Only a date still ahead can be withdrawn by what the subscriptions say; otherwise they are not read.
+    const dated = !!state?.planExpiresAt && state.planExpiresAt > now;
+    return creditSummaryOf(
+      {
+        creditBalance: state?.balance ?? 0,
+        purchasedCredits: state?.purchased ?? 0,
+        planExpiresAt: state?.planExpiresAt ?? null,
+        currentTier: state?.currentTier ?? FREE_TIER,
+        subscriptions: dated ? await this.ledger.planSubscriptions(db, userId) : [],
+      },
+      now,
+    );
   }
 
   /** Adds credits (grant, refund, settle, purchase, positive adjustment) inside the caller's transaction; idempotent. */

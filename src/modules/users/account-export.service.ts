@@ -5,7 +5,7 @@ import { snakeCase } from '../../common/naming.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
-import { creditSummaryOf } from '../credits/credit-summary.js';
+import { CreditsService } from '../credits/credits.service.js';
 import { AccountExportRepository, type ExportCursor, type ExportRow } from './account-export.repository.js';
 import { UsersRepository } from './users.repository.js';
 
@@ -39,6 +39,7 @@ export class AccountExportService {
     private readonly users: UsersRepository,
     private readonly exportRepository: AccountExportRepository,
     private readonly audit: AuditService,
+    private readonly credits: CreditsService,
   ) {}
 
   /** Audits the export and returns the stream; everything that can fail early fails before streaming. */
@@ -61,7 +62,8 @@ export class AccountExportService {
 
   async *chunks(user: User, generatedAt: Date): AsyncGenerator<string> {
     yield `{"generated_at":${JSON.stringify(generatedAt.toISOString())},"user":${JSON.stringify(toExportJson(user))}`;
-    const credits = creditSummaryOf(user);
+    // The same summary as GET /api/v1/credits (CreditsService owns when plan credits expire).
+    const credits = await this.credits.summary(user.id);
     yield `,"credits":${JSON.stringify({
       balance: credits.balance,
       plan_remaining: credits.planRemaining,

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { NotFoundError, ValidationError } from '../../common/errors/app-error.js';
+import { canonicalLocale } from '../../common/validation/locale.js';
 import { PrismaService, type Tx } from '../../infra/prisma/prisma.service.js';
 import { Prisma, type Subscription, type User } from '../../generated/prisma/client.js';
 import { AuditService, userActor } from '../audit/audit.service.js';
@@ -54,13 +55,14 @@ export class ProfileService {
         { field: 'marketing_consent_source', message: 'requires marketing_consent_given' },
       ]);
     }
+    const locale = dto.locale === undefined ? undefined : this.localeOf(dto.locale);
     await this.uow.run(async (tx) => {
       const user = await this.users.lockById(tx, actor.id);
       if (!user) throw new NotFoundError('The user does not exist.', 'user_not_found');
       const data: Prisma.UserUpdateInput = {};
       const changed: string[] = [];
-      if (dto.locale !== undefined && dto.locale !== user.locale) {
-        data.locale = dto.locale;
+      if (locale !== undefined && locale !== user.locale) {
+        data.locale = locale;
         changed.push('locale');
       }
       const now = new Date();
@@ -92,7 +94,7 @@ export class ProfileService {
         resourceId: user.id,
         details: {
           fields_changed: changed.sort(),
-          ...(dto.locale !== undefined && changed.includes('locale') ? { locale: dto.locale } : {}),
+          ...(locale !== undefined && changed.includes('locale') ? { locale } : {}),
           ...(consentChanged
             ? { consent_given: dto.marketing_consent_given!, consent_at: now.toISOString(), source }
             : {}),
@@ -100,6 +102,17 @@ export class ProfileService {
       });
     });
     return this.me(actor.id);
+  }
+
+  /** The locale as stored: canonical case (canonicalLocale); the DTO has refused what it cannot take. */
+  private localeOf(tag: string): string {
+    const locale = canonicalLocale(tag);
+    if (locale === null) {
+      throw new ValidationError('locale must be a BCP 47 language tag such as en or de-CH', [
+        { field: 'locale', message: 'locale must be a BCP 47 language tag such as en or de-CH' },
+      ]);
+    }
+    return locale;
   }
 
   /**

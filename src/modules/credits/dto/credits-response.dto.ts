@@ -38,7 +38,7 @@ export class CreditsPageDto {
   @ApiTimestamp({
     nullable: true,
     description:
-      'When unspent plan credits expire (the period end under rollover none or cap); null when they never do',
+      'When unspent plan credits expire (the period end under rollover none or cap, when an allowance follows it); null when they never do, also when the subscription will not renew then (a cancel or pause scheduled for the period end)',
     example: '2026-12-25T09:00:00.000Z',
   })
   plan_expires_at!: string | null;

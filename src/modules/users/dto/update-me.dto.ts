@@ -1,22 +1,22 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsBoolean, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
 import {} from '../../../common/openapi/api-fields.js';
+import { IsLocale } from '../../../common/validation/locale.js';
 
 /** Optional, but never null: none of these columns is nullable (a null reached the database as a 500). */
 const IsOptionalNotNull = () => ValidateIf((_object, value) => value !== undefined);
 
-/** BCP 47 language tag, simplified: `en`, `de-CH`, `zh-Hant-TW`. */
-const LOCALE = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
 /** Where consent was given or withdrawn: a short machine label such as `settings_page`. */
 const SOURCE = /^[A-Za-z0-9_.:-]+$/;
 
 /** The only fields of the profile a user may change (spec rule 4). */
 export class UpdateMeDto {
-  /** BCP 47 language tag, e.g. `en` or `de-CH`. */
+  /** BCP 47 language tag, e.g. `en` or `de-CH`; stored in canonical case (`EN-us` becomes `en-US`). */
   @IsOptionalNotNull()
   @IsString()
+  // A literal: the OpenAPI metadata generator reads maxLength only from one (LOCALE_MAX_LENGTH, 35).
   @MaxLength(35)
-  @Matches(LOCALE, { message: 'locale must be a BCP 47 language tag such as en or de-CH' })
+  @IsLocale()
   @ApiProperty({ type: String, example: 'de-CH' })
   locale?: string;
 
