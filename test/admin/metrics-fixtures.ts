@@ -160,8 +160,10 @@ export async function seedOverviewDataset(prisma: PrismaService): Promise<Record
     amount: number,
     currency: string,
     occurredAt: Date,
+    providerTransactionId: string | null = null,
   ): Prisma.BillingAdjustmentCreateManyInput => ({
     providerAdjustmentId: `adj_${name}`,
+    providerTransactionId,
     action,
     status,
     amountTotal: amount,
@@ -175,6 +177,8 @@ export async function seedOverviewDataset(prisma: PrismaService): Promise<Record
       adjustment('3', 'credit', 'approved', 300, 'USD', ago(2)),
       adjustment('4', 'refund', 'approved', -200, 'EUR', ago(5)), // sign-agnostic
       adjustment('5', 'refund', 'approved', 700, 'USD', ago(30)), // exactly 30 days: outside
+      // A refund of a payment that collected nothing (canceled): capped to 0 and left out, count included.
+      adjustment('6', 'refund', 'approved', 7000, 'USD', ago(1), 'txn_5'),
     ],
   });
 

@@ -633,6 +633,64 @@ describe('credit lifecycle (issue 18)', () => {
         67, 500, 933,
       ]);
     });
+
+    it('writes nothing for a refund that finds nothing left to take back, also when replayed after a later month', async () => {
+      const start = new Date(Date.now() - 86_400_000);
+      const { user: u, subId } = await subscribed('TEAM', { annual: true, start });
+      const firstTxn = transactionEvent({ subId, origin: 'web', priceId: PRICE.TEAM, total: '48000' });
+      expect((await deliver(api, firstTxn)).outcome).toBe('processed');
+      const job = api.app.get(AllowanceService);
+      await job.run(new Date(addMonths(start, 1).getTime() + 3_600_000));
+      const full = (adjId: string) =>
+        paddleAdjustment({
+          adjId,
+          txnId: firstTxn.data.id,
+          subId,
+          action: 'refund',
+          type: 'full',
+          total: '48000',
+        });
+
+      // The full refund takes back what the period granted so far (5000 + 5000, 3000 expired by the cap).
+      const firstId = `adj_${randomUUID().slice(0, 12)}`;
+      expect((await deliver(api, full(firstId))).outcome).toBe('processed');
+      expect((await rows(u.id, 'clawback')).map((c) => [c.jobId, c.delta])).toEqual([[firstId, -7000]]);
+
+      // The same refund again under a new adjustment id (a redelivery Paddle would never refund twice):
+      // recorded and audited as an adjustment, but no 0-credit ledger row and no claw-back audit.
+      const secondId = `adj_${randomUUID().slice(0, 12)}`;
+      const second = full(secondId);
+      const applied = await deliver(api, second);
+      expect(applied.outcome).toBe('processed');
+      expect((await rows(u.id, 'clawback')).map((c) => c.jobId)).toEqual([firstId]);
+      const record = await api.prisma.billingAdjustment.findUniqueOrThrow({
+        where: { providerAdjustmentId: secondId },
+      });
+      expect(record).toMatchObject({ status: 'approved', clawedBackCredits: 0 });
+      const clawAudits = () =>
+        api.prisma.auditLog.findMany({ where: { action: 'credits.clawed_back', userId: u.identityUserId } });
+      expect((await clawAudits()).map((a) => (a.details as { adjustment_id: string }).adjustment_id)).toEqual(
+        [firstId],
+      );
+      expect(
+        await api.prisma.auditLog.count({ where: { action: 'adjustment.updated', resourceId: record.id } }),
+      ).toBe(1);
+
+      // The next month is still granted (decision "claw-back scope": the months granted so far). Replays of
+      // the second refund and of the payment then find the refund already applied: nothing taken, as at
+      // its first delivery, however the events are redelivered.
+      await job.run(new Date(addMonths(start, 2).getTime() + 3_600_000));
+      expect((await rows(u.id, 'grant')).map((g) => g.jobId)).toContain(
+        `allowance:${subId}:${start.toISOString()}:2`,
+      );
+      const balance = (await user(u.id)).creditBalance;
+      expect(balance).toBeGreaterThan(0);
+      expect((await deliver(api, { ...second, event_id: newEventId() })).outcome).toBe('processed');
+      expect((await deliver(api, { ...firstTxn, event_id: newEventId() })).outcome).toBe('processed');
+      expect((await rows(u.id, 'clawback')).map((c) => [c.jobId, c.delta])).toEqual([[firstId, -7000]]);
+      expect((await user(u.id)).creditBalance).toBe(balance);
+      expect(await clawAudits()).toHaveLength(1);
+    });
   });
 
   describe('clawback before the grant', () => {

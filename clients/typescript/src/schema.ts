@@ -2169,7 +2169,7 @@ export interface components {
             revenue: {
                 [key: string]: components["schemas"]["MoneyTotalDto"];
             };
-            /** @description Approved refunds per currency */
+            /** @description Approved refunds per currency; the refunds of one transaction count at most what its payment collected */
             refunds: {
                 [key: string]: components["schemas"]["MoneyTotalDto"];
             };

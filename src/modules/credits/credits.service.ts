@@ -249,7 +249,9 @@ export class CreditsService {
    * the refunded share of it rounded up for a partial refund (clawBackShare), never more than is left after
    * earlier claw-backs of the same transaction. A later month the allowance job granted short for earlier
    * refunds of it (details `withheld`) counts at its full amount, its withheld part as taken back already.
-   * Keyed on `jobId` (the adjustment id). null when the transaction granted nothing.
+   * Keyed on `jobId` (the adjustment id). null when the transaction granted nothing. Nothing left to take
+   * (earlier claw-backs took it all, e.g. a second full refund): no ledger row is written (`applied: false`,
+   * `credits` 0, or what a row already keyed on `jobId` took).
    */
   async clawBackGrants(
     tx: Tx,
@@ -298,6 +300,17 @@ export class CreditsService {
     const already = (await this.ledger.clawedBackFor(tx, userId, input.transactionId)) + withheld;
     const share = clawBackShare(granted, input.share);
     const amount = Math.max(0, Math.min(share, granted - already));
+    if (amount === 0) {
+      // A 0-credit row would say nothing and still show in the user's history as a claw-back.
+      const existing = await this.ledger.findByJob(tx, input.jobId, CREDIT_KINDS.clawback);
+      if (existing && existing.userId !== userId) {
+        throw new ConflictError(
+          `Job ${input.jobId} is already recorded for another user.`,
+          'credit_job_conflict',
+        );
+      }
+      return { userId, credits: existing ? -existing.delta : 0, applied: false };
+    }
     const result = await this.clawBack(tx, {
       userId,
       amount,

@@ -64,9 +64,15 @@ export class PaymentsRepository {
     return result.count;
   }
 
-  /** Insert, or update when this event is at least as new as the stored one; returns the row id. */
-  async upsertAdjustment(tx: Tx, record: AdjustmentRecord): Promise<{ id: string; applied: boolean }> {
-    const rows = await tx.$queryRaw<{ id: string }[]>`
+  /**
+   * Insert, or update when this event is at least as new as the stored one; returns the row id and what its
+   * claw-back took if it already ran (`clawedBackCredits`, null when it never did).
+   */
+  async upsertAdjustment(
+    tx: Tx,
+    record: AdjustmentRecord,
+  ): Promise<{ id: string; applied: boolean; clawedBackCredits: number | null }> {
+    const rows = await tx.$queryRaw<{ id: string; clawed_back_credits: number | null }[]>`
       INSERT INTO billing_adjustments (id, user_id, provider_adjustment_id, provider_transaction_id, action,
         status, amount_total, currency, occurred_at, updated_at)
       VALUES (gen_random_uuid(), ${record.userId}::uuid, ${record.providerAdjustmentId},
@@ -78,13 +84,24 @@ export class PaymentsRepository {
         user_id = COALESCE(billing_adjustments.user_id, EXCLUDED.user_id),
         provider_transaction_id = COALESCE(EXCLUDED.provider_transaction_id, billing_adjustments.provider_transaction_id)
       WHERE billing_adjustments.updated_at <= EXCLUDED.updated_at
-      RETURNING id`;
-    if (rows.length > 0) return { id: rows[0].id, applied: true };
+      RETURNING id, clawed_back_credits`;
+    if (rows.length > 0) {
+      return { id: rows[0].id, applied: true, clawedBackCredits: rows[0].clawed_back_credits };
+    }
     const existing = await tx.billingAdjustment.findUniqueOrThrow({
       where: { providerAdjustmentId: record.providerAdjustmentId },
-      select: { id: true },
+      select: { id: true, clawedBackCredits: true },
     });
-    return { id: existing.id, applied: false };
+    return { id: existing.id, applied: false, clawedBackCredits: existing.clawedBackCredits };
+  }
+
+  /**
+   * What the claw-back of an adjustment took (0: nothing was left), written once it ran: it never runs
+   * again for that adjustment, also when it took nothing and so wrote no ledger row.
+   */
+  async recordClawBack(tx: Tx, id: string, credits: number): Promise<void> {
+    // Raw: Prisma's @updatedAt would overwrite updated_at, the provider's, which orders adjustment events.
+    await tx.$executeRaw`UPDATE billing_adjustments SET clawed_back_credits = ${credits} WHERE id = ${id}::uuid`;
   }
 
   /**

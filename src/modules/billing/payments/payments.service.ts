@@ -35,6 +35,8 @@ interface ApprovedRefund {
   total: number;
   /** The provider says the whole transaction was refunded. */
   full: boolean;
+  /** What its claw-back took when it already ran (0: nothing was left); null when it never ran. */
+  clawedBack: number | null;
 }
 
 /** The payment that paid a billing period, and how much of it was returned (see periodPayment). */
@@ -332,6 +334,7 @@ export class PaymentsService {
         action: adjustment.action,
         total: adjustment.amountTotal,
         full: false,
+        clawedBack: adjustment.clawedBackCredits,
       };
       await this.clawBack(tx, event, refund, adjustment.id, lockedSubscriptionId);
     }
@@ -342,8 +345,12 @@ export class PaymentsService {
    * or the renewal grant keyed on the transaction id, or, for a subscription's first payment, the
    * first-period grant, and for a multi-month period (annual) the monthly allowances of the period it paid
    * granted so far; net of what a rollover rule already expired. A partial refund takes the refunded share
-   * (rounded up). Keyed on the adjustment id. Runs under the transaction's claw-back lock or the lock of
-   * `lockedSubscriptionId`; a subscription only the payment names is locked here (see lockForClawBack).
+   * (rounded up). Runs once per adjustment: keyed on the adjustment id in the ledger, and recorded on the
+   * adjustment row (`clawed_back_credits`), so that one which found nothing left to take (a second full
+   * refund of the transaction) writes no ledger row and no `credits.clawed_back` entry, and does not take
+   * later grants (an annual plan's next month) when it is redelivered. Runs under the transaction's
+   * claw-back lock or the lock of `lockedSubscriptionId`; a subscription only the payment names is locked
+   * here (see lockForClawBack).
    */
   private async clawBack(
     tx: Tx,
@@ -353,7 +360,7 @@ export class PaymentsService {
     lockedSubscriptionId: string | null,
   ) {
     const transactionId = refund.transactionId;
-    if (!transactionId) return null;
+    if (!transactionId || refund.clawedBack !== null) return null;
     const payment = await this.payments.findPayment(tx, transactionId);
     if (!payment) return null;
     if (payment.providerSubscriptionId && payment.providerSubscriptionId !== lockedSubscriptionId) {
@@ -380,7 +387,9 @@ export class PaymentsService {
       share: refund.full ? null : { refunded: refund.total, paid: payment.amountTotal },
       details: { adjustment_id: refund.adjustmentId, action: refund.action },
     });
-    if (!clawed || !clawed.applied) return clawed;
+    if (!clawed) return null;
+    await this.payments.recordClawBack(tx, recordId, clawed.credits);
+    if (!clawed.applied) return clawed;
     await this.audit.record(tx, {
       actor: event.actor ?? webhookActor('billing'),
       action: 'credits.clawed_back',
@@ -495,6 +504,7 @@ export class PaymentsService {
         action: data.action,
         total: data.totals.total,
         full: data.type === 'full',
+        clawedBack: record.clawedBackCredits,
       };
       await this.clawBack(tx, event, refund, record.id, lockedSubscriptionId);
     }

@@ -59,7 +59,12 @@ export class MoneyTotalDto {
 export class RevenueWindowDto {
   @ApiProperty(mapOf(MoneyTotalDto, 'Collected payments per currency'))
   revenue!: Record<string, MoneyTotalDto>;
-  @ApiProperty(mapOf(MoneyTotalDto, 'Approved refunds per currency'))
+  @ApiProperty(
+    mapOf(
+      MoneyTotalDto,
+      'Approved refunds per currency; the refunds of one transaction count at most what its payment collected',
+    ),
+  )
   refunds!: Record<string, MoneyTotalDto>;
   @ApiProperty(mapOf('integer', 'revenue minus refunds per currency, minor units'))
   net!: Record<string, number>;
