@@ -308,6 +308,38 @@ describe('billing endpoints and provider operations', () => {
       expect(billing.requests).toMatchObject([{ body: { effective_from: 'immediately' } }]);
     });
 
+    it('answers a cancel sent again before the webhook synced the first like a synced one: 409, not 502', async () => {
+      const { user, subId } = await subscribed('PRO');
+      expect((await post(user, 'subscription/cancel', {})).status).toBe(200);
+      // A double click: the row has no scheduled change yet; the provider refuses a second one.
+      const again = await post(user, 'subscription/cancel', {});
+      expect(again.status).toBe(409);
+      expect(again.body).toMatchObject({ code: 'cancel_already_scheduled' });
+      const toFree = await post(user, 'subscription/change', { target_tier: 'FREE' });
+      expect(toFree.status).toBe(409);
+      expect(toFree.body).toMatchObject({ code: 'cancel_already_scheduled' });
+      const cancel = { method: 'POST', path: `/subscriptions/${subId}/cancel` };
+      const read = { method: 'GET', path: `/subscriptions/${subId}` };
+      expect(billing.requests).toMatchObject([cancel, cancel, read, cancel, read]);
+      const audits = await auditsOf(user, 'billing.cancel_requested');
+      expect(audits.map((a) => (a.details as { status: string }).status)).toEqual(['accepted', 'failed']);
+      expect(audits[1].details).toMatchObject({ error: 'cancel_already_scheduled' });
+      // Cancelling now still works.
+      expect((await post(user, 'subscription/cancel', { cancel_immediately: true })).status).toBe(200);
+    });
+
+    it('still answers 502 when the provider refuses a cancel that its state does not show scheduled', async () => {
+      const { user, subId } = await subscribed('PRO');
+      billing.failNext(400);
+      const res = await post(user, 'subscription/cancel', {});
+      expect(res.status).toBe(502);
+      expect(res.body).toMatchObject({ code: 'billing_rejected' });
+      expect(billing.requests).toMatchObject([
+        { method: 'POST', path: `/subscriptions/${subId}/cancel` },
+        { method: 'GET', path: `/subscriptions/${subId}` },
+      ]);
+    });
+
     it('answers 409 without an active subscription, and 400 for a non-boolean flag', async () => {
       const user = await createUser(api.prisma);
       const res = await post(user, 'subscription/cancel');

@@ -137,6 +137,17 @@ export class FakeBillingApi {
           error: { type: 'request_error', code: 'subscription_cancel_must_be_immediate' },
         });
       }
+      // Like the provider: no second scheduled change while one is pending (Paddle's documented error
+      // `subscription_locked_pending_changes`, developer.paddle.com/errors/subscriptions).
+      if (body.effective_from !== 'immediately' && sub.scheduled_change) {
+        return this.send(res, 400, {
+          error: {
+            type: 'request_error',
+            code: 'subscription_locked_pending_changes',
+            detail: 'cannot update subscription, pending scheduled changes',
+          },
+        });
+      }
       if (body.effective_from === 'immediately') {
         sub.status = 'canceled';
         sub.scheduled_change = null;

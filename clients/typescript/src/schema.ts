@@ -4757,7 +4757,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No active subscription */
+            /** @description no_active_subscription: nothing to cancel; cancel_already_scheduled: a cancel at the end of the period is already scheduled (also when the provider holds it and its webhook has not arrived yet) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4848,7 +4848,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Same tier, no subscription that can be changed, or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription */
+            /** @description Same tier, no subscription that can be changed, cancel_already_scheduled (a cancel at the end of the period is scheduled), or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -35,6 +35,12 @@ const cycleName = (cycle: string | null): string => {
   return `every-${frequency}-${interval}`;
 };
 
+const cancelAlreadyScheduled = () =>
+  new ConflictError(
+    'Your subscription is already set to cancel at the end of the billing period.',
+    'cancel_already_scheduled',
+  );
+
 /**
  * What a user can do about billing. Operations call the provider and change nothing locally: the
  * provider is the source of truth and its webhook moves our state (spec "Operation-driven moves").
@@ -100,7 +106,10 @@ export class BillingActionsService {
         tier: row.tier,
         previous_status: row.status,
       },
-      () => this.api.cancel(row.providerSubscriptionId, effectiveFrom),
+      () =>
+        stopNow
+          ? this.api.cancel(row.providerSubscriptionId, effectiveFrom)
+          : this.cancelAtPeriodEnd(row.providerSubscriptionId),
     );
     return toActionResponse(row, 'cancel', provider, { effectiveFrom });
   }
@@ -148,7 +157,7 @@ export class BillingActionsService {
         'billing.change_requested',
         row,
         { ...details, effective_from: 'next_billing_period' },
-        () => this.api.cancel(row.providerSubscriptionId, 'next_billing_period'),
+        () => this.cancelAtPeriodEnd(row.providerSubscriptionId),
       );
       return toActionResponse(row, 'change', provider, { effectiveFrom: 'next_billing_period', targetTier });
     }
@@ -234,11 +243,22 @@ export class BillingActionsService {
   /** The row's scheduled change is the provider's, synced by the last webhook. */
   private assertNoScheduledCancel(row: Subscription): void {
     const scheduled = row.scheduledChange as { action?: unknown } | null;
-    if (scheduled?.action === 'cancel') {
-      throw new ConflictError(
-        'Your subscription is already set to cancel at the end of the billing period.',
-        'cancel_already_scheduled',
-      );
+    if (scheduled?.action === 'cancel') throw cancelAlreadyScheduled();
+  }
+
+  /**
+   * Schedules the cancel at the period end. A request sent again before the provider's webhook synced the
+   * first one (a double click, a client retry) is refused by the provider (Paddle:
+   * `subscription_locked_pending_changes`); when the provider's own state then shows the cancel scheduled,
+   * the answer is the 409 `cancel_already_scheduled` a synced row gets, not a 502 for an outage that is none.
+   */
+  private async cancelAtPeriodEnd(providerSubscriptionId: string): Promise<ProviderSubscription> {
+    try {
+      return await this.api.cancel(providerSubscriptionId, 'next_billing_period');
+    } catch (err) {
+      if (!(err instanceof BillingRejectedError)) throw err;
+      const state = await this.api.get(providerSubscriptionId).catch(() => null);
+      throw state?.scheduled_change?.action === 'cancel' ? cancelAlreadyScheduled() : err;
     }
   }
 

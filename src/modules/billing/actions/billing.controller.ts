@@ -128,7 +128,10 @@ export class BillingController {
     type: BillingActionResponseDto,
     description: 'Accepted by the provider; the webhook follows',
   })
-  @ApiConflictResponse({ description: 'No active subscription' })
+  @ApiConflictResponse({
+    description:
+      'no_active_subscription: nothing to cancel; cancel_already_scheduled: a cancel at the end of the period is already scheduled (also when the provider holds it and its webhook has not arrived yet)',
+  })
   @ApiBadGatewayResponse({ description: 'The provider refused or answered invalidly' })
   @ApiServiceUnavailableResponse({ description: 'The provider is unavailable after 3 attempts' })
   cancel(@CurrentUser() user: User, @Body() body: CancelSubscriptionDto): Promise<BillingActionResponseDto> {
@@ -151,7 +154,7 @@ export class BillingController {
   @ApiBadRequestResponse({ description: 'Unknown tier' })
   @ApiConflictResponse({
     description:
-      'Same tier, no subscription that can be changed, or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription',
+      'Same tier, no subscription that can be changed, cancel_already_scheduled (a cancel at the end of the period is scheduled), or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription',
   })
   @ApiBadGatewayResponse({ description: 'The provider refused or answered invalidly' })
   @ApiServiceUnavailableResponse({ description: 'The provider is unavailable after 3 attempts' })
