@@ -105,7 +105,8 @@ describe('billing webhooks: signature, envelope and payload validation', () => {
     const broken = { ...e, data: { ...e.data, items: [] } };
     const res = await deliver(api, broken);
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ code: 'invalid_payload' });
+    // The identity and e-mail receivers' shape: the code, and the schema's complaints per field.
+    expect(res.body).toMatchObject({ code: 'invalid_payload', errors: [{ field: 'items' }] });
     // Not lost: the raw payload is archived FAILED with the validation error, and audited, so an operator
     // can fix the schema; the id is not claimed, so the provider's retry (any non-2xx) is processed then.
     expect(await archived(e.event_id)).toMatchObject({

@@ -253,7 +253,7 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     });
     const res = await api.http.post('/webhooks/email').set(malformed.headers).send(malformed.body);
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ code: 'invalid_webhook_payload' });
+    expect(res.body).toMatchObject({ code: 'invalid_payload' });
     const archived = await api.prisma.webhookEvent.findUniqueOrThrow({
       where: { provider_eventId: { provider: 'email', eventId: malformed.id } },
     });

@@ -578,7 +578,7 @@ describe('POST /webhooks/identity', () => {
     });
     const res = await deliver(delivery);
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ code: 'invalid_webhook_payload' });
+    expect(res.body).toMatchObject({ code: 'invalid_payload' });
     expect(await api.prisma.user.count({ where: { identityUserId: 'user_malformed' } })).toBe(0);
     const archived = await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: delivery.id } });
     expect(archived.status).toBe('FAILED');

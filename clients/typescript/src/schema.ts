@@ -2965,7 +2965,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_webhook_payload: signed but malformed; archived as FAILED */
+            /** @description invalid_payload: signed but malformed; archived as FAILED */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5427,7 +5427,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_webhook_payload: signed but malformed; archived as FAILED */
+            /** @description invalid_payload: signed but malformed; archived as FAILED */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -1,6 +1,7 @@
 import { AppError } from '../../common/errors/app-error.js';
 import { RecordableError } from '../../common/errors/internal-text.js';
 import type { z } from 'zod';
+import { InvalidWebhookPayloadError } from '../webhooks/webhook-payload.error.js';
 
 /** Bad, stale or missing Paddle-Signature. No WWW-Authenticate: this is not a Bearer endpoint. */
 export class InvalidSignatureError extends AppError {
@@ -11,14 +12,7 @@ export class InvalidSignatureError extends AppError {
   }
 }
 
-/** A verified body that does not match the provider's contract: retrying it the same way cannot succeed. */
-export class InvalidWebhookPayloadError extends AppError {
-  readonly status = 400;
-  readonly title = 'Invalid webhook payload';
-  constructor(detail: string) {
-    super('invalid_payload', detail);
-  }
-}
+export { InvalidWebhookPayloadError };
 
 /** The handler failed; the provider must retry. Carries no internals. */
 export class WebhookProcessingError extends AppError {
@@ -49,5 +43,8 @@ export function parsePayload<S extends z.ZodType>(schema: S, value: unknown, wha
     .slice(0, 5)
     .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
     .join('; ');
-  throw new InvalidWebhookPayloadError(`${what} does not match the provider contract: ${problems}`);
+  throw InvalidWebhookPayloadError.fromZod(
+    `${what} does not match the provider contract: ${problems}`,
+    parsed.error,
+  );
 }

@@ -23,7 +23,7 @@ export class IdentityWebhookController {
   @ApiUnauthorizedResponse({
     description: 'invalid_signature: bad, missing or expired signature; nothing stored',
   })
-  @ApiBadRequestResponse({ description: 'invalid_webhook_payload: signed but malformed; archived as FAILED' })
+  @ApiBadRequestResponse({ description: 'invalid_payload: signed but malformed; archived as FAILED' })
   receive(@Req() req: RawBodyRequest<Request>): Promise<WebhookReceipt> {
     return this.webhooks.receive(req.rawBody, req.headers);
   }

@@ -2,13 +2,13 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import type { z } from 'zod';
 import { AppConfig } from '../../config/app-config.js';
-import { ValidationError } from '../../common/errors/app-error.js';
 import type { Tx } from '../../infra/prisma/prisma.service.js';
 import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../audit/audit.service.js';
 import { StandardWebhooksVerifier } from '../webhooks/standard-webhooks.js';
+import { InvalidWebhookPayloadError } from '../webhooks/webhook-payload.error.js';
 import {
   dataIdsOf,
   type HandlerOutcome,
@@ -234,16 +234,12 @@ export class IdentityWebhookService implements OnModuleInit {
   }
 }
 
-function invalidPayload(error: z.ZodError): ValidationError {
-  return new ValidationError(
-    'The identity event does not match its schema.',
-    error.issues.slice(0, 20).map((issue) => ({ field: issue.path.join('.'), message: issue.message })),
-    'invalid_webhook_payload',
-  );
+function invalidPayload(error: z.ZodError): InvalidWebhookPayloadError {
+  return InvalidWebhookPayloadError.fromZod('The identity event does not match its schema.', error);
 }
 
 /** The data check of the event types that are handled; null when the data is usable. */
-function invalidData(type: string, data: unknown): ValidationError | null {
+function invalidData(type: string, data: unknown): InvalidWebhookPayloadError | null {
   const schema =
     type === 'user.created' || type === 'user.updated'
       ? identityUserData

@@ -1,9 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { DependencyError, UnauthenticatedError, ValidationError } from '../../common/errors/app-error.js';
+import { DependencyError, UnauthenticatedError } from '../../common/errors/app-error.js';
 import type { WebhookProvider } from './webhook-inbox.repository.js';
 import type { WebhookRefusalsService } from './webhook-refusals.service.js';
 import { unstorableBody } from './storable-payload.js';
+import { InvalidWebhookPayloadError } from './webhook-payload.error.js';
 
 const HEADER_PARTS = ['id', 'timestamp', 'signature'] as const;
 
@@ -71,11 +72,9 @@ export class StandardWebhooksVerifier {
         detail: unstorable,
       });
       // Verified, but no archive row could hold it: the sender's bug, answered like a malformed event.
-      throw new ValidationError(
-        `The ${this.provider} event cannot be stored: ${unstorable}.`,
-        [{ field: '(body)', message: unstorable }],
-        'invalid_webhook_payload',
-      );
+      throw new InvalidWebhookPayloadError(`The ${this.provider} event cannot be stored: ${unstorable}.`, [
+        { field: '(body)', message: unstorable },
+      ]);
     }
     return { id: id!, timestamp: new Date(Number(standard['webhook-timestamp']) * 1000), payload };
   }

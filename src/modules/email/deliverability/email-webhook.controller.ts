@@ -20,7 +20,7 @@ export class EmailWebhookController {
   @ApiUnauthorizedResponse({
     description: 'invalid_signature: bad, missing or expired signature; nothing stored',
   })
-  @ApiBadRequestResponse({ description: 'invalid_webhook_payload: signed but malformed; archived as FAILED' })
+  @ApiBadRequestResponse({ description: 'invalid_payload: signed but malformed; archived as FAILED' })
   receive(@Req() req: RawBodyRequest<Request>): Promise<EmailWebhookReceipt> {
     return this.webhooks.receive(req.rawBody, req.headers);
   }

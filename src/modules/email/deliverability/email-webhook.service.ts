@@ -2,12 +2,12 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { z } from 'zod';
 import { AppConfig } from '../../../config/app-config.js';
-import { ValidationError } from '../../../common/errors/app-error.js';
 import { MetricsService } from '../../../infra/metrics/metrics.service.js';
 import type { Tx } from '../../../infra/prisma/prisma.service.js';
 import type { EmailMessage, Prisma } from '../../../generated/prisma/client.js';
 import { AuditService, webhookActor } from '../../audit/audit.service.js';
 import { StandardWebhooksVerifier } from '../../webhooks/standard-webhooks.js';
+import { InvalidWebhookPayloadError } from '../../webhooks/webhook-payload.error.js';
 import {
   type HandlerOutcome,
   type StoredEvent,
@@ -246,12 +246,8 @@ export class EmailWebhookService implements OnModuleInit {
   }
 }
 
-function invalidPayload(error: z.ZodError): ValidationError {
-  return new ValidationError(
-    'The e-mail event does not match its schema.',
-    error.issues.slice(0, 20).map((issue) => ({ field: issue.path.join('.'), message: issue.message })),
-    'invalid_webhook_payload',
-  );
+function invalidPayload(error: z.ZodError): InvalidWebhookPayloadError {
+  return InvalidWebhookPayloadError.fromZod('The e-mail event does not match its schema.', error);
 }
 
 function parse<S extends z.ZodType>(schema: S, data: unknown): z.infer<S> {
