@@ -248,8 +248,9 @@ describe('allowance job under the subscription lock', () => {
     expect((await api.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).creditBalance).toBe(0);
   });
 
-  // The other order: the refund holds the subscription's lock (its transaction has taken the first period
-  // back and waits at its audit entry) when the month comes due. The job waits for it, then reads the refund.
+  // The other order: the refund holds the subscription's lock when the month comes due (its transaction has
+  // recorded the adjustment and waits at the adjustment's own audit entry, written before its claw-back takes
+  // the first period back). The job waits for it, then reads the refund.
   it("waits for an annual payment's refund applied under the subscription lock, then grants nothing", async () => {
     const { user, subId, start, payment } = await annual();
     const clock = new Date(addMonths(start, 1).getTime() + 3_600_000);

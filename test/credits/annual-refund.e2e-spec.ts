@@ -90,10 +90,55 @@ describe('allowance months of a refunded annual payment', () => {
     return { user, subId, start, txnId: payment.data.id, month, runAt };
   }
 
+  /**
+   * The same subscription whose subscription.created is late: a subscription.updated created its row (no
+   * first-period grant yet), and the first payment is recorded. `created()` delivers the late event.
+   */
+  async function annualCreatedLate(start = new Date(Date.now() - 86_400_000)) {
+    const user = await createUser(api.prisma);
+    const subId = newSubId();
+    const token = checkoutToken(api, user, 'PRO');
+    const event = (type: string, occurredAt: Date) =>
+      subscriptionEvent({
+        type,
+        subId,
+        priceId: PRICE.PRO,
+        billingCycle: YEARLY,
+        token,
+        occurredAt,
+        periodStart: start,
+        periodEnd: addMonths(start, 12),
+      });
+    expect(
+      (await deliver(api, event('subscription.updated', new Date(start.getTime() + 1000)))).outcome,
+    ).toBe('processed');
+    const payment = transactionEvent({
+      subId,
+      origin: 'web',
+      priceId: PRICE.PRO,
+      total: String(PAID),
+      occurredAt: start,
+    });
+    expect((await deliver(api, payment)).outcome).toBe('processed');
+    const month = (index: number) => `allowance:${subId}:${start.toISOString()}:${index}`;
+    const runAt = (index: number) => job().run(new Date(addMonths(start, index).getTime() + 3_600_000));
+    const created = async () =>
+      expect((await deliver(api, event('subscription.created', start))).outcome).toBe('processed');
+    return { user, subId, start, txnId: payment.data.id, month, runAt, created };
+  }
+
+  const clawedBackCredits = async (adjId: string) =>
+    (await api.prisma.billingAdjustment.findUniqueOrThrow({ where: { providerAdjustmentId: adjId } }))
+      .clawedBackCredits;
+
   /** Paddle's own adjustment.updated (paddle-node-sdk fixture) for `txnId`, approved. */
   async function refund(
     sub: { subId: string; txnId: string },
-    input: { type: 'full' | 'partial'; total: number; action?: 'refund' | 'chargeback' },
+    input: {
+      type: 'full' | 'partial';
+      total: number;
+      action?: 'refund' | 'chargeback' | 'chargeback_reverse';
+    },
   ) {
     const event = fixture<{ event_id: string; occurred_at: string; data: Record<string, unknown> }>(
       'paddle',
@@ -306,5 +351,203 @@ describe('allowance months of a refunded annual payment', () => {
       reason: 'payment_partially_refunded',
       transaction_id: renewal.data.id,
     });
+  });
+
+  // A refund whose claw-back found nothing granted yet (subscription.created lost, the row created by a
+  // later subscription.updated) still reduced month 1 (223 withheld). When the late created grants month 0,
+  // the refund's claw-back takes its share of the 2000 (445) minus what month 1 already withheld for it.
+  it('takes a late claw-back net of what the months already withheld for the same refund', async () => {
+    const sub = await annualCreatedLate();
+    const first = await refund(sub, { type: 'partial', total: 4000 });
+    expect(await clawedBackCredits(first)).toBeNull();
+    await sub.runAt(1);
+    expect((await row(sub.month(1))).delta).toBe(777);
+    await sub.created();
+    expect((await ledger(sub.user.id)).sort()).toEqual(
+      [`grant:${sub.month(1)}=777`, `grant:first-period:${sub.subId}=1000`, `clawback:${first}=-222`].sort(),
+    );
+    expect(await balance(sub.user.id)).toBe(2000 - 445);
+    expect(await clawedBackCredits(first)).toBe(222);
+    // A later refund in order takes its own share as before: ceil(2000 x 5000 / 18000) = 556.
+    const second = await refund(sub, { type: 'partial', total: 5000 });
+    expect(await clawedBackCredits(second)).toBe(556);
+    await sub.runAt(2);
+    expect((await row(sub.month(2))).delta).toBe(500);
+    expect(await balance(sub.user.id)).toBe(2000 - 445 - 556 + 500);
+  });
+
+  it('takes several late claw-backs each net of what the months withheld for it, in their order', async () => {
+    const sub = await annualCreatedLate();
+    const first = await refund(sub, { type: 'partial', total: 4000 });
+    const second = await refund(sub, { type: 'partial', total: 5000 });
+    await sub.runAt(1);
+    // Reduced for 9000 of 18000: 500 withheld, 223 of them for the first refund (ceil(1000 x 4000 / 18000)).
+    expect((await row(sub.month(1))).delta).toBe(500);
+    await sub.created();
+    // 445 - 223 and 556 - (500 - 223): with month 1's 500, 1001 of the 2000 gone, as when both are clawed
+    // back in order (223 + 278 of month 0, 500 withheld from month 1).
+    expect(await clawedBackCredits(first)).toBe(222);
+    expect(await clawedBackCredits(second)).toBe(279);
+    expect(await balance(sub.user.id)).toBe(1000 + 500 - 222 - 279);
+  });
+
+  // An adjustment clawed back before `clawed_back_credits` existed has only its ledger row to say so.
+  it('counts a refund clawed back before the column as clawed back by its ledger row', async () => {
+    const sub = await annual();
+    const first = await refund(sub, { type: 'partial', total: 4000 });
+    await sub.runAt(1);
+    await api.prisma.$executeRaw`
+      UPDATE billing_adjustments SET clawed_back_credits = NULL WHERE provider_adjustment_id = ${first}`;
+    const second = await refund(sub, { type: 'partial', total: 5000 });
+    // In order: ceil(2000 x 5000 / 18000), nothing of month 1's 223 is this refund's.
+    expect(await clawedBackCredits(second)).toBe(556);
+  });
+
+  // Paddle's `type: full` refund adjusts the grand total (the total minus customer credit applied), so its
+  // total can be below the payment's: it is the whole payment all the same.
+  it('counts a full refund below the payment total as the whole payment, also for later months', async () => {
+    const sub = await annual();
+    const adjId = await refund(sub, { type: 'full', total: 15_000 });
+    expect(await balance(sub.user.id)).toBe(0);
+    await sub.runAt(1);
+    expect((await row(sub.month(1))).delta).toBe(0);
+    expect((await row(sub.month(1))).details).toMatchObject({
+      reason: 'payment_refunded',
+      withheld: 1000,
+      refunded: PAID,
+      paid: PAID,
+    });
+    expect(
+      (await api.prisma.billingAdjustment.findUniqueOrThrow({ where: { providerAdjustmentId: adjId } })).type,
+    ).toBe('full');
+  });
+
+  it('counts a full refund below the payment total as the whole payment when its claw-back runs late', async () => {
+    const sub = await annualCreatedLate();
+    const adjId = await refund(sub, { type: 'full', total: 15_000 });
+    await sub.created();
+    expect(await clawedBackCredits(adjId)).toBe(1000);
+    expect(await balance(sub.user.id)).toBe(0);
+  });
+
+  it('grants the whole month when rounding withholds it all, and says partially refunded', async () => {
+    const sub = await annual();
+    // ceil(1000 x 17990 / 18000) = 1000: nothing is left of the month, but 10 of 18000 were kept.
+    await refund(sub, { type: 'partial', total: 17_990 });
+    await sub.runAt(1);
+    expect((await row(sub.month(1))).delta).toBe(0);
+    expect((await row(sub.month(1))).details).toMatchObject({
+      reason: 'payment_partially_refunded',
+      withheld: 1000,
+      refunded: 17_990,
+    });
+  });
+
+  it('grants the later months again once a chargeback is reversed; what was taken stays taken', async () => {
+    const sub = await annual();
+    const chargeback = await refund(sub, { type: 'full', total: PAID, action: 'chargeback' });
+    await sub.runAt(1);
+    expect((await row(sub.month(1))).delta).toBe(0);
+    const reverse = await refund(sub, { type: 'full', total: PAID, action: 'chargeback_reverse' });
+    await sub.runAt(2);
+    expect((await row(sub.month(2))).delta).toBe(1000);
+    expect((await row(sub.month(2))).details).not.toHaveProperty('reason');
+    expect(await ledger(sub.user.id)).toEqual([
+      `grant:first-period:${sub.subId}=1000`,
+      `clawback:${chargeback}=-1000`,
+      `grant:${sub.month(1)}=0`,
+      `grant:${sub.month(2)}=1000`,
+    ]);
+    expect(await clawedBackCredits(reverse)).toBeNull();
+  });
+
+  // A payment that pays no period (an upgrade's proration, origin subscription_update) is never the period's
+  // payment: its refund reduces no month, even when the period's own payment collected nothing (a 100%
+  // discount) and the proration is the nearest payment of some money.
+  it('does not read the refund of a proration as a refund of the period', async () => {
+    const user = await createUser(api.prisma);
+    const subId = newSubId();
+    const start = new Date(Date.now() - 86_400_000);
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      priceId: PRICE.PRO,
+      billingCycle: YEARLY,
+      token: checkoutToken(api, user, 'PRO'),
+      occurredAt: start,
+      periodStart: start,
+      periodEnd: addMonths(start, 12),
+    });
+    expect((await deliver(api, created)).outcome).toBe('processed');
+    const free = transactionEvent({
+      subId,
+      origin: 'web',
+      priceId: PRICE.PRO,
+      total: '0',
+      occurredAt: start,
+    });
+    expect((await deliver(api, free)).outcome).toBe('processed');
+    const proration = transactionEvent({
+      subId,
+      origin: 'subscription_update',
+      priceId: PRICE.PRO,
+      total: '5000',
+      occurredAt: new Date(start.getTime() + 10 * 86_400_000),
+    });
+    expect((await deliver(api, proration)).outcome).toBe('processed');
+    await refund({ subId, txnId: proration.data.id }, { type: 'full', total: 5000 });
+    await job().run(new Date(addMonths(start, 1).getTime() + 3_600_000));
+    const month1 = await row(`allowance:${subId}:${start.toISOString()}:1`);
+    expect(month1.delta).toBe(1000);
+    expect(month1.details).not.toHaveProperty('reason');
+  });
+
+  // A monthly subscription switched to annual at its renewal: the annual period is paid by the renewal, not
+  // by the last monthly payment a month before it. A refund of that monthly payment takes back what it paid
+  // for (its first period), not the annual months.
+  it("takes back only the monthly period of a refunded monthly payment, not the annual period's months", async () => {
+    const user = await createUser(api.prisma);
+    const subId = newSubId();
+    const start = new Date(Date.now() - 86_400_000);
+    const monthly = addMonths(start, -1);
+    const token = checkoutToken(api, user, 'PRO');
+    const created = subscriptionEvent({
+      type: 'subscription.created',
+      subId,
+      priceId: PRICE.PRO,
+      token,
+      occurredAt: monthly,
+      periodStart: monthly,
+      periodEnd: start,
+    });
+    expect((await deliver(api, created)).outcome).toBe('processed');
+    const first = transactionEvent({
+      subId,
+      origin: 'web',
+      priceId: PRICE.PRO,
+      total: '1500',
+      occurredAt: monthly,
+    });
+    expect((await deliver(api, first)).outcome).toBe('processed');
+    const switched = subscriptionEvent({
+      type: 'subscription.updated',
+      subId,
+      priceId: PRICE.PRO,
+      billingCycle: YEARLY,
+      token,
+      occurredAt: start,
+      periodStart: start,
+      periodEnd: addMonths(start, 12),
+    });
+    expect((await deliver(api, switched)).outcome).toBe('processed');
+    const renewal = transactionEvent({ subId, priceId: PRICE.PRO, total: String(PAID), occurredAt: start });
+    expect((await deliver(api, renewal)).outcome).toBe('processed');
+    await job().run(new Date(addMonths(start, 1).getTime() + 3_600_000));
+    const month1 = `allowance:${subId}:${start.toISOString()}:1`;
+    expect((await row(month1)).delta).toBe(1000);
+
+    const adjId = await refund({ subId, txnId: first.data.id }, { type: 'full', total: 1500 });
+    expect(await clawedBackCredits(adjId)).toBe(1000);
+    expect(await balance(user.id)).toBe(2000);
   });
 });

@@ -247,8 +247,9 @@ export class CreditsService {
   /**
    * Takes back what the grants `grantJobIds` gave (a refunded or charged-back transaction): all of it, or
    * the refunded share of it rounded up for a partial refund (clawBackShare), never more than is left after
-   * earlier claw-backs of the same transaction. A later month the allowance job granted short for earlier
-   * refunds of it (details `withheld`) counts at its full amount, its withheld part as taken back already.
+   * earlier claw-backs of the same transaction. A later month the allowance job granted short for refunds of
+   * it (details `withheld`) counts at its full amount, its withheld part as taken back already; the part it
+   * withheld for this very refund (a claw-back that runs after the month, `refundedBefore`) is not taken again.
    * Keyed on `jobId` (the adjustment id). null when the transaction granted nothing. Nothing left to take
    * (earlier claw-backs took it all, e.g. a second full refund): no ledger row is written (`applied: false`,
    * `credits` 0, or what a row already keyed on `jobId` took).
@@ -261,11 +262,20 @@ export class CreditsService {
       grantJobIds: string[];
       /**
        * The paid period's later monthly allowances (an annual plan's months 1..n-1, granted by the hourly
-       * job): the period of this subscription whose start is nearest to `paidAt` (within a month).
+       * job): `paidPeriod` picks, of the period starts the user has months of for this subscription, the one
+       * the transaction paid (null: none).
        */
-      allowancesOf?: { providerSubscriptionId: string; paidAt: Date };
+      allowancesOf?: {
+        providerSubscriptionId: string;
+        paidPeriod: (periodStarts: Date[]) => Promise<Date | null>;
+      };
       /** The refunded and the paid amount in minor units; null for a full refund (all of it). */
       share: { refunded: number; paid: number } | null;
+      /**
+       * Minor units of the transaction's refunds whose claw-back ran before this one (a `full` one as the
+       * whole payment). Months reduced for more than that were reduced for this refund too (their `refunded`).
+       */
+      refundedBefore?: number;
       details?: LedgerDetails;
     },
   ): Promise<{ userId: string; credits: number; applied: boolean } | null> {
@@ -283,7 +293,10 @@ export class CreditsService {
         userId,
         input.allowancesOf.providerSubscriptionId,
       );
-      jobIds.push(...paidPeriodMonths(months, input.allowancesOf.paidAt));
+      const starts = [...new Set(months.map(allowancePeriodStart).filter((t): t is number => t !== null))];
+      const paid =
+        starts.length > 0 ? await input.allowancesOf.paidPeriod(starts.map((t) => new Date(t))) : null;
+      if (paid) jobIds.push(...months.filter((jobId) => allowancePeriodStart(jobId) === paid.getTime()));
     }
     // What the payment granted, net of what a rollover rule already expired (never taken back twice).
     const rows = await this.ledger.rowsOf(tx, jobIds, [
@@ -292,13 +305,20 @@ export class CreditsService {
       CREDIT_KINDS.expiry,
     ]);
     const own = rows.filter((r) => r.userId === userId);
-    // Months the allowance job granted short because of earlier refunds of this transaction count at their
-    // full amount, and what they withheld as already taken back: a refund's share is of what the payment
-    // paid for, and never takes again what a month never gave (decision "refunded annual period").
+    // Months the allowance job granted short because of refunds of this transaction count at their full
+    // amount, and what they withheld as already taken back: a refund's share is of what the payment paid for,
+    // and never takes again what a month never gave (decision "refunded annual period").
     const withheld = own.reduce((sum, r) => sum + withheldFrom(r, input.transactionId), 0);
     const granted = Math.max(own.reduce((sum, r) => sum + r.delta, 0) + withheld, 0);
     const already = (await this.ledger.clawedBackFor(tx, userId, input.transactionId)) + withheld;
-    const share = clawBackShare(granted, input.share);
+    // The part of that which those months withheld for this refund itself (its claw-back comes after them,
+    // e.g. it found nothing granted yet when it arrived) is its own share already taken.
+    const { share: refund, refundedBefore: before } = input;
+    const withheldForThis =
+      refund && before !== undefined
+        ? own.reduce((sum, r) => sum + withheldFor(r, input.transactionId, before, refund.refunded), 0)
+        : 0;
+    const share = clawBackShare(granted, input.share) - withheldForThis;
     const amount = Math.max(0, Math.min(share, granted - already));
     if (amount === 0) {
       // A 0-credit row would say nothing and still show in the user's history as a claw-back.
@@ -329,6 +349,13 @@ export class CreditsService {
   /** The allowance grants (`allowance:<subscription>:...` job ids) a user has of one subscription. */
   allowanceGrantsOf(db: Db, userId: string, providerSubscriptionId: string): Promise<string[]> {
     return this.ledger.allowanceGrantsOf(db, userId, providerSubscriptionId);
+  }
+
+  /** Which of `jobIds` (adjustment ids) have a `clawback` ledger row: claw-backs that ran and took something. */
+  async clawBacksOf(db: Db, jobIds: string[]): Promise<Set<string>> {
+    if (jobIds.length === 0) return new Set();
+    const rows = await this.ledger.rowsOf(db, jobIds, [CREDIT_KINDS.clawback]);
+    return new Set(rows.map((r) => r.jobId));
   }
 
   rolloverOf(tier: string): RolloverRule {
@@ -498,35 +525,58 @@ const spentBy = (kind: string, amount: number): number => (kind === CREDIT_KINDS
 
 const ruleText = (rule: RolloverRule): string => (rule.kind === 'cap' ? `cap:${rule.cap}` : rule.kind);
 
-/** Allowance job ids `allowance:<sub>:<period start ISO>:<month>` of the period starting nearest `paidAt`. */
-export function paidPeriodMonths(jobIds: string[], paidAt: Date): string[] {
-  const periodOf = (jobId: string): number | null => {
-    const match = /:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z):\d+$/.exec(jobId);
-    return match ? Date.parse(match[1]) : null;
-  };
-  let best: number | null = null;
-  for (const jobId of jobIds) {
-    const start = periodOf(jobId);
-    if (start === null || Math.abs(start - paidAt.getTime()) > PAID_PERIOD_TOLERANCE_MS) continue;
-    if (best === null || Math.abs(start - paidAt.getTime()) < Math.abs(best - paidAt.getTime())) best = start;
-  }
-  return best === null ? [] : jobIds.filter((jobId) => periodOf(jobId) === best);
+/** The period start (ms) an allowance job id `allowance:<sub>:<period start ISO>:<month>` names; null for others. */
+export function allowancePeriodStart(jobId: string): number | null {
+  const match = /^allowance:.*:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z):\d+$/.exec(jobId);
+  return match ? Date.parse(match[1]) : null;
 }
 
 /**
- * A payment is matched to the period it opened when they are at most a month apart (the claw-back here, and
- * the allowance job's look for the payment that paid a period, PaymentsService.periodPayment).
- */
-export const PAID_PERIOD_TOLERANCE_MS = 31 * 86_400_000;
-
-/**
- * What an allowance grant withheld because of earlier refunds of `transactionId` (its details' `withheld`,
- * written by the allowance job with the transaction it was reduced for); 0 for any other row.
+ * What an allowance grant withheld because of refunds of `transactionId` (its details' `withheld`, written by
+ * the allowance job with the transaction it was reduced for); 0 for any other row.
  */
 function withheldFrom(row: CreditTransaction, transactionId: string): number {
-  if (row.kind !== CREDIT_KINDS.grant) return 0;
-  const details = row.details as { transaction_id?: unknown; withheld?: unknown } | null;
-  if (details?.transaction_id !== transactionId) return 0;
-  const withheld = details.withheld;
-  return typeof withheld === 'number' && Number.isInteger(withheld) && withheld > 0 ? withheld : 0;
+  return reductionOf(row, transactionId)?.withheld ?? 0;
+}
+
+/**
+ * Of what an allowance grant withheld, the part due to the refund of `refunded` minor units whose claw-back
+ * comes after `before` minor units of earlier ones: the month was reduced for `details.refunded` of
+ * `details.paid`, so the refunds up to `before` account for `ceil(full x min(refunded, before) / paid)` of it
+ * and this one for what it adds up to `before + refunded`. 0 in order (every refund the month was reduced for
+ * was clawed back before), or for a row without these details.
+ */
+function withheldFor(
+  row: CreditTransaction,
+  transactionId: string,
+  before: number,
+  refunded: number,
+): number {
+  const reduction = reductionOf(row, transactionId);
+  const reducedFor = reduction?.refunded;
+  const paid = reduction?.paid;
+  if (!reduction || !reducedFor || !paid) return 0;
+  const full = row.delta + reduction.withheld;
+  const upTo = (total: number) => clawBackShare(full, { refunded: Math.min(reducedFor, total), paid });
+  return Math.max(0, upTo(before + refunded) - upTo(before));
+}
+
+/** The reduction an allowance grant's details record for refunds of `transactionId`; null when none. */
+function reductionOf(
+  row: CreditTransaction,
+  transactionId: string,
+): { withheld: number; refunded?: number; paid?: number } | null {
+  if (row.kind !== CREDIT_KINDS.grant) return null;
+  const details = row.details as {
+    transaction_id?: unknown;
+    withheld?: unknown;
+    refunded?: unknown;
+    paid?: unknown;
+  } | null;
+  if (details?.transaction_id !== transactionId) return null;
+  const count = (value: unknown) =>
+    typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
+  const withheld = count(details.withheld);
+  if (!withheld) return null;
+  return { withheld, refunded: count(details.refunded), paid: count(details.paid) };
 }

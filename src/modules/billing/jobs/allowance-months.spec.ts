@@ -45,16 +45,19 @@ describe('allowance months', () => {
     );
   });
 
-  it('takes the payment nearest the period start as the one that paid it; the earlier of two as near', () => {
+  it('takes the payment nearest the period start as the one that paid it; of two as near, the one after', () => {
     const start = new Date('2026-01-15T12:00:00Z');
     const pay = (id: string, at: string) => ({ providerTransactionId: id, occurredAt: new Date(at) });
     expect(nearestPayment([], start)).toBeUndefined();
     const first = pay('txn_b', '2026-01-15T12:00:05Z');
-    const proration = pay('txn_a', '2026-01-20T00:00:00Z');
-    expect(nearestPayment([proration, first], start)).toBe(first);
+    const later = pay('txn_a', '2026-01-20T00:00:00Z');
+    expect(nearestPayment([later, first], start)).toBe(first);
     const before = pay('txn_z', '2026-01-15T11:59:55Z');
-    expect(nearestPayment([first, before], start)).toBe(before);
-    const twin = pay('txn_y', '2026-01-15T11:59:55Z');
+    expect(nearestPayment([first, before], start)).toBe(first);
+    expect(nearestPayment([before, first], start)).toBe(first);
+    const twin = pay('txn_a', '2026-01-15T12:00:05Z');
     expect(nearestPayment([first, before, twin], start)).toBe(twin);
+    const nearer = pay('txn_x', '2026-01-15T11:59:58Z');
+    expect(nearestPayment([first, nearer], start)).toBe(nearer);
   });
 });

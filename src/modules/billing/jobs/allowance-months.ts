@@ -62,8 +62,15 @@ export function dueMonths(
 }
 
 /**
- * Of a subscription's payments, the one nearest `periodStart` (the payment that opened that period); the
- * earlier one, then the smaller transaction id, of two as near. undefined when there is none.
+ * A payment is matched to the period it opened when they are at most a month apart (PaymentsService.periodPayment,
+ * and the claw-back, which takes the months of the period whose payment that is).
+ */
+export const PAID_PERIOD_TOLERANCE_MS = 31 * 86_400_000;
+
+/**
+ * Of a subscription's payments that pay a period, the one nearest `periodStart` (the payment that opened that
+ * period); of two as near, the one at or after the start (a period is paid when it starts, not a month
+ * before), then the smaller transaction id. undefined when there is none.
  */
 export function nearestPayment<P extends { occurredAt: Date; providerTransactionId: string }>(
   payments: P[],
@@ -77,11 +84,11 @@ export function nearestPayment<P extends { occurredAt: Date; providerTransaction
       continue;
     }
     const [d, b] = [distance(payment), distance(best)];
-    const earlier =
-      payment.occurredAt.getTime() < best.occurredAt.getTime() ||
+    const preferred =
+      payment.occurredAt.getTime() > best.occurredAt.getTime() ||
       (payment.occurredAt.getTime() === best.occurredAt.getTime() &&
         payment.providerTransactionId < best.providerTransactionId);
-    if (d < b || (d === b && earlier)) best = payment;
+    if (d < b || (d === b && preferred)) best = payment;
   }
   return best;
 }

@@ -24,7 +24,10 @@ export interface AllowanceRun {
 export const ALLOWANCE_REFUND_REASONS = {
   /** The period's payment was refunded or charged back in full: the month grants nothing. */
   full: 'payment_refunded',
-  /** Part of it was: the month grants the rest (decision "refunded annual period"). */
+  /**
+   * Part of it was: the month grants the rest (decision "refunded annual period"), possibly nothing when
+   * rounding up withholds all of it.
+   */
   partial: 'payment_partially_refunded',
 } as const;
 
@@ -112,7 +115,7 @@ export class AllowanceService {
         // Under the subscription's lock: a refund of the payment has committed, or reads this grant.
         const payment = await this.payments.periodPayment(tx, current.providerSubscriptionId, start);
         const withheld = withheldOf(amount, payment);
-        const reduced = payment && withheld > 0 ? refundDetails(payment, withheld, amount) : null;
+        const reduced = payment && withheld > 0 ? refundDetails(payment, withheld) : null;
         const grant = await this.credits.grantAllowance(tx, {
           userId: current.userId,
           tier: current.tier,
@@ -180,9 +183,11 @@ function withheldOf(amount: number, payment: PeriodPayment | null): number {
  * (the claw-back of a later refund of the same payment counts the month at its full amount and the withheld
  * part as taken back already, CreditsService.clawBackGrants).
  */
-function refundDetails(payment: PeriodPayment, withheld: number, amount: number) {
+function refundDetails(payment: PeriodPayment, withheld: number) {
   return {
-    reason: withheld >= amount ? ALLOWANCE_REFUND_REASONS.full : ALLOWANCE_REFUND_REASONS.partial,
+    // By the payment, not the month: rounding up can withhold a whole month of a payment refunded in part.
+    reason:
+      payment.refunded >= payment.paid ? ALLOWANCE_REFUND_REASONS.full : ALLOWANCE_REFUND_REASONS.partial,
     transaction_id: payment.transactionId,
     withheld,
     refunded: payment.refunded,

@@ -18,6 +18,8 @@ export interface AdjustmentRecord {
   providerAdjustmentId: string;
   providerTransactionId: string | null;
   action: string;
+  /** The provider's type (Paddle: `full` | `partial`); null when the event has none. */
+  type: string | null;
   status: string;
   amountTotal: number;
   currency: string;
@@ -74,12 +76,13 @@ export class PaymentsRepository {
   ): Promise<{ id: string; applied: boolean; clawedBackCredits: number | null }> {
     const rows = await tx.$queryRaw<{ id: string; clawed_back_credits: number | null }[]>`
       INSERT INTO billing_adjustments (id, user_id, provider_adjustment_id, provider_transaction_id, action,
-        status, amount_total, currency, occurred_at, updated_at)
+        type, status, amount_total, currency, occurred_at, updated_at)
       VALUES (gen_random_uuid(), ${record.userId}::uuid, ${record.providerAdjustmentId},
-        ${record.providerTransactionId}, ${record.action}, ${record.status}, ${record.amountTotal},
+        ${record.providerTransactionId}, ${record.action}, ${record.type}, ${record.status}, ${record.amountTotal},
         ${record.currency}, ${record.occurredAt}, ${record.updatedAt})
       ON CONFLICT (provider_adjustment_id) DO UPDATE SET
         status = EXCLUDED.status, action = EXCLUDED.action, amount_total = EXCLUDED.amount_total,
+        type = COALESCE(EXCLUDED.type, billing_adjustments.type),
         currency = EXCLUDED.currency, updated_at = EXCLUDED.updated_at,
         user_id = COALESCE(billing_adjustments.user_id, EXCLUDED.user_id),
         provider_transaction_id = COALESCE(EXCLUDED.provider_transaction_id, billing_adjustments.provider_transaction_id)
@@ -130,20 +133,39 @@ export class PaymentsRepository {
   }
 
   /**
-   * A subscription's payments of some money recorded within `toleranceMs` of `at` (the candidates for the
-   * payment that opened the billing period starting at `at`), oldest first.
+   * A subscription's payments of some money that pay a billing period (its first payment, `firstTransactionId`,
+   * or one of origin `periodOrigin`, a renewal), recorded within `toleranceMs` of `at`: the candidates for the
+   * payment that opened the billing period starting at `at`, oldest first.
    */
-  paidPaymentsNear(db: Db, providerSubscriptionId: string, at: Date, toleranceMs: number) {
+  periodPaymentsNear(
+    db: Db,
+    providerSubscriptionId: string,
+    at: Date,
+    toleranceMs: number,
+    pays: { firstTransactionId: string | null; periodOrigin: string },
+  ) {
     return db.payment.findMany({
       where: {
         providerSubscriptionId,
         amountTotal: { gt: 0 },
+        OR: [
+          { origin: pays.periodOrigin },
+          ...(pays.firstTransactionId ? [{ providerTransactionId: pays.firstTransactionId }] : []),
+        ],
         occurredAt: {
           gte: new Date(at.getTime() - toleranceMs),
           lte: new Date(at.getTime() + toleranceMs),
         },
       },
       orderBy: [{ occurredAt: 'asc' }, { providerTransactionId: 'asc' }],
+    });
+  }
+
+  /** Adjustments of one transaction with these actions, whatever their status, oldest first. */
+  adjustmentsOf(db: Db, providerTransactionId: string, actions: string[]) {
+    return db.billingAdjustment.findMany({
+      where: { providerTransactionId, action: { in: actions } },
+      orderBy: [{ occurredAt: 'asc' }, { providerAdjustmentId: 'asc' }],
     });
   }
 

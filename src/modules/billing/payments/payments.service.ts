@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { Db, Tx } from '../../../infra/prisma/prisma.service.js';
 import { AuditService, webhookActor } from '../../audit/audit.service.js';
-import { CREDIT_KINDS, CreditsService, PAID_PERIOD_TOLERANCE_MS } from '../../credits/credits.service.js';
-import type { Subscription } from '../../../generated/prisma/client.js';
+import { CREDIT_KINDS, CreditsService } from '../../credits/credits.service.js';
+import type { Payment, Subscription } from '../../../generated/prisma/client.js';
 import type { HandlerOutcome } from '../../webhooks/webhook-inbox.service.js';
 import { BillingCatalog, FREE_TIER } from '../billing.catalog.js';
 import { parsePayload } from '../billing.errors.js';
@@ -12,7 +12,12 @@ import {
   type TransactionData,
   transactionSchema,
 } from '../intake/billing-events.schema.js';
-import { firstPeriodGrantId, monthEnd, nearestPayment } from '../jobs/allowance-months.js';
+import {
+  firstPeriodGrantId,
+  monthEnd,
+  nearestPayment,
+  PAID_PERIOD_TOLERANCE_MS,
+} from '../jobs/allowance-months.js';
 import { BillingOwnersService } from '../subscriptions/billing-owners.service.js';
 import { BillingTierService } from '../subscriptions/billing-tier.service.js';
 import { BillingUsersRepository, type LockedUser } from '../subscriptions/billing-users.repository.js';
@@ -25,6 +30,16 @@ const RENEWAL_ORIGIN = 'subscription_recurring';
 
 /** Adjustment actions that take a payment back, and so the credits it granted (issue 18 item 4). */
 const CLAWBACK_ACTIONS = new Set(['refund', 'chargeback']);
+
+/** A chargeback the merchant won: the money of a chargeback came back (decision "refunded annual period"). */
+const CHARGEBACK_REVERSE = 'chargeback_reverse';
+
+/** Paddle's adjustment type for the whole transaction (its grand total: the total net of customer credit). */
+const FULL_TYPE = 'full';
+
+/** Minor units an adjustment returned of a payment of `paid`: a `full` one all of it, else its total. */
+const returnedBy = (adjustment: { type: string | null; amountTotal: number }, paid: number): number =>
+  adjustment.type === FULL_TYPE ? paid : Math.max(adjustment.amountTotal, 0);
 
 /** An approved refund or chargeback of one transaction, from its webhook or from the stored adjustment. */
 interface ApprovedRefund {
@@ -327,13 +342,13 @@ export class PaymentsService {
   ): Promise<void> {
     const early = await this.payments.approvedAdjustmentsOf(tx, transactionId, [...CLAWBACK_ACTIONS]);
     for (const adjustment of early) {
-      // The stored amount against the payment's: a full refund is the whole amount.
       const refund = {
         adjustmentId: adjustment.providerAdjustmentId,
         transactionId,
         action: adjustment.action,
         total: adjustment.amountTotal,
-        full: false,
+        // Its stored type: a Paddle full refund's total is the grand total, possibly below the payment's.
+        full: adjustment.type === FULL_TYPE,
         clawedBack: adjustment.clawedBackCredits,
       };
       await this.clawBack(tx, event, refund, adjustment.id, lockedSubscriptionId);
@@ -376,15 +391,24 @@ export class PaymentsService {
         grantJobIds.push(firstPeriodGrantId(payment.providerSubscriptionId));
       }
     }
+    const subscriptionId = payment.providerSubscriptionId;
     const clawed = await this.credits.clawBackGrants(tx, {
       jobId: refund.adjustmentId,
       transactionId,
       grantJobIds,
-      allowancesOf: payment.providerSubscriptionId
-        ? { providerSubscriptionId: payment.providerSubscriptionId, paidAt: payment.occurredAt }
+      allowancesOf: subscriptionId
+        ? {
+            providerSubscriptionId: subscriptionId,
+            paidPeriod: (starts) => this.periodPaidBy(tx, payment, starts),
+          }
         : undefined,
       // Minor units, not their float ratio: the share is computed exactly (see clawBackShare).
       share: refund.full ? null : { refunded: refund.total, paid: payment.amountTotal },
+      // What earlier claw-backs account for of the months reduced for refunds (a subscription's months only).
+      refundedBefore:
+        subscriptionId && !refund.full
+          ? await this.refundedBefore(tx, transactionId, refund.adjustmentId, payment.amountTotal)
+          : undefined,
       details: { adjustment_id: refund.adjustmentId, action: refund.action },
     });
     if (!clawed) return null;
@@ -409,34 +433,96 @@ export class PaymentsService {
   }
 
   /**
-   * The payment that paid the billing period of `providerSubscriptionId` starting at `periodStart`, and what
-   * approved refunds and chargebacks of it returned so far: the subscription's payment of some money nearest
-   * the period start, within a month. It is the claw-back's match seen from the period (a refund of a payment
-   * takes back the months of the period nearest it, paidPeriodMonths), so the refund that takes back a
-   * month's grant is the one that reduces a later month (decision "refunded annual period"). null when no
-   * recorded payment matches. The caller holds the subscription's lock, which every refund of a
-   * subscription's payment takes before it reads the grants: a refund committed before is read here, one
-   * applied after reads what the caller granted.
+   * Minor units the refunds and chargebacks of `transactionId` other than `adjustmentId` returned whose
+   * claw-back already ran (`clawed_back_credits` set, or for a row from before the column its ledger row),
+   * whatever their status now; a `full` one counts as the whole payment. A month the allowance job reduced
+   * for more than this was reduced for the refund now clawed back too (CreditsService.clawBackGrants).
+   */
+  private async refundedBefore(tx: Tx, transactionId: string, adjustmentId: string, paid: number) {
+    const others = (await this.payments.adjustmentsOf(tx, transactionId, [...CLAWBACK_ACTIONS])).filter(
+      (a) => a.providerAdjustmentId !== adjustmentId,
+    );
+    const recorded = await this.credits.clawBacksOf(
+      tx,
+      others.filter((a) => a.clawedBackCredits === null).map((a) => a.providerAdjustmentId),
+    );
+    return others
+      .filter((a) => a.clawedBackCredits !== null || recorded.has(a.providerAdjustmentId))
+      .reduce((sum, a) => sum + returnedBy(a, paid), 0);
+  }
+
+  /**
+   * Of the billing periods of `payment`'s subscription starting at `starts` (those with allowance months),
+   * the one `payment` paid: a period whose payment (paymentOfPeriod, what its months read) it is, the nearest
+   * of them if several (of two as near, the one starting before it). null when it paid none of them (a
+   * proration, the last monthly payment before a switch to annual): its refund takes back no month.
+   */
+  private async periodPaidBy(db: Db, payment: Payment, starts: Date[]): Promise<Date | null> {
+    const subscriptionId = payment.providerSubscriptionId;
+    if (!subscriptionId) return null;
+    const at = payment.occurredAt.getTime();
+    const near = starts
+      .filter((start) => Math.abs(start.getTime() - at) <= PAID_PERIOD_TOLERANCE_MS)
+      .sort((a, b) => Math.abs(a.getTime() - at) - Math.abs(b.getTime() - at) || a.getTime() - b.getTime());
+    for (const start of near) {
+      const paid = await this.paymentOfPeriod(db, subscriptionId, start);
+      if (paid?.providerTransactionId === payment.providerTransactionId) return start;
+    }
+    return null;
+  }
+
+  /**
+   * The payment that paid the billing period of `providerSubscriptionId` starting at `periodStart`: of the
+   * subscription's payments of some money that pay a period (its first payment, or a renewal: origin
+   * `subscription_recurring`; never a proration or a one-off charge), the one nearest the period start within
+   * a month; of two as near, the one at or after the start (nearestPayment).
+   */
+  private async paymentOfPeriod(db: Db, providerSubscriptionId: string, periodStart: Date) {
+    const first = await this.payments.firstPaymentOf(db, providerSubscriptionId);
+    const candidates = await this.payments.periodPaymentsNear(
+      db,
+      providerSubscriptionId,
+      periodStart,
+      PAID_PERIOD_TOLERANCE_MS,
+      { firstTransactionId: first?.providerTransactionId ?? null, periodOrigin: RENEWAL_ORIGIN },
+    );
+    return nearestPayment(candidates, periodStart) ?? null;
+  }
+
+  /**
+   * The payment that paid the billing period of `providerSubscriptionId` starting at `periodStart`
+   * (paymentOfPeriod), and what approved adjustments of it returned so far: refunds and chargebacks added up
+   * (a `full` one as the whole payment, whatever its total), less approved `chargeback_reverse`s (at most
+   * what the chargebacks returned), between 0 and the amount paid. The claw-back matches the same way: a
+   * refund of a payment takes back the months of the period whose payment this says it is (periodPaidBy), so
+   * the refund that takes back a month's grant is the one that reduces a later month (decision "refunded
+   * annual period"). null when no recorded payment matches. The caller holds the subscription's lock, which
+   * every refund of a subscription's payment takes before it reads the grants: a refund committed before is
+   * read here, one applied after reads what the caller granted.
    */
   async periodPayment(
     db: Db,
     providerSubscriptionId: string,
     periodStart: Date,
   ): Promise<PeriodPayment | null> {
-    const payment = nearestPayment(
-      await this.payments.paidPaymentsNear(db, providerSubscriptionId, periodStart, PAID_PERIOD_TOLERANCE_MS),
-      periodStart,
-    );
+    const payment = await this.paymentOfPeriod(db, providerSubscriptionId, periodStart);
     if (!payment) return null;
-    const refunds = await this.payments.approvedAdjustmentsOf(db, payment.providerTransactionId, [
+    const paid = payment.amountTotal;
+    const adjustments = await this.payments.approvedAdjustmentsOf(db, payment.providerTransactionId, [
       ...CLAWBACK_ACTIONS,
+      CHARGEBACK_REVERSE,
     ]);
-    // Several partial refunds add up; together never more than was paid.
-    const refunded = refunds.reduce((sum, refund) => sum + Math.max(refund.amountTotal, 0), 0);
+    const sum = (actions: string[]) =>
+      adjustments
+        .filter((a) => actions.includes(a.action))
+        .reduce((total, a) => total + returnedBy(a, paid), 0);
+    // Several partial refunds add up; a won chargeback gives back what the chargeback returned, never more.
+    const reversed = Math.min(sum([CHARGEBACK_REVERSE]), sum(['chargeback']));
+    const refunded = sum([...CLAWBACK_ACTIONS]) - reversed;
     return {
       transactionId: payment.providerTransactionId,
-      paid: payment.amountTotal,
-      refunded: Math.min(refunded, payment.amountTotal),
+      paid,
+      refunded: Math.min(Math.max(refunded, 0), paid),
     };
   }
 
@@ -473,6 +559,7 @@ export class PaymentsService {
       providerAdjustmentId: data.id,
       providerTransactionId: data.transaction_id,
       action: data.action,
+      type: data.type ?? null,
       status: data.status,
       amountTotal: data.totals.total,
       currency: data.totals.currency_code ?? data.currency_code ?? 'USD',
@@ -503,7 +590,7 @@ export class PaymentsService {
         transactionId: data.transaction_id,
         action: data.action,
         total: data.totals.total,
-        full: data.type === 'full',
+        full: data.type === FULL_TYPE,
         clawedBack: record.clawedBackCredits,
       };
       await this.clawBack(tx, event, refund, record.id, lockedSubscriptionId);
