@@ -152,15 +152,89 @@ export function deferTierChange(
   const end = stored.currentPeriodEnd;
   if (!end || end.getTime() <= now.getTime()) return cleared;
   if (!LIVE_STATUSES.includes(snapshot.status)) return cleared;
-  const samePeriod =
-    sameInstant(snapshot.currentPeriodStart, stored.currentPeriodStart) &&
-    sameInstant(snapshot.currentPeriodEnd, stored.currentPeriodEnd);
-  if (!samePeriod) return cleared;
+  if (!samePeriod(snapshot, stored)) return cleared;
   return { ...snapshot, tier: stored.tier, pendingTier: snapshot.tier, pendingTierAt: end };
 }
 
 const sameInstant = (a: Date | null, b: Date | null): boolean =>
   a === null || b === null ? a === b : a.getTime() === b.getTime();
+
+type Period = Pick<StoredTier, 'currentPeriodStart' | 'currentPeriodEnd'>;
+
+const samePeriod = (a: Period, b: Period): boolean =>
+  sameInstant(a.currentPeriodStart, b.currentPeriodStart) &&
+  sameInstant(a.currentPeriodEnd, b.currentPeriodEnd);
+
+/**
+ * What a stored row knows of the event that set its tier for the current billing period (the columns
+ * `period_tier_*`): null when unknown (a row from before they existed).
+ */
+export interface StoredPeriodTier extends StoredTier {
+  pendingTier: string | null;
+  periodTier: EventKey | null;
+}
+
+/**
+ * The event that sets the tier of a billing period when its events are applied in order (deferTierChange):
+ * an event of the period whose status is live defers to the tier before it, one that is not (CANCELED)
+ * applies its own. So the tier is that of the period's latest non-live event, else of its earliest event;
+ * every later event of the period only moves the pending tier (to the last one's tier, or none when that is
+ * the tier). A row stores the key of that event (`period_tier_*`) so that an event delivered late can put
+ * the tier where in-order delivery leaves it (correctTierOfPeriod).
+ *
+ * periodTierAfter: the key stored after a NEWER event was applied. An insert and an event of another period
+ * start the period's record with their own key; within the period a non-live event replaces it, a live
+ * one (deferred, or naming the tier again) keeps it. An unknown key (null) stays unknown, but for a
+ * non-live event, which sets the tier whatever came before it.
+ */
+export function periodTierAfter(
+  snapshot: SubscriptionSnapshot,
+  stored: StoredPeriodTier | null,
+  key: EventKey,
+): EventKey | null {
+  if (!stored || !samePeriod(snapshot, stored)) return key;
+  return LIVE_STATUSES.includes(snapshot.status) ? stored.periodTier : key;
+}
+
+/** A late event's correction of the stored tier (see correctTierOfPeriod). */
+export interface TierCorrection {
+  tier: string;
+  pendingTier: string | null;
+  pendingTierAt: Date | null;
+  periodTier: EventKey;
+}
+
+/**
+ * An event OLDER than the stored state (skipped as stale: status, dates and price stay newer-wins) may still
+ * be the one that sets the tier of the running period in event order: an event of the same period (same
+ * start and end) that is earlier than the stored period-tier event while that one is live (a
+ * subscription.created delivered after the subscription.updated of a price change), or a non-live one
+ * later than it or while it is live. It then gives the tier as in-order delivery would: its tier, with the latest tier known
+ * (`pendingTier ?? tier`, the tier of the newest event) pending until the period end unless it is the same
+ * tier, and it becomes the period-tier event. Null when it changes nothing: an unknown period-tier event
+ * (a row from before the columns: its tier may come from an event older than anything it records), another
+ * period, a period without an end or already over (in event order its pending tier has taken effect by
+ * now), or an event that is not the one setting the tier.
+ */
+export function correctTierOfPeriod(
+  snapshot: SubscriptionSnapshot,
+  key: EventKey,
+  stored: StoredPeriodTier,
+  now: Date,
+): TierCorrection | null {
+  const setter = stored.periodTier;
+  if (!setter || setter.eventId === key.eventId) return null;
+  const end = stored.currentPeriodEnd;
+  if (!end || end.getTime() <= now.getTime() || !samePeriod(snapshot, stored)) return null;
+  const earlier = isNewer(setter, key);
+  const sets = LIVE_STATUSES.includes(snapshot.status)
+    ? earlier && LIVE_STATUSES.includes(setter.status)
+    : !earlier || LIVE_STATUSES.includes(setter.status);
+  if (!sets) return null;
+  const latest = stored.pendingTier ?? stored.tier;
+  const pendingTier = latest === snapshot.tier ? null : latest;
+  return { tier: snapshot.tier, pendingTier, pendingTierAt: pendingTier ? end : null, periodTier: key };
+}
 
 /**
  * The state table says a cancellation "sets canceled_at". A canceled payload without one falls back to

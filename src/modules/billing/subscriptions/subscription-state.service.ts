@@ -20,12 +20,15 @@ import { PaymentsRepository } from '../payments/payments.repository.js';
 import { PaymentsService } from '../payments/payments.service.js';
 import {
   auditActionOf,
+  correctTierOfPeriod,
   deferTierChange,
   type EventKey,
   expiryAfter,
   grantsAccess,
   isNewer,
   LIVE_STATUSES,
+  periodTierAfter,
+  type StoredPeriodTier,
   type SubscriptionSnapshot,
   toSnapshot,
 } from './subscription-snapshot.js';
@@ -47,6 +50,30 @@ const storedKey = (existing: Subscription): EventKey => ({
   status: existing.status,
   eventId: existing.lastEventId ?? '',
 });
+/** The stored row as the period-tier rule reads it (periodTierAfter, correctTierOfPeriod). */
+const storedPeriodTier = (existing: Subscription): StoredPeriodTier => ({
+  tier: existing.tier,
+  pendingTier: existing.pendingTier,
+  currentPeriodStart: existing.currentPeriodStart,
+  currentPeriodEnd: existing.currentPeriodEnd,
+  periodTier:
+    existing.periodTierAt && existing.periodTierStatus && existing.periodTierEventId
+      ? {
+          occurredAt: existing.periodTierAt,
+          status: existing.periodTierStatus,
+          eventId: existing.periodTierEventId,
+        }
+      : null,
+});
+
+/**
+ * What apply() made of an event: written over the row (or inserted); older than the stored state and so
+ * skipped; or older but the one that sets the tier of the running period, which it corrected.
+ */
+type ApplyOutcome = 'applied' | 'stale' | 'tier_corrected';
+
+/** The audit reason of a stale event that corrected the tier of the running period. */
+const TIER_CORRECTED = 'stale_event_tier_corrected';
 
 /**
  * The subscription state machine driven by billing webhooks (spec "States and transitions"). Every
@@ -120,7 +147,7 @@ export class SubscriptionStateService {
 
     const now = new Date();
     const result = await this.apply(tx, existing, user.id, snapshot, event, now);
-    const applied = result.applied;
+    const applied = result.outcome === 'applied';
     let row = result.row;
     if (applied) {
       // Dunning e-mails on entering and leaving past_due, decided under the subscription's lock.
@@ -155,11 +182,12 @@ export class SubscriptionStateService {
         tier: tier.current,
         previous_tier: tier.previous,
         credits,
-        ...(applied ? {} : { reason: 'stale_event' }),
+        ...(applied ? {} : { reason: result.outcome === 'stale' ? 'stale_event' : TIER_CORRECTED }),
         ...(lateToken ? { checkout_token_expired_at: lateToken.expiresAt.toISOString() } : {}),
       },
     });
-    if (applied || event.eventType === CREATED) return { status: 'processed' };
+    // A correction changed the row: the event was not ignored.
+    if (result.outcome !== 'stale' || event.eventType === CREATED) return { status: 'processed' };
     return { status: 'skipped', reason: 'stale_event' };
   }
 
@@ -205,7 +233,12 @@ export class SubscriptionStateService {
     throw new UnknownPriceError(priceId);
   }
 
-  /** Inserts the row, or overwrites it when the event is newer than the stored state. */
+  /**
+   * Inserts the row, or overwrites it when the event is newer than the stored state. An older event is not
+   * applied (`stale`), but for the tier of the running period when in event order it is the one that sets
+   * it (correctTierOfPeriod; `tier_corrected` when that moved the tier): a price change delivered before
+   * the event that opened its period is so deferred as if it had come in order.
+   */
   private async apply(
     tx: Tx,
     existing: Subscription | null,
@@ -213,17 +246,43 @@ export class SubscriptionStateService {
     snapshot: SubscriptionSnapshot,
     event: BillingEvent,
     now: Date,
-  ): Promise<{ row: Subscription; applied: boolean }> {
+  ): Promise<{ row: Subscription; outcome: ApplyOutcome }> {
+    const key = eventKey(event, snapshot);
     if (!existing) {
       const expiredAt = expiryAfter(snapshot, null, now);
-      const row = await this.subscriptions.insert(tx, userId, snapshot, { ...event, expiredAt });
-      return { row, applied: true };
+      const periodTier = periodTierAfter(snapshot, null, key);
+      const row = await this.subscriptions.insert(tx, userId, snapshot, { ...event, expiredAt, periodTier });
+      return { row, outcome: 'applied' };
     }
-    if (!isNewer(eventKey(event, snapshot), storedKey(existing))) return { row: existing, applied: false };
+    const stored = storedPeriodTier(existing);
+    if (!isNewer(key, storedKey(existing))) {
+      // A tier is only taken from a price the configuration maps (snapshotOf may have lent the stored one).
+      const correction = this.catalog.tierForPrice(snapshot.priceId)
+        ? correctTierOfPeriod(snapshot, key, stored, now)
+        : null;
+      if (!correction) return { row: existing, outcome: 'stale' };
+      const row = await this.subscriptions.correctTier(tx, existing, correction);
+      if (row.tier !== existing.tier || row.pendingTier !== existing.pendingTier) {
+        this.logger.log(
+          {
+            event_id: event.eventId,
+            subscription_id: existing.providerSubscriptionId,
+            tier: row.tier,
+            previous_tier: existing.tier,
+            pending_tier: row.pendingTier,
+          },
+          'late event of the running period corrected its tier',
+        );
+        return { row, outcome: 'tier_corrected' };
+      }
+      // Only the period-tier event moved (an earlier event of the same tier).
+      return { row, outcome: 'stale' };
+    }
     const next = deferTierChange(snapshot, existing, now);
     const expiredAt = expiryAfter(next, existing.expiredAt, now);
-    const row = await this.subscriptions.apply(tx, existing, next, { ...event, expiredAt });
-    return { row, applied: true };
+    const periodTier = periodTierAfter(next, stored, key);
+    const row = await this.subscriptions.apply(tx, existing, next, { ...event, expiredAt, periodTier });
+    return { row, outcome: 'applied' };
   }
 
   /**
@@ -330,7 +389,7 @@ export class SubscriptionStateService {
     for (const stored of parked) {
       const event = this.parkedEvent(stored, current);
       if (!event) continue;
-      const { row: next, applied } = await this.apply(tx, current, user.id, event.snapshot, event, now);
+      const { row: next, outcome } = await this.apply(tx, current, user.id, event.snapshot, event, now);
       current = next;
       await this.archive.markReplayed(tx, stored.id, now);
       await this.audit.record(tx, {
@@ -344,7 +403,9 @@ export class SubscriptionStateService {
           event_type: event.eventType,
           subscription_id: current.providerSubscriptionId,
           status: current.status,
-          reason: applied ? 'replayed_after_park' : 'stale_event',
+          reason: { applied: 'replayed_after_park', stale: 'stale_event', tier_corrected: TIER_CORRECTED }[
+            outcome
+          ],
         },
       });
     }

@@ -3,12 +3,19 @@ import { Unit } from '../../../infra/prisma/unit-of-work.js';
 import { type Db, driverOf, type Tx } from '../../../infra/prisma/prisma.service.js';
 import { Prisma, type Subscription } from '../../../generated/prisma/client.js';
 import type { LockedUser } from './billing-users.repository.js';
-import { LIVE_STATUSES, type SubscriptionSnapshot } from './subscription-snapshot.js';
+import {
+  type EventKey,
+  LIVE_STATUSES,
+  type SubscriptionSnapshot,
+  type TierCorrection,
+} from './subscription-snapshot.js';
 
 export interface AppliedEvent {
   occurredAt: Date;
   eventId: string;
   expiredAt: Date | null;
+  /** The event that sets the tier of the period after this one (periodTierAfter); null: unknown. */
+  periodTier: EventKey | null;
 }
 
 /** A stored subscription under its lock, with its owner's row locked too (see lockAndFind). */
@@ -64,6 +71,13 @@ const columns = (snapshot: SubscriptionSnapshot) => ({
   pendingTierAt: snapshot.pendingTierAt,
 });
 
+/** The period-tier event's key in its columns (see periodTierAfter). */
+const periodTierColumns = (key: EventKey | null) => ({
+  periodTierAt: key?.occurredAt ?? null,
+  periodTierStatus: key?.status ?? null,
+  periodTierEventId: key?.eventId ?? null,
+});
+
 /** A subscriptions row as Prisma's model reads it, for driver statements (`s` is the table's alias). */
 const subscriptionColumns = (s: string) => `${s}.id, ${s}.user_id AS "userId",
   ${s}.provider_subscription_id AS "providerSubscriptionId", ${s}.provider_customer_id AS "providerCustomerId",
@@ -71,7 +85,9 @@ const subscriptionColumns = (s: string) => `${s}.id, ${s}.user_id AS "userId",
   ${s}.currency, ${s}.billing_interval AS "billingInterval", ${s}.billing_frequency AS "billingFrequency",
   ${s}.quantity, ${s}.current_period_start AS "currentPeriodStart", ${s}.current_period_end AS "currentPeriodEnd",
   ${s}.canceled_at AS "canceledAt", ${s}.paused_at AS "pausedAt", ${s}.scheduled_change AS "scheduledChange",
-  ${s}.pending_tier AS "pendingTier", ${s}.pending_tier_at AS "pendingTierAt", ${s}.last_event_at AS "lastEventAt",
+  ${s}.pending_tier AS "pendingTier", ${s}.pending_tier_at AS "pendingTierAt",
+  ${s}.period_tier_at AS "periodTierAt", ${s}.period_tier_status::text AS "periodTierStatus",
+  ${s}.period_tier_event_id AS "periodTierEventId", ${s}.last_event_at AS "lastEventAt",
   ${s}.last_event_id AS "lastEventId", ${s}.expired_at AS "expiredAt", ${s}.created_at AS "createdAt",
   ${s}.updated_at AS "updatedAt"`;
 
@@ -94,13 +110,16 @@ const APPLY_SQL = `
     billing_frequency = v."billingFrequency", quantity = v.quantity,
     current_period_start = v."currentPeriodStart", current_period_end = v."currentPeriodEnd",
     canceled_at = v."canceledAt", paused_at = v."pausedAt", scheduled_change = v."scheduledChange",
-    pending_tier = v."pendingTier", pending_tier_at = v."pendingTierAt", last_event_at = v."lastEventAt",
+    pending_tier = v."pendingTier", pending_tier_at = v."pendingTierAt", period_tier_at = v."periodTierAt",
+    period_tier_status = v."periodTierStatus", period_tier_event_id = v."periodTierEventId",
+    last_event_at = v."lastEventAt",
     last_event_id = v."lastEventId", expired_at = v."expiredAt", updated_at = now()
   FROM jsonb_to_recordset($1::jsonb) AS v(
     id uuid, "providerCustomerId" text, status "SubscriptionStatus", tier text, "priceId" text,
     "unitAmount" integer, currency text, "billingInterval" text, "billingFrequency" integer, quantity integer,
     "currentPeriodStart" timestamptz, "currentPeriodEnd" timestamptz, "canceledAt" timestamptz,
     "pausedAt" timestamptz, "scheduledChange" jsonb, "pendingTier" text, "pendingTierAt" timestamptz,
+    "periodTierAt" timestamptz, "periodTierStatus" "SubscriptionStatus", "periodTierEventId" text,
     "lastEventAt" timestamptz, "lastEventId" text, "expiredAt" timestamptz)
   WHERE s.id = v.id`;
 
@@ -190,6 +209,7 @@ export class SubscriptionsRepository {
         userId,
         providerSubscriptionId: snapshot.providerSubscriptionId,
         ...columns(snapshot),
+        ...periodTierColumns(event.periodTier),
         lastEventAt: event.occurredAt,
         lastEventId: event.eventId,
         expiredAt: event.expiredAt,
@@ -214,15 +234,38 @@ export class SubscriptionsRepository {
       ...existing,
       ...columns(snapshot),
       scheduledChange: snapshot.scheduledChange ?? null,
+      ...periodTierColumns(event.periodTier),
       lastEventAt: event.occurredAt,
       lastEventId: event.eventId,
       expiredAt: event.expiredAt,
       updatedAt: new Date(),
     };
+    await this.save(tx, row);
+    return row;
+  }
+
+  /**
+   * A late event's correction of the tier of the running period (correctTierOfPeriod) written over
+   * `existing` (under its lock); everything else, the newest event's key included, stays. Written like
+   * apply() (joins the batch's statement) so the two keep their order.
+   */
+  async correctTier(tx: Tx, existing: Subscription, correction: TierCorrection): Promise<Subscription> {
+    const row: Subscription = {
+      ...existing,
+      tier: correction.tier,
+      pendingTier: correction.pendingTier,
+      pendingTierAt: correction.pendingTierAt,
+      ...periodTierColumns(correction.periodTier),
+      updatedAt: new Date(),
+    };
+    await this.save(tx, row);
+    return row;
+  }
+
+  private async save(tx: Tx, row: Subscription): Promise<void> {
     const unit = Unit.find(tx);
     if (unit?.collectsWrites) unit.collect(APPLIES, row, (rows) => this.write(tx, rows));
     else await this.write(tx, [row]);
-    return row;
   }
 
   /** One UPDATE for the rows; a row applied twice is written as it was last. */
