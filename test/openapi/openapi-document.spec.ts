@@ -10,6 +10,7 @@ import type { Type } from '@nestjs/common';
 import { METHOD_METADATA } from '@nestjs/common/constants.js';
 import { MetadataScanner, ModulesContainer, NestFactory } from '@nestjs/core';
 import type { OpenAPIObject } from '@nestjs/swagger';
+import { getMetadataStorage } from 'class-validator';
 import { ApiModule } from '../../src/app/api.module.js';
 import { generateOpenApiDocument, openApiText } from '../../src/app/openapi-generate.js';
 import { ALLOW_DELETED } from '../../src/common/decorators/allow-deleted.decorator.js';
@@ -285,6 +286,42 @@ describe('openapi.json', () => {
         .map((p) => `${key} ${p.in} ${p.name}`),
     );
     expect(untyped).toEqual([]);
+  });
+
+  it('puts every length limit the validators enforce into the schema, as maxLength', () => {
+    // The Swagger plugin copies @MaxLength only when its argument is a literal, and knows nothing of
+    // @MaxCodePoints: a limit held in a constant was in the server and missing from the contract.
+    const schemas = document.components!.schemas as Record<
+      string,
+      { properties?: Record<string, { maxLength?: number }> }
+    >;
+    const storage = getMetadataStorage() as unknown as {
+      validationMetadatas: Map<
+        { name: string },
+        { name?: string; propertyName: string; constraints?: unknown[]; each?: boolean }[]
+      >;
+    };
+    const limits: { where: string; enforced: number; documented: number | undefined }[] = [];
+    for (const [target, metadatas] of storage.validationMetadatas) {
+      const schema = schemas[target.name];
+      if (!schema) continue;
+      for (const meta of metadatas) {
+        const max =
+          meta.name === 'maxLength' || meta.name === 'maxCodePoints'
+            ? meta.constraints?.[0]
+            : meta.name === 'isLength'
+              ? meta.constraints?.[1]
+              : undefined;
+        if (typeof max !== 'number' || meta.each) continue;
+        limits.push({
+          where: `${target.name}.${meta.propertyName}`,
+          enforced: max,
+          documented: schema.properties?.[meta.propertyName]?.maxLength,
+        });
+      }
+    }
+    expect(limits.length).toBeGreaterThan(20);
+    expect(limits.filter((l) => l.documented !== l.enforced)).toEqual([]);
   });
 
   it('types what TypeScript cannot say: date-times, uuids, integers and enums', () => {

@@ -1057,6 +1057,8 @@ export interface components {
             utm_medium?: string;
             /** @example launch-2026 */
             utm_campaign?: string;
+            utm_term?: string;
+            utm_content?: string;
             /**
              * @description The document.referrer of the first visit.
              * @example https://news.example.com/
@@ -1072,8 +1074,6 @@ export interface components {
              * @example lead_magnet:pricing-guide
              */
             provenance?: string;
-            utm_term?: string;
-            utm_content?: string;
         };
         SignupMetadataResultDto: {
             /**
@@ -1356,7 +1356,7 @@ export interface components {
         };
         CreateSavedSearchDto: {
             /**
-             * @description 1..200 characters, not blank.
+             * @description Not blank.
              * @example Open roles in Berlin
              */
             name: string;
@@ -1421,12 +1421,12 @@ export interface components {
         };
         CreateWorkspaceDto: {
             /**
-             * @description 1..200 characters, not blank.
+             * @description Not blank.
              * @example Marketing
              */
             name: string;
             /**
-             * @description Up to 2,000 characters; null or omitted for none.
+             * @description null or omitted for none.
              * @example Campaign planning
              */
             description?: string | null;
@@ -1463,7 +1463,7 @@ export interface components {
         };
         CreateApiKeyDto: {
             /**
-             * @description 1..200 characters, not blank; helps the owner recognise the key later.
+             * @description Not blank; helps the owner recognise the key later.
              * @example CI deploy script
              */
             name: string;
