@@ -556,6 +556,25 @@ describe('POST /api/v1/ai/completions (metered, against a local OpenAI-compatibl
     expect((await ledger(user.id)).map((r) => r.kind)).toEqual(['grant']);
   });
 
+  it('names the type a field should have, alone, when a value is of another type', async () => {
+    const { auth } = await customer(1000);
+    // An array where a string belongs failed the length checks too, and those came first:
+    // "content must be shorter than or equal to 100000 characters" for a one-element array.
+    for (const content of [['a'], 7, { text: 'a' }]) {
+      const res = await complete(auth, { messages: [{ role: 'user', content }] });
+      expect({ content, status: res.status, errors: res.body.errors }).toEqual({
+        content,
+        status: 400,
+        errors: [{ field: 'messages.0.content', message: 'content must be a string' }],
+      });
+      expect(res.body.detail).toBe('content must be a string');
+    }
+    const tokens = await complete(auth, { messages: [{ role: 'user', content: 'hi' }], max_tokens: '5x' });
+    expect(tokens.body.errors).toEqual([
+      { field: 'max_tokens', message: 'max_tokens must be an integer number' },
+    ]);
+  });
+
   it('takes the large body limit on every path Express routes to the handler (trailing slash, any case)', async () => {
     const { auth } = await customer(5000);
     // Over the 64 KB default, under the completions route's large limit.

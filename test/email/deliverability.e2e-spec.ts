@@ -324,4 +324,34 @@ describe('e-mail deliverability: Resend webhooks, the suppression list, complain
     // Nothing an operator could not remove again (DELETE refuses a non-address).
     expect(await suppression('notemail')).toBeNull();
   });
+
+  it("DELETE of a suppression follows the list's own rule: 400 for a value no entry can have, else 404 when it is not on it", async () => {
+    const remove = (encoded: string) =>
+      api.http.delete(`/api/v1/admin/email/suppressions/${encoded}`).set('Authorization', admin);
+    // What the webhook would not store (trimmed and lower-cased: empty, over 320 characters, no @, a NUL).
+    for (const encoded of ['x', '%20%20', `${'a'.repeat(320)}%40b`, 'a%00%40b.example']) {
+      const res = await remove(encoded);
+      expect({ encoded, status: res.status, code: res.body.code }).toEqual({
+        encoded,
+        status: 400,
+        code: 'validation_failed',
+      });
+      expect(res.body.detail).toContain('1 to 320 characters with an @ and no NUL');
+    }
+    // Anything else is looked up, however odd: an entry could have it, and this one is not on the list.
+    for (const encoded of ['%40', '%0d%0a%40x.y', 'nobody%40example.com']) {
+      const res = await remove(encoded);
+      expect({ encoded, status: res.status, code: res.body.code }).toEqual({
+        encoded,
+        status: 404,
+        code: 'not_found',
+      });
+    }
+    // Compared as the list stores it: blanks around the address and its case do not matter, even when the
+    // blanks alone make the value longer than an entry can be.
+    await api.prisma.emailSuppression.create({ data: { email: 'padded@example.com', reason: 'manual' } });
+    const padded = await remove(`${'%20'.repeat(320)}PADDED%40example.com%20`);
+    expect(padded.status).toBe(204);
+    expect(await suppression('padded@example.com')).toBeNull();
+  });
 });

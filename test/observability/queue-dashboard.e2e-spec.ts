@@ -190,6 +190,122 @@ describe('Queue dashboard (@bull-board at /admin/queues)', () => {
     expect((await request(origin).get('/admin/queues/api/queues').set('Cookie', cookie)).status).toBe(401);
   });
 
+  /** A session cookie for the admin, from a one-time link opened without a browser. */
+  const signIn = async (): Promise<string> => {
+    const res = await link(await adminAuth());
+    const url = new URL(res.body.url as string);
+    const signedIn = await request(origin).get(url.pathname + url.search);
+    expect(signedIn.status).toBe(303);
+    return String(signedIn.headers['set-cookie']).split(';')[0];
+  };
+
+  it('refuses a path or query bull-board would mishandle with a 400 problem+json that quotes none of it', async () => {
+    const cookie = await signIn();
+    // NUL: bull-board's validation message splits on it (500 "Unterminated string in JSON"); a `%` left after
+    // the transport decoding: bull-board decodes queue names a second time (500 "URI malformed"); escapes
+    // that are not UTF-8 in the path: Express's param decoding (400 "INTERNAL_SERVER_ERROR" quoting them).
+    const refused: [string, string][] = [
+      ['GET', '/admin/queues/api/queues?status=%00'],
+      ['GET', '/admin/queues/api/queues?status=latest%00'],
+      ['GET', '/admin/queues/api/queues?activeQueue=email%25'],
+      ['GET', '/admin/queues/api/queues?activeQueue=email%2500'],
+      ['GET', '/admin/queues/api/queues?activeQueue=email%'],
+      ['GET', '/admin/queues/api/queues?activeQueue=email%0a'],
+      ['GET', '/admin/queues/api/job-schedulers?queueName=%25'],
+      ['GET', '/admin/queues/api/queues/email/%ff'],
+      ['GET', '/admin/queues/api/queues/email/%'],
+      ['GET', '/admin/queues/api/queues/email%0d%0a/metrics'],
+      ['GET', '/admin/queues/api/queues/email/x%00/logs'],
+      ['GET', '/admin/queues/queue/%ff'],
+      ['PUT', '/admin/queues/api/queues/email/%ff/retry'],
+      ['PUT', '/admin/queues/api/queues/email%00/pause'],
+    ];
+    for (const [method, path] of refused) {
+      const agent = request(origin);
+      const res = await (method === 'PUT' ? agent.put(path) : agent.get(path))
+        .set('Cookie', cookie)
+        .set('Sec-Fetch-Site', 'same-origin');
+      expect({ method, path, status: res.status, type: res.headers['content-type'] }).toEqual({
+        method,
+        path,
+        status: 400,
+        type: expect.stringContaining('application/problem+json'),
+      });
+      expect(JSON.parse(res.text)).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(res.text).not.toMatch(/%ff|%25|%00|email%|INTERNAL_SERVER_ERROR/i);
+    }
+    expect(await api.app.get(QueueService).queue('email').isPaused()).toBe(false);
+    // Signed out, the same request is a 401 first: nothing is said about input to a stranger.
+    const stranger = await request(origin).get('/admin/queues/api/queues?status=%00');
+    expect(stranger.status).toBe(401);
+    // What the page itself sends still works.
+    const ok = await request(origin)
+      .get('/admin/queues/api/queues?activeQueue=email&status=latest&page=1&jobsPerPage=10')
+      .set('Cookie', cookie);
+    expect(ok.status).toBe(200);
+  });
+
+  it("answers bull-board's own errors as problem+json, keeping the key its page shows", async () => {
+    const cookie = await signIn();
+    const get = (path: string) => request(origin).get(path).set('Cookie', cookie);
+    const put = (path: string) =>
+      request(origin).put(path).set('Cookie', cookie).set('Sec-Fetch-Site', 'same-origin');
+    const cases: [Promise<request.Response>, number, string, string][] = [
+      [get('/admin/queues/api/queues/email/no-such-job'), 404, 'job_not_found', 'ERRORS.JOB_NOT_FOUND'],
+      [
+        get('/admin/queues/api/queues/no-such-queue/metrics'),
+        404,
+        'queue_not_found',
+        'ERRORS.QUEUE_NOT_FOUND',
+      ],
+      [put('/admin/queues/api/queues/email/no-such-job/retry'), 404, 'job_not_found', 'ERRORS.JOB_NOT_FOUND'],
+      [get('/admin/queues/api/queues?status=zzqq'), 400, 'invalid_query_param', 'ERRORS.INVALID_QUERY_PARAM'],
+      [
+        put('/admin/queues/api/queues/email/retry/zzqq'),
+        400,
+        'status_not_retriable',
+        'ERRORS.STATUS_NOT_RETRIABLE',
+      ],
+    ];
+    for (const [pending, status, code, key] of cases) {
+      const res = await pending;
+      expect({ status: res.status, type: res.headers['content-type'] }).toEqual({
+        status,
+        type: expect.stringContaining('application/problem+json'),
+      });
+      const body = JSON.parse(res.text) as Record<string, unknown>;
+      expect(body).toMatchObject({ type: `urn:problem:${code}`, status, code, error: { key } });
+      expect(typeof body.detail).toBe('string');
+      expect(body.request_id).toBe(res.headers['x-request-id']);
+      // Nothing of the request comes back (bull-board put the refused status in its options).
+      expect(res.text).not.toContain('zzqq');
+      expect(res.text).not.toContain('no-such');
+    }
+    // The field a validation error names is the dashboard's own, not the caller's text.
+    const invalid = await get('/admin/queues/api/queues?status=zzqq');
+    expect(invalid.body).toMatchObject({ error: { options: { field: 'status' } } });
+
+    expect(invalid.body.detail).toContain('"status"');
+    // The page still reads them: its toast shows bull-board's own text for the key.
+    const [name, value] = cookie.split('=');
+    await browser.addCookies([
+      { name, value, url: `${origin}/admin/queues`, httpOnly: true, sameSite: 'Lax' },
+    ]);
+    const page = await browser.newPage();
+    await page.goto(`${origin}/admin/queues/queue/email/no-such-job`);
+    await page
+      .locator('[data-type="error"]', { hasText: 'Job not found' })
+      .first()
+      .waitFor({ timeout: 15_000 });
+    await page.close();
+    // The audit trail records changes that succeeded only.
+    expect(
+      await api.prisma.auditLog.count({
+        where: { action: 'admin.queue_action', details: { path: ['action'], equals: 'retry_job' } },
+      }),
+    ).toBe(0);
+  });
+
   it('is off in production unless QUEUE_DASHBOARD=true, and off anywhere with QUEUE_DASHBOARD=false', async () => {
     expect(loadConfig({ APP_ENV: 'production' }).queueDashboard).toBe(false);
     expect(loadConfig({ APP_ENV: 'production', QUEUE_DASHBOARD: 'true' }).queueDashboard).toBe(true);

@@ -10,6 +10,7 @@ import type { Type } from '@nestjs/common';
 import { METHOD_METADATA } from '@nestjs/common/constants.js';
 import { MetadataScanner, ModulesContainer, NestFactory } from '@nestjs/core';
 import type { OpenAPIObject } from '@nestjs/swagger';
+import { getMetadataStorage } from 'class-validator';
 import { ApiModule } from '../../src/app/api.module.js';
 import { generateOpenApiDocument, openApiText } from '../../src/app/openapi-generate.js';
 import { ALLOW_DELETED } from '../../src/common/decorators/allow-deleted.decorator.js';
@@ -31,6 +32,7 @@ type Operation = {
     { description?: string; content?: Record<string, { schema?: { $ref?: string } }>; headers?: object }
   >;
   parameters?: { name: string; in: string; schema?: { format?: string } }[];
+  requestBody?: { content?: Record<string, unknown> };
 };
 
 /**
@@ -105,12 +107,71 @@ describe('openapi.json', () => {
     expect(bearer.description).toContain('npm run -s dev:token');
   });
 
-  it('gives every operation a summary, and every one but the probes a client error', () => {
+  it('gives every operation a summary and a client error', () => {
     expect(operations.filter(([, op]) => !op.summary?.trim()).map(([key]) => key)).toEqual([]);
     const without4xx = operations
       .filter(([, op]) => !Object.keys(op.responses).some((status) => status.startsWith('4')))
       .map(([key]) => key);
-    expect(without4xx.sort()).toEqual([...PROBES].sort());
+    // The probes too: a query string that is not UTF-8 is refused before any route runs.
+    expect(without4xx).toEqual([]);
+  });
+
+  it('documents what the HTTP layer refuses, code by code, on every operation it refuses it on', () => {
+    // Answered before any route runs (common/http/body-limits.ts, Express's routing), so a route's own
+    // decorators do not name them: the document builder merges them into each operation's entries.
+    const names = (op: Operation, status: string, code: string) =>
+      new RegExp(`\\b${code}\\b`).test(op.responses[status]?.description ?? '');
+    const missing = (pick: (key: string, op: Operation) => boolean, status: string, code: string) =>
+      operations.filter(([key, op]) => pick(key, op) && !names(op, status, code)).map(([key]) => key);
+    const webhook = (key: string) => key.startsWith('post /webhooks/');
+    const json = (key: string, op: Operation) =>
+      !webhook(key) && op.requestBody?.content?.['application/json'] !== undefined;
+    const body = (key: string, op: Operation) => op.requestBody !== undefined || webhook(key);
+    const pathParam = (_: string, op: Operation) => (op.parameters ?? []).some((p) => p.in === 'path');
+    expect(operations.filter(([key, op]) => json(key, op)).length).toBeGreaterThan(15);
+    // A query string whose percent-escapes are not UTF-8: everywhere but the webhook receivers (no query).
+    expect(missing((key) => !webhook(key), '400', 'validation_failed')).toEqual([]);
+    // A path segment whose escapes do not decode.
+    expect(missing(pathParam, '400', 'bad_request')).toEqual([]);
+    // A JSON body: not JSON (bad_request) besides invalid fields (validation_failed); too big; not UTF-8.
+    expect(missing(json, '400', 'bad_request')).toEqual([]);
+    expect(missing(body, '413', 'payload_too_large')).toEqual([]);
+    expect(missing(json, '415', 'unsupported_media_type')).toEqual([]);
+    // The one-click unsubscribe and the confirmation read a form; the unsubscribe never decodes it.
+    for (const key of ['post /api/v1/email/unsubscribe', 'post /api/v1/email/confirm'])
+      expect({ key, body: operations.find(([k]) => k === key)![1].requestBody?.content }).toEqual({
+        key,
+        body: expect.objectContaining({ 'application/x-www-form-urlencoded': expect.anything() }),
+      });
+    const op = (key: string) => operations.find(([k]) => k === key)![1];
+    expect(names(op('post /api/v1/email/confirm'), '415', 'unsupported_media_type')).toBe(true);
+    expect(op('post /api/v1/email/unsubscribe').responses['415']).toBeUndefined();
+    expect(op('post /webhooks/billing').responses['415']).toBeUndefined();
+    // Nothing is added twice: one entry per status, each code named once.
+    const twice = operations.flatMap(([key, o]) =>
+      Object.entries(o.responses)
+        .filter(([, r]) => /(\bbad_request\b.*){2}|(\bpayload_too_large\b.*){2}/s.test(r.description ?? ''))
+        .map(([status]) => `${key} ${status}`),
+    );
+    expect(twice).toEqual([]);
+  });
+
+  it("documents each route's own refusals that the fuzz audit found undocumented", () => {
+    const described = (key: string, status: string) =>
+      operations.find(([k]) => k === key)![1].responses[status]?.description ?? '';
+    for (const key of ['post /api/v1/saved_searches', 'post /api/v1/workspaces', 'post /api/v1/api_keys'])
+      expect({ key, conflict: described(key, '409') }).toEqual({
+        key,
+        conflict: expect.stringMatching(/^limit_reached: /),
+      });
+    expect(described('post /webhooks/identity', '503')).toMatch(/^webhook_not_configured: /);
+    expect(described('post /webhooks/email', '503')).toMatch(/^webhook_not_configured: /);
+    expect(described('post /webhooks/billing', '503')).toMatch(/^billing_not_configured: /);
+    // The suppression list's one rule for an address in the path: 400 when no entry can have it, else 404.
+    expect(described('delete /api/v1/admin/email/suppressions/{email}', '400')).toMatch(
+      /^validation_failed: .*320.*@/,
+    );
+    expect(described('delete /api/v1/admin/email/suppressions/{email}', '404')).toMatch(/^not_found: /);
   });
 
   it('answers every error with the one ProblemDetails schema as application/problem+json', () => {
@@ -225,6 +286,42 @@ describe('openapi.json', () => {
         .map((p) => `${key} ${p.in} ${p.name}`),
     );
     expect(untyped).toEqual([]);
+  });
+
+  it('puts every length limit the validators enforce into the schema, as maxLength', () => {
+    // The Swagger plugin copies @MaxLength only when its argument is a literal, and knows nothing of
+    // @MaxCodePoints: a limit held in a constant was in the server and missing from the contract.
+    const schemas = document.components!.schemas as Record<
+      string,
+      { properties?: Record<string, { maxLength?: number }> }
+    >;
+    const storage = getMetadataStorage() as unknown as {
+      validationMetadatas: Map<
+        { name: string },
+        { name?: string; propertyName: string; constraints?: unknown[]; each?: boolean }[]
+      >;
+    };
+    const limits: { where: string; enforced: number; documented: number | undefined }[] = [];
+    for (const [target, metadatas] of storage.validationMetadatas) {
+      const schema = schemas[target.name];
+      if (!schema) continue;
+      for (const meta of metadatas) {
+        const max =
+          meta.name === 'maxLength' || meta.name === 'maxCodePoints'
+            ? meta.constraints?.[0]
+            : meta.name === 'isLength'
+              ? meta.constraints?.[1]
+              : undefined;
+        if (typeof max !== 'number' || meta.each) continue;
+        limits.push({
+          where: `${target.name}.${meta.propertyName}`,
+          enforced: max,
+          documented: schema.properties?.[meta.propertyName]?.maxLength,
+        });
+      }
+    }
+    expect(limits.length).toBeGreaterThan(20);
+    expect(limits.filter((l) => l.documented !== l.enforced)).toEqual([]);
   });
 
   it('types what TypeScript cannot say: date-times, uuids, integers and enums', () => {

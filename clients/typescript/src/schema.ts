@@ -1057,6 +1057,8 @@ export interface components {
             utm_medium?: string;
             /** @example launch-2026 */
             utm_campaign?: string;
+            utm_term?: string;
+            utm_content?: string;
             /**
              * @description The document.referrer of the first visit.
              * @example https://news.example.com/
@@ -1072,8 +1074,6 @@ export interface components {
              * @example lead_magnet:pricing-guide
              */
             provenance?: string;
-            utm_term?: string;
-            utm_content?: string;
         };
         SignupMetadataResultDto: {
             /**
@@ -1356,7 +1356,7 @@ export interface components {
         };
         CreateSavedSearchDto: {
             /**
-             * @description 1..200 characters, not blank.
+             * @description Not blank.
              * @example Open roles in Berlin
              */
             name: string;
@@ -1421,12 +1421,12 @@ export interface components {
         };
         CreateWorkspaceDto: {
             /**
-             * @description 1..200 characters, not blank.
+             * @description Not blank.
              * @example Marketing
              */
             name: string;
             /**
-             * @description Up to 2,000 characters; null or omitted for none.
+             * @description null or omitted for none.
              * @example Campaign planning
              */
             description?: string | null;
@@ -1463,7 +1463,7 @@ export interface components {
         };
         CreateApiKeyDto: {
             /**
-             * @description 1..200 characters, not blank; helps the owner recognise the key later.
+             * @description Not blank; helps the owner recognise the key later.
              * @example CI deploy script
              */
             name: string;
@@ -2480,6 +2480,15 @@ export interface operations {
                     "application/json": components["schemas"]["LivenessDto"];
                 };
             };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
     HealthController_readiness: {
@@ -2498,6 +2507,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReadinessReportDto"];
+                };
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description A check failed: the same report (not a problem document), its `message` the raw exception text */
@@ -2529,6 +2547,15 @@ export interface operations {
                     "application/json": components["schemas"]["StatusReportDto"];
                 };
             };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
     MeController_me: {
@@ -2546,6 +2573,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MeResponseDto"];
+                };
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description No or invalid Bearer token */
@@ -2593,7 +2629,7 @@ export interface operations {
                     "application/json": components["schemas"]["MeResponseDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2613,6 +2649,24 @@ export interface operations {
             };
             /** @description account_deleted: the account is scheduled for deletion; api_key_not_allowed: consent changed with an API key */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2656,7 +2710,7 @@ export interface operations {
                     "application/json": components["schemas"]["SignupMetadataResultDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2676,6 +2730,24 @@ export interface operations {
             };
             /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2768,6 +2840,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description No or invalid Bearer token */
             401: {
                 headers: {
@@ -2818,6 +2899,15 @@ export interface operations {
                     "application/json": components["schemas"]["DeletionScheduledDto"];
                 };
             };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description No or invalid Bearer token */
             401: {
                 headers: {
@@ -2866,6 +2956,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MeResponseDto"];
+                };
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description No or invalid Bearer token */
@@ -2983,6 +3082,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description payload_too_large: the body is over BODY_LIMIT_LARGE_KB kilobytes (a server setting) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description webhook_not_configured: IDENTITY_WEBHOOK_SECRET is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
     FeedbackController_create: {
@@ -3006,7 +3123,7 @@ export interface operations {
                     "application/json": components["schemas"]["FeedbackResponseDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3026,6 +3143,24 @@ export interface operations {
             };
             /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3284,7 +3419,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDetailDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed; bad_request: a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3354,7 +3489,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReplayResultDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed; bad_request: a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3435,7 +3570,7 @@ export interface operations {
                     "application/json": components["schemas"]["BulkReplayResultDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3455,6 +3590,24 @@ export interface operations {
             };
             /** @description admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3569,7 +3722,7 @@ export interface operations {
                     "application/json": components["schemas"]["SavedSearchDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3589,6 +3742,33 @@ export interface operations {
             };
             /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description limit_reached: the caller holds as many saved searches as their plan allows; delete one or upgrade */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3628,6 +3808,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SavedSearchDto"];
+                };
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
@@ -3689,6 +3878,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
@@ -3755,7 +3953,7 @@ export interface operations {
                     "application/json": components["schemas"]["SavedSearchDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array), or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3784,6 +3982,24 @@ export interface operations {
             };
             /** @description No such id, malformed id, or a row of another user (same answer) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3898,7 +4114,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3918,6 +4134,33 @@ export interface operations {
             };
             /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description limit_reached: the caller holds as many workspaces as their plan allows; delete one or upgrade */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3957,6 +4200,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WorkspaceDto"];
+                };
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
@@ -4018,6 +4270,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
@@ -4084,7 +4345,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array), or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4113,6 +4374,24 @@ export interface operations {
             };
             /** @description No such id, malformed id, or a row of another user (same answer) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4228,7 +4507,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedApiKeyDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4248,6 +4527,33 @@ export interface operations {
             };
             /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description limit_reached: the caller holds as many active API keys as their plan allows; delete one or upgrade */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4287,6 +4593,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyDto"];
+                };
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
@@ -4349,6 +4664,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
                 headers: {
@@ -4408,6 +4732,15 @@ export interface operations {
                     "application/json": components["schemas"]["CreditPacksDto"];
                 };
             };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
                 headers: {
@@ -4462,7 +4795,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreditPackCheckoutResponseDto"];
                 };
             };
-            /** @description unknown_credit_pack: the price is not a configured pack */
+            /** @description unknown_credit_pack: the price is not a configured pack; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4482,6 +4815,24 @@ export interface operations {
             };
             /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4525,7 +4876,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutTokenResponseDto"];
                 };
             };
-            /** @description FREE or an unknown tier; a billing_cycle the tier has no price for */
+            /** @description validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4554,6 +4905,24 @@ export interface operations {
             };
             /** @description The user already has a live subscription */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4598,7 +4967,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutResponseDto"];
                 };
             };
-            /** @description FREE or an unknown tier; a billing_cycle the tier has no price for */
+            /** @description validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4627,6 +4996,24 @@ export interface operations {
             };
             /** @description The user already has a live subscription */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4664,6 +5051,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SubscriptionResponseDto"];
+                };
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
@@ -4730,7 +5126,7 @@ export interface operations {
                     "application/json": components["schemas"]["BillingActionResponseDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4759,6 +5155,24 @@ export interface operations {
             };
             /** @description no_active_subscription: nothing to cancel; cancel_already_scheduled: a cancel at the end of the period is already scheduled (also when the provider holds it and its webhook has not arrived yet) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4821,7 +5235,7 @@ export interface operations {
                     "application/json": components["schemas"]["BillingActionResponseDto"];
                 };
             };
-            /** @description Unknown tier */
+            /** @description validation_failed: an unknown tier; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4850,6 +5264,24 @@ export interface operations {
             };
             /** @description Same tier, no subscription that can be changed, cancel_already_scheduled (a cancel at the end of the period is scheduled), or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4912,7 +5344,7 @@ export interface operations {
                     "application/json": components["schemas"]["BillingActionResponseDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4941,6 +5373,24 @@ export interface operations {
             };
             /** @description No paused subscription */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5033,7 +5483,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Verified body that does not match the provider contract */
+            /** @description invalid_payload: a verified body that does not match the provider contract */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5042,8 +5492,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Missing, stale or wrong Paddle-Signature; nothing stored */
+            /** @description invalid_signature: missing, stale or wrong Paddle-Signature; nothing stored */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_LARGE_KB kilobytes (a server setting) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description billing_not_configured: BILLING_WEBHOOK_SECRET is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5147,7 +5615,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompletionResponseDto"];
                 };
             };
-            /** @description validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again */
+            /** @description validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5185,6 +5653,24 @@ export interface operations {
             };
             /** @description request_in_progress or idempotency_key_reused */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_LARGE_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5254,7 +5740,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid or tampered token (problem+json). */
+            /** @description invalid_unsubscribe_token: invalid or tampered token; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5288,7 +5774,19 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description What mail clients send (RFC 8058); read as bytes, never decoded or required. */
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @enum {string} */
+                    "List-Unsubscribe"?: "One-Click";
+                };
+                "multipart/form-data": {
+                    /** @enum {string} */
+                    "List-Unsubscribe"?: "One-Click";
+                };
+            };
+        };
         responses: {
             /** @description Unsubscribed (also when already unsubscribed). No redirect. A browser form (Accept preferring text/html) gets the confirmation page instead of JSON. */
             200: {
@@ -5299,8 +5797,17 @@ export interface operations {
                     "application/json": components["schemas"]["UnsubscribedDto"];
                 };
             };
-            /** @description Invalid or tampered token (problem+json); nothing changes. */
+            /** @description invalid_unsubscribe_token: invalid or tampered token (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the form body is over 64 KB */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5342,7 +5849,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_confirmation_token: invalid, tampered or expired link. */
+            /** @description invalid_confirmation_token: invalid, tampered or expired link; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5376,7 +5883,13 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description The confirmation page's empty form; nothing in it is read. */
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": Record<string, never>;
+                "multipart/form-data": Record<string, never>;
+            };
+        };
         responses: {
             /** @description Subscribed (also when already subscribed). No redirect. A browser form (Accept preferring text/html) gets a page instead of JSON. */
             200: {
@@ -5387,8 +5900,26 @@ export interface operations {
                     "application/json": components["schemas"]["SubscribedDto"];
                 };
             };
-            /** @description invalid_confirmation_token; nothing changes. */
+            /** @description invalid_confirmation_token: invalid, tampered or expired link (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the form body is over 64 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a form body declared in a charset other than UTF-8 or ISO-8859-1 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5414,7 +5945,14 @@ export interface operations {
     EmailWebhookController_receive: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The delivery id (the event id). The `svix-id` header is accepted instead. */
+                "webhook-id": string;
+                /** @description Unix seconds; more than 5 minutes off is refused. The `svix-timestamp` header is accepted instead. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` signatures with EMAIL_WEBHOOK_SECRET. The `svix-signature` header is accepted instead. */
+                "webhook-signature": string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5438,6 +5976,24 @@ export interface operations {
             };
             /** @description invalid_signature: bad, missing or expired signature; nothing stored */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_LARGE_KB kilobytes (a server setting) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description webhook_not_configured: EMAIL_WEBHOOK_SECRET is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5530,6 +6086,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description validation_failed: no entry can have this value (entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased); any other value not on the list is a 404; bad_request: a path segment holds a percent-escape that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description No or invalid Bearer token */
             401: {
                 headers: {
@@ -5548,7 +6113,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description not_found: the address is not suppressed */
+            /** @description not_found: the address is not on the list */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5659,7 +6224,7 @@ export interface operations {
                     "application/json": components["schemas"]["BroadcastResponseDto"];
                 };
             };
-            /** @description Invalid body, unknown template or tier, empty date range. */
+            /** @description validation_failed: an invalid body, an unknown tier, an empty date range; unknown_template: no such e-mail template; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5688,6 +6253,24 @@ export interface operations {
             };
             /** @description A marketing template with bypass_consent true. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description payload_too_large: the body is over BODY_LIMIT_KB kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5727,6 +6310,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BroadcastResponseDto"];
+                };
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
@@ -5787,6 +6379,15 @@ export interface operations {
                     "application/json": components["schemas"]["MetricsOverviewDto"];
                 };
             };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
                 headers: {
@@ -5837,6 +6438,15 @@ export interface operations {
                     "application/json": components["schemas"]["AdminStatsDto"];
                 };
             };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
             401: {
                 headers: {
@@ -5885,6 +6495,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueueDashboardLinkDto"];
+                };
+            };
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description No or invalid Bearer token */

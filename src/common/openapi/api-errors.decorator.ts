@@ -9,9 +9,10 @@ export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 409 | 413 | 415 | 422 | 
 /**
  * The error answers of a route, in one line: `@ApiErrors({ 404: 'not_found: ...', 409: 'conflict: ...' })`.
  * Each becomes an `application/problem+json` response with the ProblemDetails schema; name the `code`s
- * the route can answer in the description. 401 (secured routes), 429 (rate-limited routes) and 400
- * (routes with a body or query) are added to every operation by the document builder (app/openapi.ts),
- * so list them only to say something more specific.
+ * the route can answer in the description. 401 (secured routes), 429 (rate-limited routes), 400 (routes with a
+ * body or query) and what the HTTP layer refuses before a route runs (400 `validation_failed`/`bad_request`,
+ * 413, 415) are added to every operation they apply to by the document builder (app/openapi.ts), merged code
+ * by code into the route's own entries, so list them only to say something more specific.
  */
 export const ApiErrors = (errors: Partial<Record<ErrorStatus, string>>) =>
   applyDecorators(

@@ -1,5 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOkResponse } from '@nestjs/swagger';
+import { ApiErrors } from './api-errors.decorator.js';
 
 // The providers' request bodies and signature headers as the receivers accept them. The bodies are the
 // providers' (only what the receivers read is listed; more members are allowed and archived); the
@@ -19,6 +20,15 @@ const receipt = (withEventId: boolean) => ({
     },
   },
 });
+
+/**
+ * A receiver whose secret is unset refuses every delivery with 503 (nothing stored), so the provider retries
+ * until it is configured; a store that is down is a 503 too.
+ */
+const ApiWebhookUnavailable = (code: string, secretName: string) =>
+  ApiErrors({
+    503: `${code}: ${secretName} is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries)`,
+  });
 
 /** POST /webhooks/billing: Paddle Billing events, `Paddle-Signature: ts=...;h1=...`. */
 export const ApiBillingWebhook = () =>
@@ -69,6 +79,7 @@ export const ApiBillingWebhook = () =>
       description: 'Stored (or a duplicate); the worker applies it shortly.',
       schema: receipt(false),
     }),
+    ApiWebhookUnavailable('billing_not_configured', 'BILLING_WEBHOOK_SECRET'),
   );
 
 const standardWebhookHeader = (
@@ -83,9 +94,13 @@ const standardWebhookHeader = (
     schema: { type: 'string', example },
   });
 
-/** The three Standard Webhooks (Svix) signature headers, signed with the named secret. */
+/**
+ * The three Standard Webhooks (Svix) signature headers, signed with the named secret, and the 503 of a
+ * receiver without it (StandardWebhooksVerifier).
+ */
 export const ApiStandardWebhookHeaders = (secretName: string) =>
   applyDecorators(
+    ApiWebhookUnavailable('webhook_not_configured', secretName),
     standardWebhookHeader('id', 'The delivery id (the event id).', 'msg_2bH9XhZxQkzN3q7Lw5tYcVdE1fG'),
     standardWebhookHeader('timestamp', 'Unix seconds; more than 5 minutes off is refused.', '1732435200'),
     standardWebhookHeader(

@@ -5,10 +5,31 @@ import {
 } from '@nestjs/common';
 import { type FieldError, MAX_FIELD_ERRORS, ValidationError } from '../errors/app-error.js';
 
+/**
+ * The checks of a value's type. When one fails, it is the field's one message: the field's length, pattern
+ * and range checks fail too on a value of another type, and said more loudly what was not the problem
+ * (`content: ["a"]` was "content must be shorter than or equal to 100000 characters" first).
+ */
+const TYPE_CHECKS = new Set([
+  'isString',
+  'isInt',
+  'isNumber',
+  'isBoolean',
+  'isArray',
+  'isObject',
+  'isJsonObject',
+]);
+
+/** A field's failed checks: the type checks alone when one of them failed, else all of them. */
+function failedChecks(constraints: Record<string, string>): string[] {
+  const typeErrors = Object.entries(constraints).filter(([name]) => TYPE_CHECKS.has(name));
+  return (typeErrors.length > 0 ? typeErrors : Object.entries(constraints)).map(([, message]) => message);
+}
+
 function flatten(errors: ClassValidatorError[], parent = ''): FieldError[] {
   return errors.flatMap((error) => {
     const field = parent ? `${parent}.${error.property}` : error.property;
-    const own = Object.values(error.constraints ?? {}).map((message) => ({
+    const own = failedChecks(error.constraints ?? {}).map((message) => ({
       field,
       message: error.constraints?.whitelistValidation ? `property ${field} is not allowed` : message,
     }));

@@ -1,5 +1,11 @@
 import { applyDecorators, type Type } from '@nestjs/common';
-import { ApiExtraModels, ApiNotFoundResponse, ApiOkResponse, getSchemaPath } from '@nestjs/swagger';
+import {
+  ApiConflictResponse,
+  ApiExtraModels,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  getSchemaPath,
+} from '@nestjs/swagger';
 
 /** Documents the `{items, total, page, page_size}` list response of an owned resource. */
 export const ApiOwnedPageResponse = (item: Type<unknown>) =>
@@ -19,6 +25,12 @@ export const ApiOwnedPageResponse = (item: Type<unknown>) =>
       },
     }),
   );
+
+/** The create route's 409 when the caller's tier limit for the resource is reached (OwnedResourceService). */
+export const ApiOwnedLimitReached = (plural: string) =>
+  ApiConflictResponse({
+    description: `limit_reached: the caller holds as many ${plural} as their plan allows; delete one or upgrade`,
+  });
 
 export const ApiOwnedNotFound = () =>
   ApiNotFoundResponse({ description: 'No such id, malformed id, or a row of another user (same answer)' });

@@ -1,4 +1,5 @@
 import {
+  applyDecorators,
   Body,
   Controller,
   Delete,
@@ -24,7 +25,7 @@ import { ApiUuidParam } from '../../common/openapi/api-fields.js';
 import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
 import type { Principal } from '../../common/principal.js';
 import { PageQueryDto } from '../../common/paging/page-query.dto.js';
-import { ApiOwnedNotFound, ApiOwnedPageResponse } from './owned-api.decorators.js';
+import { ApiOwnedLimitReached, ApiOwnedNotFound, ApiOwnedPageResponse } from './owned-api.decorators.js';
 import type { OwnedResourceService } from './owned-resource.service.js';
 import type { OwnedRow } from './owned.repository.js';
 
@@ -39,6 +40,8 @@ export interface OwnedControllerOptions<CreateDto extends object, UpdateDto exte
   responseDto: Type<unknown>;
   /** The resource in the operations' summaries; default: the tag without its final `s`. */
   noun?: string;
+  /** The service's resource has a tier limit (`OwnedResource.limit`): create documents 409 limit_reached. */
+  limited: boolean;
 }
 
 /**
@@ -63,6 +66,7 @@ export function OwnedResourceController<CreateDto extends object, UpdateDto exte
     @Post()
     @ApiBody({ type: options.createDto })
     @ApiCreatedResponse({ type: options.responseDto })
+    @applyDecorators(...(options.limited ? [ApiOwnedLimitReached(options.tag)] : []))
     create(@CurrentPrincipal() principal: Principal, @Body() dto: CreateDto) {
       return this.service.create(principal, dto);
     }

@@ -11,7 +11,11 @@ import {
 import { CurrentPrincipal } from '../../common/decorators/current-user.decorator.js';
 import type { Principal } from '../../common/principal.js';
 import { PageQueryDto } from '../../common/paging/page-query.dto.js';
-import { ApiOwnedNotFound, ApiOwnedPageResponse } from '../../kit/owned/owned-api.decorators.js';
+import {
+  ApiOwnedLimitReached,
+  ApiOwnedNotFound,
+  ApiOwnedPageResponse,
+} from '../../kit/owned/owned-api.decorators.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';
 import { ApiUuidParam } from '../../common/openapi/api-fields.js';
@@ -35,6 +39,7 @@ export class ApiKeysController {
   @Header('Cache-Control', 'no-store')
   @ApiCreatedResponse({ type: CreatedApiKeyDto, description: 'The full key is in `secret`, shown only here' })
   @ApiForbiddenResponse({ description: KEY_MANAGEMENT_REFUSED })
+  @ApiOwnedLimitReached('active API keys')
   create(@CurrentPrincipal() principal: Principal, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyDto> {
     return this.apiKeys.create(principal, dto);
   }

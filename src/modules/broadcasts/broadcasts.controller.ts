@@ -35,7 +35,10 @@ export class BroadcastsController {
     type: BroadcastResponseDto,
     description: 'The run, queued; the dispatcher is enqueued.',
   })
-  @ApiBadRequestResponse({ description: 'Invalid body, unknown template or tier, empty date range.' })
+  @ApiBadRequestResponse({
+    description:
+      'validation_failed: an invalid body, an unknown tier, an empty date range; unknown_template: no such e-mail template',
+  })
   @ApiConflictResponse({ description: 'A marketing template with bypass_consent true.' })
   create(@CurrentUser() admin: User, @Body() body: CreateBroadcastDto): Promise<BroadcastResponseDto> {
     return this.broadcasts.create(admin, body);

@@ -1,6 +1,7 @@
 import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
+  ApiBody,
   ApiConsumes,
   ApiOkResponse,
   ApiOperation,
@@ -53,12 +54,19 @@ export class SubscriptionConfirmController {
   })
   @ApiQuery(TOKEN_QUERY)
   @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data')
+  @ApiBody({
+    required: false,
+    description: "The confirmation page's empty form; nothing in it is read.",
+    schema: { type: 'object' },
+  })
   @ApiOkResponse({
     type: SubscribedDto,
     description:
       'Subscribed (also when already subscribed). No redirect. A browser form (Accept preferring text/html) gets a page instead of JSON.',
   })
-  @ApiBadRequestResponse({ description: 'invalid_confirmation_token; nothing changes.' })
+  @ApiBadRequestResponse({
+    description: 'invalid_confirmation_token: invalid, tampered or expired link (nothing changes)',
+  })
   async confirm(
     @Query('t') token: unknown,
     @Req() req: Request,

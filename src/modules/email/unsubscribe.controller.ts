@@ -1,6 +1,7 @@
 import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
+  ApiBody,
   ApiConsumes,
   ApiOkResponse,
   ApiOperation,
@@ -36,7 +37,7 @@ export class UnsubscribeController {
   @ApiQuery(TOKEN_QUERY)
   @ApiProduces('text/html')
   @ApiOkResponse({ description: 'A confirmation page whose button POSTs; nothing changes on GET.' })
-  @ApiBadRequestResponse({ description: 'Invalid or tampered token (problem+json).' })
+  @ApiBadRequestResponse({ description: 'invalid_unsubscribe_token: invalid or tampered token.' })
   page(@Query('t') token: unknown, @Res({ passthrough: true }) res: Response): string {
     this.unsubscribe.check(token);
     res.type('html').setHeader('Cache-Control', 'no-store');
@@ -57,12 +58,22 @@ export class UnsubscribeController {
   @HttpCode(200)
   @ApiQuery(TOKEN_QUERY)
   @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data')
+  @ApiBody({
+    required: false,
+    description: 'What mail clients send (RFC 8058); read as bytes, never decoded or required.',
+    schema: {
+      type: 'object',
+      properties: { 'List-Unsubscribe': { type: 'string', enum: ['One-Click'] } },
+    },
+  })
   @ApiOkResponse({
     type: UnsubscribedDto,
     description:
       'Unsubscribed (also when already unsubscribed). No redirect. A browser form (Accept preferring text/html) gets the confirmation page instead of JSON.',
   })
-  @ApiBadRequestResponse({ description: 'Invalid or tampered token (problem+json); nothing changes.' })
+  @ApiBadRequestResponse({
+    description: 'invalid_unsubscribe_token: invalid or tampered token (nothing changes)',
+  })
   async oneClick(
     @Query('t') token: unknown,
     @Req() req: Request,

@@ -9,4 +9,5 @@ export class SavedSearchesController extends OwnedResourceController({
   createDto: CreateSavedSearchDto,
   updateDto: UpdateSavedSearchDto,
   responseDto: SavedSearchDto,
+  limited: true,
 }) {}

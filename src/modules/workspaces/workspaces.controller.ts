@@ -9,4 +9,5 @@ export class WorkspacesController extends OwnedResourceController({
   createDto: CreateWorkspaceDto,
   updateDto: UpdateWorkspaceDto,
   responseDto: WorkspaceDto,
+  limited: true,
 }) {}

@@ -12,6 +12,7 @@ import { QueueService } from '../../../infra/queue/queue.service.js';
 import { AuditService, userActor } from '../../audit/audit.service.js';
 import { AdminGuard } from '../../auth/admin.guard.js';
 import { UsersService } from '../../users/users.service.js';
+import { boardProblem, dashboardInputRefusal, isBoardError } from './queue-dashboard.errors.js';
 import {
   type DashboardIdentity,
   QueueDashboardSessions,
@@ -91,6 +92,11 @@ export function mountQueueDashboard(app: NestExpressApplication, config: AppConf
     serverAdapter,
     options: { uiConfig: { boardTitle: `${config.project.projectSlug} queues` } },
   });
+  // bull-board answers what its handlers throw itself, with the error's message (a 500 quoting it); thrown
+  // on instead, it reaches `failed` below, which answers it like the API's filter does.
+  serverAdapter.setErrorHandler((err: Error) => {
+    throw err;
+  });
   // QueueService replaces a queue that was created while Redis was down; show the replacement.
   const current = () => {
     const now = queues.allQueueNames().map((name) => queues.queue(name));
@@ -161,6 +167,8 @@ export function mountQueueDashboard(app: NestExpressApplication, config: AppConf
         throw err;
       }
       res.setHeader('Cache-Control', 'no-store');
+      const refusal = dashboardInputRefusal(req.url);
+      if (refusal) throw refusal;
       if (!SAFE_METHODS.has(req.method)) {
         if (!fromOwnPage(req, config.email.publicBaseUrl))
           throw new ForbiddenError(
@@ -193,13 +201,42 @@ export function mountQueueDashboard(app: NestExpressApplication, config: AppConf
             .catch((err: Error) => logger.warn({ err: err.message, action }, 'queue action audit failed'));
         });
       }
+      if (req.path.startsWith('/api/')) answerErrorsAsProblems(req, res);
       current();
       next();
     } catch (err) {
-      const { problem, headers } = toProblem(err, (req as Request & { id?: string }).id);
+      const { problem, headers } = toProblem(err, requestId(req));
       sendProblem(res, problem, headers);
     }
   };
 
-  app.use(QUEUE_DASHBOARD_PATH, gate, serverAdapter.getRouter());
+  /** bull-board's error answers (`{error: {key}}` as application/json) become problem+json. */
+  const answerErrorsAsProblems = (req: Request, res: Response) => {
+    const json = res.json.bind(res);
+    res.json = ((body: unknown) => {
+      if (res.statusCode < 400 || !isBoardError(body)) return json(body);
+      const problem = boardProblem(res.statusCode, body, requestId(req));
+      if (problem.status >= 500)
+        logger.error(
+          { request_id: problem.request_id, code: problem.code },
+          'queue dashboard request failed',
+        );
+      sendProblem(res, problem);
+      return res;
+    }) as Response['json'];
+  };
+
+  const failed = (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const { problem, headers } = toProblem(err, requestId(req));
+    if (problem.status >= 500)
+      logger.error(
+        { err, request_id: problem.request_id, status: problem.status, code: problem.code },
+        'queue dashboard request failed',
+      );
+    sendProblem(res, problem, headers);
+  };
+
+  app.use(QUEUE_DASHBOARD_PATH, gate, serverAdapter.getRouter(), failed);
 }
+
+const requestId = (req: Request): string | undefined => (req as Request & { id?: string }).id;

@@ -26,7 +26,7 @@ export class ChatMessageDto {
   @IsString()
   @MinLength(1)
   @MaxLength(MAX_MESSAGE_CHARS)
-  @ApiProperty({ type: String, example: 'Say hello.' })
+  @ApiProperty({ type: String, minLength: 1, maxLength: MAX_MESSAGE_CHARS, example: 'Say hello.' })
   content!: string;
 }
 

@@ -9,13 +9,13 @@ export const API_KEY_NAME_MAX = 200;
 
 /** POST /api/v1/api_keys. */
 export class CreateApiKeyDto {
-  /** 1..200 characters, not blank; helps the owner recognise the key later. */
+  /** Not blank; helps the owner recognise the key later. */
   @IsString()
   @MinLength(1)
   @MaxCodePoints(API_KEY_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
-  @ApiProperty({ type: String, example: 'CI deploy script' })
+  @ApiProperty({ type: String, maxLength: API_KEY_NAME_MAX, example: 'CI deploy script' })
   name!: string;
 
   /** ISO 8601 date-time in the future; omitted or null: the key does not expire. */
@@ -29,7 +29,7 @@ export class ApiKeyDto {
   id!: string;
   @ApiUuid()
   user_id!: string;
-  @ApiProperty({ type: String, example: 'CI deploy script' })
+  @ApiProperty({ type: String, maxLength: API_KEY_NAME_MAX, example: 'CI deploy script' })
   name!: string;
   /** Visible part of the key, e.g. `sk_live_3f9a0c1b2d4e`, to tell keys apart. */
   @ApiProperty({ type: String, example: 'sk_live_3f9a0c1b2d4e' })

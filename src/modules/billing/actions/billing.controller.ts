@@ -79,7 +79,7 @@ export class BillingController {
   @HttpCode(200)
   @ApiOkResponse({ type: CheckoutTokenResponseDto })
   @ApiBadRequestResponse({
-    description: 'FREE or an unknown tier; a billing_cycle the tier has no price for',
+    description: 'validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for',
   })
   @ApiConflictResponse({ description: 'The user already has a live subscription' })
   checkoutToken(
@@ -100,7 +100,7 @@ export class BillingController {
   @HttpCode(200)
   @ApiOkResponse({ type: CheckoutResponseDto, description: 'What the checkout overlay needs' })
   @ApiBadRequestResponse({
-    description: 'FREE or an unknown tier; a billing_cycle the tier has no price for',
+    description: 'validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for',
   })
   @ApiConflictResponse({ description: 'The user already has a live subscription' })
   checkout(@CurrentUser() user: User, @Body() body: CheckoutRequestDto): Promise<CheckoutResponseDto> {
@@ -151,7 +151,7 @@ export class BillingController {
     type: BillingActionResponseDto,
     description: 'Accepted by the provider; the webhook follows',
   })
-  @ApiBadRequestResponse({ description: 'Unknown tier' })
+  @ApiBadRequestResponse({ description: 'validation_failed: an unknown tier' })
   @ApiConflictResponse({
     description:
       'Same tier, no subscription that can be changed, cancel_already_scheduled (a cancel at the end of the period is scheduled), or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription',

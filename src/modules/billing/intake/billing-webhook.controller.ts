@@ -20,8 +20,12 @@ export class BillingWebhookController {
       'Paddle Billing webhooks, authenticated by `Paddle-Signature` only. Verified events are stored and answered at once; the worker applies them (tier, credits, payments) shortly after.',
   })
   @ApiBillingWebhook()
-  @ApiUnauthorizedResponse({ description: 'Missing, stale or wrong Paddle-Signature; nothing stored' })
-  @ApiBadRequestResponse({ description: 'Verified body that does not match the provider contract' })
+  @ApiUnauthorizedResponse({
+    description: 'invalid_signature: missing, stale or wrong Paddle-Signature; nothing stored',
+  })
+  @ApiBadRequestResponse({
+    description: 'invalid_payload: a verified body that does not match the provider contract',
+  })
   receive(
     @Req() req: RawBodyRequest<Request>,
     @Headers('paddle-signature') signature: string | undefined,

@@ -1,6 +1,7 @@
 import { Controller, HttpCode, Post, type RawBodyRequest, Req } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiOkResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import type { Request } from 'express';
+import { ApiStandardWebhookHeaders } from '../../../common/openapi/webhook-docs.js';
 import { Public } from '../../../common/decorators/public.decorator.js';
 import { EmailWebhookService, type EmailWebhookReceipt } from './email-webhook.service.js';
 
@@ -13,6 +14,7 @@ export class EmailWebhookController {
   /** E-mail provider (Resend) delivery events, signed per Standard Webhooks (svix-* or webhook-* headers). */
   @Post('email')
   @HttpCode(200)
+  @ApiStandardWebhookHeaders('EMAIL_WEBHOOK_SECRET')
   @ApiOkResponse({
     description:
       '{received, event_id, status: accepted | duplicate}; the worker applies accepted events shortly after',

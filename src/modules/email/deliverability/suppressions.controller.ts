@@ -37,7 +37,11 @@ export class SuppressionsController {
   @HttpCode(204)
   @ApiParam({ name: 'email', type: String, format: 'email', example: 'ada@example.com' })
   @ApiNoContentResponse({ description: 'Removed.' })
-  @ApiNotFoundResponse({ description: 'not_found: the address is not suppressed' })
+  @ApiBadRequestResponse({
+    description:
+      'validation_failed: no entry can have this value (entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased); any other value not on the list is a 404',
+  })
+  @ApiNotFoundResponse({ description: 'not_found: the address is not on the list' })
   async remove(@CurrentUser() admin: User, @Param('email') email: string): Promise<void> {
     await this.suppressions.remove(email, userActor(admin.identityUserId));
   }

@@ -6,8 +6,12 @@ import { PrismaService } from '../../../infra/prisma/prisma.service.js';
 import { AuditService } from '../../audit/audit.service.js';
 import { UsersRepository } from '../../users/users.repository.js';
 import type { ListSuppressionsQueryDto, SuppressionListDto } from '../dto/suppressions.dto.js';
-import { isSuppressibleAddress } from '../send-policy.js';
+import { isSuppressibleAddress, normalizeAddress } from '../send-policy.js';
 import { EmailSuppressionsRepository } from './suppressions.repository.js';
+
+/** Why a value can never be on the list (the 400 of DELETE /api/v1/admin/email/suppressions/{email}). */
+export const SUPPRESSIBLE_RULE =
+  'No entry of the suppression list can have this value: entries are addresses of 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased.';
 
 /** The operator's view of the suppression list: read it, and take an address off it (audited). */
 @Injectable()
@@ -34,13 +38,16 @@ export class SuppressionsService {
   }
 
   /**
-   * Removes the address from the list; 404 when it is not on it. Audited under the entry's id, never the
-   * address, and linked to the address's user when there is exactly one (see EmailWebhookService.suppress).
+   * Removes the address from the list; 404 when it is not on it. One rule decides between the two, the list's
+   * own: a value no entry can have (what EmailWebhookService.suppress would not store: trimmed and
+   * lower-cased, empty, over 320 characters, without an `@` or with a NUL) is a 400, any other a lookup.
+   * Audited under the entry's id, never the address, and linked to the address's user when there is exactly
+   * one (see EmailWebhookService.suppress).
    */
   async remove(address: string, actor: string): Promise<void> {
-    if (!isSuppressibleAddress(address)) {
-      throw new ValidationError('Not an e-mail address.', [
-        { field: 'email', message: 'not an e-mail address' },
+    if (!isSuppressibleAddress(normalizeAddress(address))) {
+      throw new ValidationError(SUPPRESSIBLE_RULE, [
+        { field: 'email', message: 'no entry of the suppression list can have this value' },
       ]);
     }
     await this.prisma.$transaction(async (tx) => {

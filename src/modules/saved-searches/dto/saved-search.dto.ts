@@ -9,20 +9,20 @@ export const SAVED_SEARCH_QUERY_MAX = 10_000;
 
 /** POST /api/v1/saved_searches. The owner is never part of a body (spec rule 2). */
 export class CreateSavedSearchDto {
-  /** 1..200 characters, not blank. */
+  /** Not blank. */
   @IsString()
   @MinLength(1)
   @MaxCodePoints(SAVED_SEARCH_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
-  @ApiProperty({ type: String, example: 'Open roles in Berlin' })
+  @ApiProperty({ type: String, maxLength: SAVED_SEARCH_NAME_MAX, example: 'Open roles in Berlin' })
   name!: string;
 
   /** The search text (may be empty when the filters say it all). */
   @IsString()
   @MaxLength(SAVED_SEARCH_QUERY_MAX)
   @HasNoNulCharacters()
-  @ApiProperty({ type: String, example: 'backend engineer' })
+  @ApiProperty({ type: String, maxLength: SAVED_SEARCH_QUERY_MAX, example: 'backend engineer' })
   query!: string;
 
   /** Free-form JSON object; `{}` when omitted. */
@@ -40,13 +40,14 @@ export class UpdateSavedSearchDto {
   @MaxCodePoints(SAVED_SEARCH_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
-  @ApiProperty({ type: String, example: 'Open roles in Hamburg' })
+  @ApiProperty({ type: String, maxLength: SAVED_SEARCH_NAME_MAX, example: 'Open roles in Hamburg' })
   name?: string;
 
   @IsOptionalNotNull()
   @IsString()
   @MaxLength(SAVED_SEARCH_QUERY_MAX)
   @HasNoNulCharacters()
+  @ApiProperty({ type: String, maxLength: SAVED_SEARCH_QUERY_MAX })
   query?: string;
 
   @IsOptionalNotNull()

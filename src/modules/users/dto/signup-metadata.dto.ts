@@ -1,69 +1,54 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import {} from '../../../common/openapi/api-fields.js';
 
 /** No control characters: the values end up in admin screens and CSV exports. */
 const PRINTABLE = /^[^\p{Cc}]*$/u;
-const MAX = 500;
-const printable = (field: string) => ({ message: `${field} must not contain control characters` });
+/** Characters per field, what the validator refuses beyond and what the schema says. */
+export const SIGNUP_METADATA_MAX = 500;
 
-/** First-touch attribution the frontend cached at landing; every field optional, each at most 500 chars. */
+/** An optional attribution field: a string of at most SIGNUP_METADATA_MAX characters, none a control character. */
+const AttributionText = (example?: string): PropertyDecorator =>
+  applyDecorators(
+    IsOptional(),
+    IsString(),
+    MaxLength(SIGNUP_METADATA_MAX),
+    Matches(PRINTABLE, { message: '$property must not contain control characters' }),
+    ApiProperty({
+      type: String,
+      required: false,
+      maxLength: SIGNUP_METADATA_MAX,
+      ...(example === undefined ? {} : { example }),
+    }),
+  );
+
+/** First-touch attribution the frontend cached at landing; every field optional. */
 export class SignupMetadataDto {
-  @IsOptional()
-  @IsString()
-  @MaxLength(MAX)
-  @Matches(PRINTABLE, printable('utm_source'))
-  @ApiProperty({ type: String, example: 'newsletter' })
+  @AttributionText('newsletter')
   utm_source?: string;
 
-  @IsOptional()
-  @IsString()
-  @MaxLength(MAX)
-  @Matches(PRINTABLE, printable('utm_medium'))
-  @ApiProperty({ type: String, example: 'email' })
+  @AttributionText('email')
   utm_medium?: string;
 
-  @IsOptional()
-  @IsString()
-  @MaxLength(MAX)
-  @Matches(PRINTABLE, printable('utm_campaign'))
-  @ApiProperty({ type: String, example: 'launch-2026' })
+  @AttributionText('launch-2026')
   utm_campaign?: string;
 
-  @IsOptional()
-  @IsString()
-  @MaxLength(MAX)
-  @Matches(PRINTABLE, printable('utm_term'))
+  @AttributionText()
   utm_term?: string;
 
-  @IsOptional()
-  @IsString()
-  @MaxLength(MAX)
-  @Matches(PRINTABLE, printable('utm_content'))
+  @AttributionText()
   utm_content?: string;
 
   /** The document.referrer of the first visit. */
-  @IsOptional()
-  @IsString()
-  @MaxLength(MAX)
-  @Matches(PRINTABLE, printable('referrer'))
-  @ApiProperty({ type: String, example: 'https://news.example.com/' })
+  @AttributionText('https://news.example.com/')
   referrer?: string;
 
   /** The URL or path the visitor first landed on. */
-  @IsOptional()
-  @IsString()
-  @MaxLength(MAX)
-  @Matches(PRINTABLE, printable('landing_page'))
-  @ApiProperty({ type: String, example: '/pricing' })
+  @AttributionText('/pricing')
   landing_page?: string;
 
   /** Where the user came from in product terms (e.g. `lead_magnet:pricing-guide`); lead-magnet metrics match its prefix. */
-  @IsOptional()
-  @IsString()
-  @MaxLength(MAX)
-  @Matches(PRINTABLE, printable('provenance'))
-  @ApiProperty({ type: String, example: 'lead_magnet:pricing-guide' })
+  @AttributionText('lead_magnet:pricing-guide')
   provenance?: string;
 }
 

@@ -9,21 +9,21 @@ export const WORKSPACE_DESCRIPTION_MAX = 2000;
 
 /** POST /api/v1/workspaces. */
 export class CreateWorkspaceDto {
-  /** 1..200 characters, not blank. */
+  /** Not blank. */
   @IsString()
   @MinLength(1)
   @MaxCodePoints(WORKSPACE_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
-  @ApiProperty({ type: String, example: 'Marketing' })
+  @ApiProperty({ type: String, maxLength: WORKSPACE_NAME_MAX, example: 'Marketing' })
   name!: string;
 
-  /** Up to 2,000 characters; null or omitted for none. */
+  /** null or omitted for none. */
   @IsOptional()
   @IsString()
   @MaxLength(WORKSPACE_DESCRIPTION_MAX)
   @HasNoNulCharacters()
-  @ApiProperty({ type: String, example: 'Campaign planning' })
+  @ApiProperty({ type: String, maxLength: WORKSPACE_DESCRIPTION_MAX, example: 'Campaign planning' })
   description?: string | null;
 }
 
@@ -35,12 +35,14 @@ export class UpdateWorkspaceDto {
   @MaxCodePoints(WORKSPACE_NAME_MAX)
   @Matches(/\S/, { message: 'name must not be blank' })
   @HasNoNulCharacters()
+  @ApiProperty({ type: String, maxLength: WORKSPACE_NAME_MAX })
   name?: string;
 
   @IsOptional()
   @IsString()
   @MaxLength(WORKSPACE_DESCRIPTION_MAX)
   @HasNoNulCharacters()
+  @ApiProperty({ type: String, maxLength: WORKSPACE_DESCRIPTION_MAX })
   description?: string | null;
 }
 
@@ -49,7 +51,7 @@ export class WorkspaceDto {
   id!: string;
   @ApiUuid()
   user_id!: string;
-  @ApiProperty({ type: String, example: 'Marketing' })
+  @ApiProperty({ type: String, maxLength: WORKSPACE_NAME_MAX, example: 'Marketing' })
   name!: string;
   @ApiProperty({ type: String, example: 'Campaign planning' })
   description!: string | null;
