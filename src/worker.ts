@@ -12,18 +12,28 @@ async function main(): Promise<void> {
   loadDotEnv();
   const config = await bootConfig();
   const tracing = await (await import('./infra/tracing/tracing.js')).startTracing(config, 'worker');
-  const [{ NestFactory }, { AppLogger }, { WorkerModule }, { installGracefulShutdown }] = await Promise.all([
+  const [
+    { NestFactory },
+    { AppLogger },
+    { WorkerModule },
+    { configureWorkerApp, installFallbackErrorHandler },
+    { installGracefulShutdown },
+  ] = await Promise.all([
     import('@nestjs/core'),
     import('./common/logging/app-logger.js'),
     import('./app/worker.module.js'),
+    import('./app/configure-app.js'),
     import('./app/shutdown.js'),
   ]);
+  // No route of the worker reads a body: none is parsed.
   const app = await NestFactory.create<import('@nestjs/platform-express').NestExpressApplication>(
     WorkerModule.forRoot(config),
-    { bufferLogs: true },
+    { bufferLogs: true, bodyParser: false },
   );
   app.useLogger(app.get(AppLogger));
-  app.disable('x-powered-by');
+  configureWorkerApp(app);
+  await app.init();
+  installFallbackErrorHandler(app);
   installGracefulShutdown(app, 'worker', config.shutdownTimeoutMs, async () => tracing?.shutdown());
   await app.listen(config.workerPort);
 }

@@ -1,7 +1,5 @@
 import { API_PREFIX } from '../common/http/api-prefix.js';
-import { randomUUID } from 'node:crypto';
-import { type Server, STATUS_CODES } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { Server } from 'node:http';
 import { type INestApplication, RequestMethod } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule } from '@nestjs/swagger';
@@ -9,8 +7,9 @@ import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import type { AppConfig } from '../config/app-config.js';
 import { NotFoundError } from '../common/errors/app-error.js';
-import { buildProblem, sendProblem, toProblem } from '../common/filters/problem-details.filter.js';
+import { ProblemDetailsFilter, sendProblem, toProblem } from '../common/filters/problem-details.filter.js';
 import { installBodyParsers } from '../common/http/body-limits.js';
+import { hostRequired, ignoreConditionalRequests, installServerEdge } from '../common/http/server-edge.js';
 import { requestIdMiddleware, requestIdOf } from '../common/http/request-id.middleware.js';
 import { httpMetricsMiddleware } from '../infra/metrics/http-metrics.middleware.js';
 import { MetricsService } from '../infra/metrics/metrics.service.js';
@@ -43,10 +42,7 @@ const PERMISSIONS_POLICY =
 export async function configureApiApp(app: NestExpressApplication, config: AppConfig): Promise<void> {
   app.useLogger(app.get(AppLogger));
   app.flushLogs();
-  app.disable('x-powered-by');
-  // Answers are never cached (no-store) or are small aggregates: a SHA-1 of every body buys nothing.
-  app.set('etag', false);
-  const securityHeaders = securityHeadersMiddleware();
+  const securityHeaders = configureHttpEdge(app);
   const metrics = app.get(MetricsService);
   app.use(livenessFastPath(JSON.stringify(app.get(HealthService).liveness()), securityHeaders, metrics));
   app.use(requestIdMiddleware);
@@ -85,7 +81,6 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
   installBodyParsers(app, config);
   mountQueueDashboard(app, config);
   setApiPrefix(app);
-  installClientErrorHandler(app.getHttpServer() as Server, headersSetBy(securityHeaders));
 
   if (config.env !== 'production') {
     // The same document as the committed openapi.json (nothing in it depends on the configuration).
@@ -97,6 +92,37 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
     const http = app.getHttpAdapter();
     http.get('/docs-json', (_req, res) => http.reply(res, document, 200));
   }
+}
+
+/**
+ * The worker's port (health, readiness, status, metrics) answers like the API: problem+json errors that
+ * never echo the path (Nest's default answered `{"message":"Cannot GET /x"}`), the HTTP edge of
+ * `configureHttpEdge`, request ids and the security headers. It reads no body (create it with
+ * `bodyParser: false`) and no route of it takes a query. Shared by worker.ts and the e2e tests; call
+ * installFallbackErrorHandler after app.init() as for the API.
+ */
+export function configureWorkerApp(app: NestExpressApplication): void {
+  const securityHeaders = configureHttpEdge(app);
+  app.use(requestIdMiddleware);
+  app.use(securityHeaders);
+  app.useGlobalFilters(new ProblemDetailsFilter());
+}
+
+/**
+ * What the API and the worker share below the routes: no X-Powered-By, no ETags, conditional request
+ * headers without effect, Node's own answers (parser refusals, Expect, a missing Host, timeouts) as
+ * problem+json with the security headers. Returns the security headers middleware.
+ */
+function configureHttpEdge(app: NestExpressApplication) {
+  app.disable('x-powered-by');
+  // Answers are never cached (no-store) or are small aggregates: a SHA-1 of every body buys nothing.
+  app.set('etag', false);
+  ignoreConditionalRequests(app.getHttpAdapter().getInstance());
+  const securityHeaders = securityHeadersMiddleware();
+  const staticHeaders = headersSetBy(securityHeaders);
+  installServerEdge(app.getHttpServer() as Server, staticHeaders);
+  app.use(hostRequired(staticHeaders));
+  return securityHeaders;
 }
 
 /** The /api/v1 prefix on every route but the operational trio and the webhook receivers. */
@@ -186,42 +212,6 @@ function headersSetBy(middleware: (req: Request, res: Response, next: NextFuncti
   );
   if (!called || headers.length === 0) throw new Error('security headers are not static: no fast path');
   return headers;
-}
-
-const CLIENT_ERRORS: Record<string, [number, string, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'Request header fields too large', 'The request headers or URL are too large.'],
-  HPE_URI_TOO_LONG: [414, 'URI too long', 'The request URL is too long.'],
-};
-
-/**
- * Requests Node's HTTP parser refuses (headers or URL over its limit, malformed HTTP) never reach
- * Express. Node would answer them with an empty body; answer problem+json like every other error, with
- * the security headers every response carries and a request id (always a new one: nothing of the
- * request was parsed that could be trusted).
- */
-function installClientErrorHandler(server: Server, securityHeaders: string[]): void {
-  const fixed: string[] = [];
-  for (let i = 0; i < securityHeaders.length; i += 2) {
-    fixed.push(`${securityHeaders[i]}: ${securityHeaders[i + 1]}\r\n`);
-  }
-  server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const [status, title, detail] = CLIENT_ERRORS[err.code ?? ''] ?? [
-      400,
-      'Invalid request',
-      'The request is malformed.',
-    ];
-    const requestId = randomUUID();
-    const body = JSON.stringify(buildProblem(status, detail, requestId, { title }));
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +
-        `X-Request-Id: ${requestId}\r\n${fixed.join('')}Connection: close\r\n\r\n${body}`,
-    );
-  });
 }
 
 /**

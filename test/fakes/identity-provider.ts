@@ -139,6 +139,18 @@ export class FakeIdentityProvider {
     return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
   }
 
+  /**
+   * A JWS whose payload is exactly these bytes (`null`, `5`, `[]`: JSON that is not a claims object),
+   * RS256-signed with the current published key under `{alg: RS256, typ: JWT, kid}`: a valid signature
+   * over a payload no identity provider would issue.
+   */
+  async tokenWithPayload(payload: string, header: Record<string, unknown> = {}): Promise<string> {
+    const key = this.keys[this.keys.length - 1];
+    const input = `${b64url({ alg: 'RS256', typ: 'JWT', kid: key.kid, ...header })}.${b64url(payload)}`;
+    const privateKey = createPrivateKey(await exportPKCS8(key.privateKey));
+    return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
+  }
+
   /** `alg: none`, no signature. */
   unsignedToken(claims: { sub: string; email?: string }): string {
     const now = Math.floor(Date.now() / 1000);

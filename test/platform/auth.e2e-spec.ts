@@ -112,6 +112,22 @@ describe('authentication (real RS256 tokens against a local JWKS)', () => {
     expect((await whoami(`Bearer ${rs256}`)).status).toBe(200);
   });
 
+  // A payload of JSON `null` made jsonwebtoken throw (`payload.nbf`) inside the key provider's promise:
+  // the request never got an answer and the process died of the unhandled rejection.
+  it.each(['null', '5', '"x"', 'true', '[]', '[{"sub":"user_jit"}]', 'nul', ''])(
+    'refuses a validly signed token whose payload is %s (not a claims object) with 401 invalid_token',
+    async (payload) => {
+      const jwksRequests = env.idp.jwksRequests;
+      for (const header of [{}, { typ: undefined }]) {
+        const token = await env.idp.tokenWithPayload(payload, header);
+        await expectUnauthenticated(`Bearer ${token}`, 'invalid_token');
+      }
+      // Refused before any key lookup, and the service keeps answering.
+      expect(env.idp.jwksRequests).toBe(jwksRequests);
+      expect((await whoami(await api.bearer('user_jit', 'jit@example.com'))).status).toBe(200);
+    },
+  );
+
   it('refuses a token signed by a key that is not in the JWKS', async () => {
     const token = await env.idp.token({ sub: 'user_jit' }, { foreignKey: true });
     await expectUnauthenticated(`Bearer ${token}`, 'invalid_token');

@@ -84,6 +84,31 @@ describe('API and worker processes', () => {
     world.store.delayMs = 0;
   });
 
+  it('keeps serving after a validly signed token whose payload is null (jsonwebtoken threw, the process exited)', async () => {
+    const port = await freePort();
+    const api = start('main', { PORT: String(port) });
+    await waitForHttp(`http://127.0.0.1:${port}/health`);
+    for (const payload of ['null', '5', '[]']) {
+      const token = await env.idp.tokenWithPayload(payload);
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/me`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(5_000),
+      });
+      expect({ payload, status: res.status, type: res.headers.get('content-type') }).toEqual({
+        payload,
+        status: 401,
+        type: 'application/problem+json; charset=utf-8',
+      });
+      expect(await res.json()).toMatchObject({ code: 'invalid_token' });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(api.child.exitCode).toBeNull();
+    expect((await fetch(`http://127.0.0.1:${port}/status`)).status).toBe(200);
+    api.child.kill('SIGTERM');
+    expect(await api.exited).toBe(0);
+    expect(api.stderr()).not.toContain('TypeError');
+  });
+
   it('runs the worker with only its own /health on WORKER_PORT, and stops on SIGTERM', async () => {
     const workerPort = await freePort();
     const worker = start('worker', { WORKER_PORT: String(workerPort) });
@@ -94,7 +119,21 @@ describe('API and worker processes', () => {
       project_slug: 'subscription-service',
       environment: 'production',
     });
-    expect((await fetch(`http://127.0.0.1:${workerPort}/api/v1/me`)).status).toBe(404);
+    // Problem documents like the API's, never echoing the path (Nest's default said "Cannot GET /...").
+    for (const [path, status, code] of [
+      ['/api/v1/me', 404, 'not_found'],
+      ['/health/%ff', 400, 'validation_failed'],
+    ] as const) {
+      const res = await fetch(`http://127.0.0.1:${workerPort}${path}`);
+      const text = await res.text();
+      expect({ path, status: res.status, type: res.headers.get('content-type') }).toEqual({
+        path,
+        status,
+        type: 'application/problem+json; charset=utf-8',
+      });
+      expect(JSON.parse(text)).toMatchObject({ status, code });
+      expect(text).not.toContain(path);
+    }
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toBe(0);
   });

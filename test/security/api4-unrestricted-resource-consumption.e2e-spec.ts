@@ -64,7 +64,13 @@ describe('API4 unrestricted resource consumption', () => {
         headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
         body: form,
       });
-      expect({ route: route.key, status: asForm.status }).toEqual({ route: route.key, status: 413 });
+      // A form is read only where one is documented (and by the webhook receivers, whose bytes are
+      // signed); a JSON route refuses it for its media type before reading it.
+      const readsForm = route.access === 'unsubscribe' || route.access === 'webhook';
+      expect({ route: route.key, status: asForm.status }).toEqual({
+        route: route.key,
+        status: readsForm ? 413 : 415,
+      });
     }
   });
 

@@ -4,8 +4,9 @@
  * an unpaired UTF-16 surrogate (`"a\ud800"`, only writable as a JSON escape) is 400 naming the field. Each
  * refusal changes nothing. Before, the body was decoded as UTF-8 whatever its charset, invalid bytes and
  * unpaired surrogates in text columns were stored as U+FFFD, while JSON fields refused the surrogates.
- * The same holds for the percent-escapes of a query string and of a UTF-8 form body: a run that is not
- * UTF-8 is 400 naming the parameter (the query decoded it as U+FFFD, a form kept its text).
+ * The same holds for the percent-escapes of a query string: a run that is not UTF-8 is 400 naming the
+ * parameter (the query decoded it as U+FFFD). A form body on a JSON route is 415 (before, it was decoded
+ * and validated like JSON); the routes that take a form never decode it.
  * The webhook receivers keep their raw bytes (signatures) and their own rules.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -237,32 +238,29 @@ describe('request text (JSON, query strings, forms): UTF-8 only, no unpaired sur
       path,
     );
 
-  it('refuses a form body whose percent-escapes or bytes are not UTF-8 with 400, storing nothing', async () => {
+  it('refuses a form body on a JSON route with 415 before decoding it, storing nothing', async () => {
     const before = await snapshot();
-    for (const escape of INVALID_ESCAPES) {
-      const res = await formWith(`description=ok&name=caf${escape}`);
-      expectProblem(escape, res, 400, 'validation_failed');
-      expect(res.body.detail).toContain('The form body is not valid UTF-8');
-      expect(res.body.errors).toEqual([{ field: 'name', message: expect.stringContaining(escape) }]);
+    // Valid and invalid escapes, raw Latin-1 bytes, any charset: no JSON route decodes a form any more.
+    const forms: [string, Buffer, string | undefined][] = [
+      ...INVALID_ESCAPES.map((escape): [string, Buffer, undefined] => [
+        escape,
+        Buffer.from(`description=ok&name=caf${escape}`),
+        undefined,
+      ]),
+      ['a raw Latin-1 byte', Buffer.from('name=café', 'latin1'), undefined],
+      ['a UTF-8 escape', Buffer.from('message=caf%C3%A9+utf8'), undefined],
+      ['an ISO-8859-1 form', Buffer.from('message=caf%E9+latin1'), 'iso-8859-1'],
+    ];
+    for (const [label, body, charset] of forms) {
+      for (const path of ['/api/v1/workspaces', '/api/v1/feedback']) {
+        const res = await formWith(body, charset, path);
+        expectProblem(`${label} ${path}`, res, 415, 'unsupported_media_type');
+      }
     }
-    // An é sent as a raw Latin-1 byte, not escaped: it was read as U+FFFD.
-    const raw = await formWith(Buffer.from('name=café', 'latin1'));
-    expectProblem('a raw Latin-1 byte', raw, 400, 'validation_failed');
-    expect(raw.body.detail).toContain('The form body is not valid UTF-8');
     expect(await snapshot()).toEqual(before);
   });
 
-  it('keeps valid escapes: a UTF-8 é in a query string and in a form, a Latin-1 é in an ISO-8859-1 form', async () => {
-    const utf8 = await formWith('message=caf%C3%A9+utf8', undefined, '/api/v1/feedback');
-    expect({ status: utf8.status, message: utf8.body.message }).toEqual({
-      status: 201,
-      message: 'café utf8',
-    });
-    const latin1 = await formWith('message=caf%E9+latin1', 'iso-8859-1', '/api/v1/feedback');
-    expect({ status: latin1.status, message: latin1.body.message }).toEqual({
-      status: 201,
-      message: 'café latin1',
-    });
+  it('keeps valid escapes in a query string: a UTF-8 é', async () => {
     const listed = await api.http
       .get('/api/v1/saved_searches?page=%31&page_size=%35%30')
       .set('Authorization', auth);

@@ -6,7 +6,11 @@ import { Test, type TestingModuleBuilder } from '@nestjs/testing';
 import { Logger } from 'nestjs-pino';
 import request from 'supertest';
 import { ApiModule } from '../../src/app/api.module.js';
-import { configureApiApp, installFallbackErrorHandler } from '../../src/app/configure-app.js';
+import {
+  configureApiApp,
+  configureWorkerApp,
+  installFallbackErrorHandler,
+} from '../../src/app/configure-app.js';
 import { WorkerModule } from '../../src/app/worker.module.js';
 import type { AppConfig } from '../../src/config/app-config.js';
 import { loadConfig } from '../../src/config/env.js';
@@ -121,9 +125,15 @@ export class TestEnv {
       imports: [WorkerModule.forRoot(config, { logStream: this.logs, schedule: false })],
     });
     if (options.override) builder = options.override(builder);
-    const app = (await builder.compile()).createNestApplication({ bufferLogs: true });
+    // As worker.ts creates and configures it (no body parser, problem+json answers).
+    const app = (await builder.compile()).createNestApplication<NestExpressApplication>({
+      bufferLogs: true,
+      bodyParser: false,
+    });
     app.useLogger(app.get(Logger));
+    configureWorkerApp(app);
     await app.init();
+    installFallbackErrorHandler(app);
     this.apps.push(app);
     return app;
   }

@@ -4,7 +4,19 @@ import { AppError, DependencyError, NotFoundError, ValidationError } from '../er
 import { isValueTooLong } from '../errors/database-errors.js';
 import { isDependencyFailure } from '../errors/dependency-failure.js';
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+/**
+ * The Content-Type of every problem answer, whoever writes it (the filter, the body parser's refusals, the
+ * fallback handler, the HTTP edge's raw answers): one spelling, with the charset Express gives every JSON
+ * answer.
+ */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+
+/**
+ * A request path whose percent-escapes do not decode (malformed, or bytes that are not UTF-8), refused
+ * without quoting it: unknown paths and ids are never echoed.
+ */
+export const BAD_PATH_ESCAPE =
+  'The request path is not valid: a percent-escape in it is malformed or does not encode UTF-8 text.';
 
 export interface ProblemDocument {
   type: string;
@@ -27,6 +39,7 @@ const TITLES: Record<number, [string, string]> = {
   409: ['Conflict', 'conflict'],
   413: ['Payload too large', 'payload_too_large'],
   415: ['Unsupported media type', 'unsupported_media_type'],
+  417: ['Expectation failed', 'expectation_failed'],
   422: ['Unprocessable content', 'unprocessable'],
   429: ['Too many requests', 'rate_limited'],
   500: ['Internal server error', 'internal_error'],
@@ -63,7 +76,22 @@ export function sendProblem(
 ): void {
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
+  res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+  res.status(problem.status).send(JSON.stringify(problem));
+}
+
+/**
+ * Express's router could not decode a path parameter (`/saved_searches/%ff`, `%zz`): a URIError it marks
+ * 400, whose message quotes the parameter ("Failed to decode param '%ff'"). Nest's Express adapter hands
+ * it on wrapped in a BadRequestException (its `cause`).
+ */
+function isBadPathEscape(error: unknown): boolean {
+  const uriError = (e: unknown) =>
+    typeof e === 'object' &&
+    e !== null &&
+    (e as { name?: unknown }).name === 'URIError' &&
+    (e as { status?: unknown }).status === 400;
+  return uriError(error) || (error instanceof HttpException && uriError(error.cause));
 }
 
 /** Translates anything thrown while handling a request into problem+json; internals never leak. */
@@ -81,6 +109,7 @@ export function toProblem(
       error,
     );
   }
+  if (isBadPathEscape(error)) error = new ValidationError(BAD_PATH_ESCAPE);
   if (isValueTooLong(error) && !(error instanceof AppError)) {
     // Backstop behind the DTOs' length checks: the client sent too long a value, which is a 400 whatever
     // the validator missed (PostgreSQL refused it, so nothing was stored).

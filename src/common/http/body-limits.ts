@@ -16,9 +16,10 @@ import {
   mayHoldLoneSurrogate,
 } from '../validation/unicode.js';
 import { MAX_INPUT_DEPTH } from '../validation/validation.pipe.js';
-import { sendProblem, toProblem } from '../filters/problem-details.filter.js';
+import { BAD_PATH_ESCAPE, sendProblem, toProblem } from '../filters/problem-details.filter.js';
+import { API_PREFIX } from './api-prefix.js';
 
-/** Form bodies: only the one-click unsubscribe reads one (`List-Unsubscribe=One-Click`). */
+/** Form bodies: only the routes that document one take it (`FORM_ROUTES`), and none decodes it. */
 export const FORM_BODY_LIMIT = '64kb';
 
 /**
@@ -43,12 +44,34 @@ export function takesLargeBody(path: string): boolean {
 }
 
 /**
- * The one-click unsubscribe (RFC 8058) ignores its body: the token in `t` authenticates. Its form body is
- * read as bytes under the same limit (413 beyond it) but never decoded, so a mail client's charset
- * (body-parser's form parser answers 415 to anything but utf-8 and iso-8859-1, e.g. `charset=us-ascii`)
- * cannot refuse an unsubscribe.
+ * The routes whose documented body is a form (or multipart): the one-click unsubscribe (RFC 8058: mail
+ * clients POST `List-Unsubscribe=One-Click`) and the double opt-in confirmation, both also POSTed by the
+ * HTML page each shows. They ignore their body: the token in `t` authenticates. A form body is read as
+ * bytes under FORM_BODY_LIMIT (413 beyond it) but never decoded, so a mail client's charset (body-parser's
+ * form parser answered 415 to anything but utf-8 and iso-8859-1, e.g. `charset=us-ascii`) cannot refuse
+ * an unsubscribe.
  */
-const ignoresFormBody = (path: string): boolean => routePath(path) === '/api/v1/email/unsubscribe';
+const FORM_ROUTES = new Set([`/${API_PREFIX}/email/unsubscribe`, `/${API_PREFIX}/email/confirm`]);
+const takesForm = (path: string): boolean => FORM_ROUTES.has(routePath(path));
+
+/**
+ * The operational probes (`/health`, `/health/ready`, `/status`) read neither their query string nor a
+ * body: a load balancer's or a monitor's extra bytes must not turn "always 200" into a 400.
+ */
+export const isProbe = (path: string): boolean => {
+  const route = routePath(path);
+  return route === '/health' || route === '/health/ready' || route === '/status';
+};
+
+/** A route under /api/v1: the bodies it reads are JSON (forms only on FORM_ROUTES). */
+const isApiRoute = (path: string): boolean => routePath(path).startsWith(`/${API_PREFIX}/`);
+
+/**
+ * The request announces a body: a Content-Length above 0, or a Transfer-Encoding (a chunked body's size is
+ * unknown until read, so one that turns out empty counts too).
+ */
+const announcesBody = (req: Request): boolean =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
 
 /** The request's media type without parameters, lower-cased; '' when there is none. */
 function mediaType(req: Request): string {
@@ -56,7 +79,7 @@ function mediaType(req: Request): string {
   return typeof type === 'string' ? type.split(';')[0].trim().toLowerCase() : '';
 }
 
-/** A form body (`application/x-www-form-urlencoded`, parameters ignored), as body-parser's default. */
+/** A form body (`application/x-www-form-urlencoded`, parameters ignored). */
 const isForm = (req: Request): boolean => mediaType(req) === 'application/x-www-form-urlencoded';
 
 /** body-parser's own default (`application/json`, parameters ignored), decided per request. */
@@ -156,11 +179,10 @@ function refuse(req: Request, res: Response, error: AppError): void {
 const QUOTED_ESCAPES = 24;
 
 /**
- * A 400 for URL-encoded text (the query string, a form body) whose percent-escapes are not UTF-8, naming the
- * parameter when they are in its value (its name comes first, so its escapes were found to be UTF-8); null
- * when every escape decodes.
+ * A 400 for a query string whose percent-escapes are not UTF-8, naming the parameter when they are in its
+ * value (its name comes first, so its escapes were found to be UTF-8); null when every escape decodes.
  */
-function percentEscapeRefusal(encoded: string, what: 'query string' | 'form body'): ValidationError | null {
+function percentEscapeRefusal(encoded: string, what: 'query string'): ValidationError | null {
   const bad = invalidPercentEscape(encoded);
   if (bad === null) return null;
   const pair = encoded.slice(encoded.lastIndexOf('&', bad.at) + 1, bad.at);
@@ -179,30 +201,41 @@ function percentEscapeRefusal(encoded: string, what: 'query string' | 'form body
 }
 
 /**
- * A query string whose percent-escapes are not UTF-8, on any route but the webhook receivers' (they read no
- * query): Express's `simple` parser (node:querystring) decoded them as U+FFFD, so a filter or a token became
- * another value. Only a query holding a `%` is scanned; any other request costs two string searches.
+ * A query string whose percent-escapes are not UTF-8, on any route but the webhook receivers' and the probes'
+ * (they read no query): Express's `simple` parser (node:querystring) decoded them as U+FFFD, so a filter or
+ * a token became another value. Only a query holding a `%` is scanned; any other request costs two string
+ * searches.
  */
 function queryTextRefusal(req: Request): ValidationError | null {
   const query = req.url.indexOf('?');
-  if (query === -1 || req.url.indexOf('%', query) === -1 || isWebhook(req.path)) return null;
+  if (query === -1 || req.url.indexOf('%', query) === -1 || isWebhook(req.path) || isProbe(req.path)) {
+    return null;
+  }
   return percentEscapeRefusal(req.url.slice(query + 1), 'query string');
 }
 
 /**
- * A UTF-8 form body (no charset or `utf-8`; body-parser answers 415 to any other but ISO-8859-1, whose escapes
- * are Latin-1 bytes) whose bytes or percent-escapes are not UTF-8: body-parser read invalid bytes as U+FFFD
- * and qs kept invalid escapes as their text. Read from the raw bytes Nest keeps beside the parsed form
- * (`rawBody: true`, as main.ts and the tests create the app). The one-click unsubscribe never decodes its form
- * (`ignoresFormBody`), and the webhook receivers read none.
+ * A path whose percent-escapes are not UTF-8 (`/api/v1/saved_searches/%ff`): the same 400 on every path,
+ * routed or not, and never quoting it (unknown paths are not echoed). The router refuses a malformed
+ * escape in a path parameter (`%zz`) itself; the filter answers that one with the same problem.
  */
-function formTextRefusal(req: Request): ValidationError | null {
-  const raw = (req as Request & { rawBody?: Buffer }).rawBody;
-  if (!isForm(req) || !Buffer.isBuffer(raw) || isWebhook(req.path)) return null;
-  const charset = charsetOf(req.headers['content-type']);
-  if (charset !== undefined && charset !== 'utf-8') return null;
-  if (!isUtf8(raw)) return new ValidationError('The form body is not valid UTF-8.');
-  return percentEscapeRefusal(raw.toString('utf8'), 'form body');
+function pathTextRefusal(req: Request): ValidationError | null {
+  const query = req.url.indexOf('?');
+  const path = query === -1 ? req.url : req.url.slice(0, query);
+  if (path.indexOf('%') === -1 || invalidPercentEscape(path) === null) return null;
+  return new ValidationError(BAD_PATH_ESCAPE);
+}
+
+/**
+ * A body on an API route that is not JSON (a form, text/plain, multipart, no Content-Type at all): 415
+ * before it is read. It used to be ignored (`PATCH /me` sent as text/plain answered 200 and changed
+ * nothing) or, for a form, decoded and validated like JSON (`POST /workspaces` with `name=x` created one).
+ */
+function mediaTypeRefusal(req: Request): UnsupportedMediaTypeError | null {
+  if (!announcesBody(req) || isJson(req) || !isApiRoute(req.path) || takesForm(req.path)) return null;
+  return new UnsupportedMediaTypeError(
+    'This route reads JSON: send the body as application/json (Content-Type: application/json).',
+  );
 }
 
 /**
@@ -211,43 +244,35 @@ function formTextRefusal(req: Request): ValidationError | null {
  * bytes, the UTF-8 check, JSON.parse, and unpaired surrogates in the parsed strings. Too big in bytes or in
  * keys is 413 `payload_too_large`, a charset other than UTF-8 is 415 `unsupported_media_type`, bytes that
  * are not UTF-8 and strings with an unpaired surrogate (`"a\ud800"`) are 400 `validation_failed`, all
- * before authentication and before any DTO transformation. A query string or a UTF-8 form body whose
- * percent-escapes (or, for the form, bytes) are not UTF-8 is 400 `validation_failed` too, the query before
- * any body is read. The webhook receivers keep their raw bytes and their own rules.
+ * before authentication and before any DTO transformation. Before any body is read: a path or a query
+ * string whose percent-escapes are not UTF-8 is 400 `validation_failed`, and a body that is not JSON on an
+ * API route is 415 `unsupported_media_type` (forms only where FORM_ROUTES document one, read as bytes and
+ * never decoded). The webhook receivers keep their raw bytes and their own rules; the probes read nothing.
  */
 export function installBodyParsers(app: NestExpressApplication, config: AppConfig): void {
   const { bodyBytes, largeBodyBytes, jsonMaxNodes, jsonMaxObjectKeys } = config.limits;
-  // First, so a refused query string costs no body read.
+  // First, so a refused path, query string or media type costs no body read.
   app.use((req: Request, res: Response, next: NextFunction) => {
-    const refusal = queryTextRefusal(req);
+    const refusal = pathTextRefusal(req) ?? queryTextRefusal(req) ?? mediaTypeRefusal(req);
     return refusal ? refuse(req, res, refusal) : next();
   });
   // Read as bytes (Nest keeps them as req.rawBody for the webhook signatures), scanned, then parsed here.
-  // A webhook's body is read whatever its media type but a form (which keeps the form parser's limit): the
+  // A webhook's body is read whatever its media type but a form (which keeps the form limit): the
   // signature covers the bytes, and a signed body sent as text/plain (or with no type) was refused as a
   // signature mismatch, which misleads whoever debugs.
-  const raw = (large: boolean) => ({
-    limit: large ? largeBodyBytes : bodyBytes,
-    type: (req: unknown) =>
-      (isJson(req as Request) || (isWebhook((req as Request).path) && !isForm(req as Request))) &&
-      takesLargeBody((req as Request).path) === large,
-  });
-  app.useBodyParser('raw', raw(true));
-  app.useBodyParser('raw', raw(false));
-  app.useBodyParser('urlencoded', {
-    limit: FORM_BODY_LIMIT,
-    extended: false,
-    type: (req: unknown) => isForm(req as Request) && !ignoresFormBody((req as Request).path),
-  });
+  const reads = (req: Request, large: boolean) =>
+    !isProbe(req.path) &&
+    (isJson(req) || (isWebhook(req.path) && !isForm(req))) &&
+    takesLargeBody(req.path) === large;
+  app.useBodyParser('raw', { limit: largeBodyBytes, type: (req: unknown) => reads(req as Request, true) });
+  app.useBodyParser('raw', { limit: bodyBytes, type: (req: unknown) => reads(req as Request, false) });
   app.useBodyParser('raw', {
     limit: FORM_BODY_LIMIT,
-    type: (req: unknown) => isForm(req as Request) && ignoresFormBody((req as Request).path),
+    type: (req: unknown) =>
+      isForm(req as Request) && (takesForm((req as Request).path) || isWebhook((req as Request).path)),
   });
   app.use((req: Request, res: Response, next: NextFunction) => {
-    if (!Buffer.isBuffer(req.body)) {
-      const refusal = formTextRefusal(req);
-      return refusal ? refuse(req, res, refusal) : next();
-    }
+    if (!Buffer.isBuffer(req.body)) return next();
     const bytes = req.body;
     // Webhook receivers verify the signature over the exact bytes and parse the JSON themselves, so an
     // authentic body that is not JSON is theirs to trace (audit + log), not a bare parser 400.

@@ -105,6 +105,8 @@ export class AuthenticationGuard extends AuthGuard('jwt') {
     if (!user) {
       // passport-jwt reports key lookup and verification failures as `info`, not as errors.
       if (info instanceof AppError) throw info;
+      // The key provider caught our own code (or jsonwebtoken) throwing: a 500, logged by the filter.
+      if (info instanceof StrategyFailure) throw info.original;
       if (info instanceof KeySetUnavailableError) {
         throw new DependencyError('The identity provider key set is unavailable.', 'identity_unavailable');
       }

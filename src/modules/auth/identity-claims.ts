@@ -93,3 +93,13 @@ export function tokenHeader(token: string): Record<string, unknown> | null {
   const [header] = token.split('.');
   return header ? base64urlJsonObject(header) : null;
 }
+
+/**
+ * The payload of a compact JWS when it is a JSON object (a claims set, RFC 7519 section 7.2), decoded
+ * without trusting it (the signature is checked later); null for anything else (`null`, a number, a
+ * string, an array, not JSON).
+ */
+export function tokenPayload(token: string): Record<string, unknown> | null {
+  const payload = token.split('.')[1];
+  return payload ? base64urlJsonObject(payload) : null;
+}

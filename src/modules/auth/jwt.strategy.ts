@@ -1,10 +1,11 @@
+import type { KeyObject } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { ExtractJwt, Strategy, type SecretOrKeyProvider } from 'passport-jwt';
 import { AppConfig } from '../../config/app-config.js';
 import { AppError, UnauthenticatedError } from '../../common/errors/app-error.js';
 import { UsersService } from '../users/users.service.js';
-import { CLOCK_LEEWAY_SECONDS, checkClaims, tokenHeader } from './identity-claims.js';
+import { CLOCK_LEEWAY_SECONDS, checkClaims, tokenHeader, tokenPayload } from './identity-claims.js';
 import { IdentityKeySet } from './identity-key-set.js';
 import type { Principal } from '../../common/principal.js';
 
@@ -25,9 +26,16 @@ const unconfigured: SecretOrKeyProvider = (_req, _token, done) =>
 
 /**
  * Hands jsonwebtoken the key the token's kid names, from the shared key set. A `crit` header is refused:
- * this service implements no JWS extension, and RFC 7515 requires refusing a token that needs one.
+ * this service implements no JWS extension, and RFC 7515 requires refusing a token that needs one. A
+ * payload that is not a JSON object (`null`, `5`, `"x"`, an array) is refused before any key lookup:
+ * jsonwebtoken 9 reads `payload.nbf` unguarded once the signature checks out, so a validly signed `null`
+ * made it throw instead of answering.
+ *
+ * `done` runs jsonwebtoken and passport synchronously. Called from the key lookup's promise, anything
+ * they threw became an unhandled rejection (the process exits) and the request never got an answer; so
+ * `settle` catches it and fails this request instead (`StrategyFailure`: a logged 500, it is our bug).
  */
-function keyProvider(keys: IdentityKeySet): SecretOrKeyProvider {
+export function keyProvider(keys: IdentityKeySet): SecretOrKeyProvider {
   return (_req, token, done) => {
     const header = tokenHeader(token);
     if (!header) return done(new UnauthenticatedError('The token is invalid.', 'invalid_token'));
@@ -42,9 +50,20 @@ function keyProvider(keys: IdentityKeySet): SecretOrKeyProvider {
     if (typeof header.kid !== 'string' || header.kid.length === 0 || header.kid.length > 256) {
       return done(new UnauthenticatedError('The token names no signing key.', 'invalid_token'));
     }
+    if (!tokenPayload(token)) {
+      return done(new UnauthenticatedError('The token is invalid.', 'invalid_token'));
+    }
+    const settle = (err: unknown, key?: KeyObject) => {
+      try {
+        done(err, key as never);
+      } catch (thrown) {
+        // Passport has not answered yet (the throw came from verifying, before its callback): fail it.
+        done(new StrategyFailure(thrown));
+      }
+    };
     keys.key(header.kid).then(
-      (key) => done(null, key as never),
-      (err: unknown) => done(err),
+      (key) => settle(null, key),
+      (err: unknown) => settle(err),
     );
   };
 }

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { NextFunction, Request, Response } from 'express';
+import { buildProblem, PROBLEM_CONTENT_TYPE } from '../filters/problem-details.filter.js';
+import { requestIdOf } from './request-id.middleware.js';
+
+/**
+ * How long Node's HTTP server waits for a request, the same for the API and the worker's port. Node's
+ * defaults (60 s for the headers, 300 s for the whole request, each checked every 30 s) let a client that
+ * sends a body shorter than its Content-Length hold a connection for about 312 s, and headers that never
+ * end for about 72 s.
+ */
+export const SERVER_TIMEOUTS = {
+  /** The request line and the headers (`server.headersTimeout`). */
+  headersMs: 20_000,
+  /**
+   * The whole request, body included (`server.requestTimeout`): the largest body (1 MB, the completions
+   * and the webhooks) needs about 140 kbit/s. Only receiving counts: a slow answer is not cut off.
+   */
+  requestMs: 60_000,
+  /**
+   * An idle kept-alive connection (`server.keepAliveTimeout`, Node's default 5 s): longer than the 60 s
+   * idle timeout of the usual reverse proxies (AWS ALB, nginx's upstream keep-alive), so the proxy closes
+   * an idle connection first and never sends a request on one the server is closing (a sporadic 502).
+   */
+  keepAliveMs: 65_000,
+  /** How often Node looks for requests over those limits (`connectionsCheckingInterval`, default 30 s). */
+  checkIntervalMs: 1_000,
+};
+
+/**
+ * Options of Node's HTTP server that are read from the instance but missing from its typings: the interval
+ * is read when the server starts listening, requireHostHeader on every request.
+ */
+export type TunableServer = Server & { connectionsCheckingInterval: number; requireHostHeader: boolean };
+
+/** Node's parser errors we answer with their own status; anything else is a 400. */
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request header fields too large', 'The request headers or URL are too large.'],
+  HPE_URI_TOO_LONG: [414, 'URI too long', 'The request URL is too long.'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request timeout', 'The request did not arrive in time.'],
+};
+
+/** A problem document as the bytes and the headers of a complete answer that closes the connection. */
+function edgeAnswer(
+  status: number,
+  detail: string,
+  requestId: string,
+  securityHeaders: string[],
+  title?: string,
+): { body: string; headers: string[] } {
+  const body = JSON.stringify(buildProblem(status, detail, requestId, title ? { title } : {}));
+  return {
+    body,
+    headers: [
+      ...securityHeaders,
+      'Content-Type',
+      PROBLEM_CONTENT_TYPE,
+      'Content-Length',
+      String(Buffer.byteLength(body)),
+      'Cache-Control',
+      'no-store',
+      'X-Request-Id',
+      requestId,
+      'Connection',
+      'close',
+    ],
+  };
+}
+
+function answer(
+  res: ServerResponse,
+  status: number,
+  detail: string,
+  requestId: string,
+  securityHeaders: string[],
+): void {
+  const { body, headers } = edgeAnswer(status, detail, requestId, securityHeaders);
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+/**
+ * What Node's HTTP server answers itself, before Express sees the request, made to answer like every
+ * other error: problem+json with the security headers every response carries (`securityHeaders`, the
+ * static [name, value, ...] list) and a request id.
+ *
+ * - Requests its parser refuses (`clientError`: malformed, headers or URL over the limit, a request that
+ *   did not arrive within SERVER_TIMEOUTS) get 400/431/414/408 instead of Node's empty answer, with a new
+ *   request id (nothing of such a request is trusted).
+ * - An `Expect` other than `100-continue` gets 417 (`checkExpectation`) instead of an empty one.
+ * - An HTTP/1.1 request without Host is left to `hostRequired` (Node's own check answers an empty 400).
+ * - The timeouts of SERVER_TIMEOUTS.
+ */
+export function installServerEdge(server: Server, securityHeaders: string[]): void {
+  server.headersTimeout = SERVER_TIMEOUTS.headersMs;
+  server.requestTimeout = SERVER_TIMEOUTS.requestMs;
+  server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveMs;
+  (server as TunableServer).connectionsCheckingInterval = SERVER_TIMEOUTS.checkIntervalMs;
+  (server as TunableServer).requireHostHeader = false;
+
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    answer(
+      res,
+      417,
+      'The Expect header asks for something this server does not do (only 100-continue is supported).',
+      requestIdOf(req as Request),
+      securityHeaders,
+    );
+  });
+
+  server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
+    // As Node's own handler: answer only when nothing of an answer went out on this connection yet.
+    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const [status, title, detail] = CLIENT_ERRORS[err.code ?? ''] ?? [
+      400,
+      'Invalid request',
+      'The request is malformed.',
+    ];
+    const { body, headers } = edgeAnswer(status, detail, randomUUID(), securityHeaders, title);
+    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`;
+    for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+    socket.end(`${head}\r\n${body}`);
+  });
+}
+
+/**
+ * RFC 9112 section 3.2: an HTTP/1.1 request without a Host header is a 400. Node's own check (turned off
+ * by installServerEdge) answered it with an empty body; this one answers problem+json. First in the chain.
+ */
+export function hostRequired(securityHeaders: string[]) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.headers.host !== undefined || req.httpVersion !== '1.1') return next();
+    answer(
+      res,
+      400,
+      'The request has no Host header, which HTTP/1.1 requires.',
+      requestIdOf(req),
+      securityHeaders,
+    );
+  };
+}
+
+/**
+ * Conditional requests (`If-None-Match`, `If-Modified-Since`) never turn an answer into a 304. ETags are
+ * off and API answers are no-store, but Express's freshness check (`req.fresh`, run by every res.send)
+ * still answered `If-None-Match: *` with an empty 304 on every GET, /status and the readiness probe
+ * included. No route offers validators; static files (the docs outside production) keep their own
+ * handling, which `send` does without `req.fresh`.
+ */
+export function ignoreConditionalRequests(expressApp: { request: object }): void {
+  Object.defineProperty(expressApp.request, 'fresh', { configurable: true, get: () => false });
+  Object.defineProperty(expressApp.request, 'stale', { configurable: true, get: () => true });
+}
