@@ -37,11 +37,13 @@ holding an unpaired UTF-16 surrogate (\`"\\ud800"\`) are a 400 \`validation_fail
 read their providers' bytes as they are signed).
 
 **Refused before any route runs**, and listed on each operation they apply to: a query string whose
-percent-escapes do not encode UTF-8 text (400 \`validation_failed\`, every route but the webhook receivers), a
-path segment whose escapes do not decode (400 \`bad_request\`), a JSON body that is not JSON (400
-\`bad_request\`), a body over its size limit (413 \`payload_too_large\`), a body in a charset the route does
-not read (415 \`unsupported_media_type\`). A URL or headers over the server's limits are answered 414 or 431
-on any route; those two are not repeated on each operation.
+percent-escapes do not encode UTF-8 text, or a path segment whose escapes do not decode (400
+\`validation_failed\`, every route but the webhook receivers), a JSON body that is not JSON (400
+\`bad_request\`), a body over its size limit (413 \`payload_too_large\`), a body of another media type than the
+route reads (a form or \`text/plain\` on a JSON route, or none) or in a charset it does not read (415
+\`unsupported_media_type\`). A URL or headers over the server's limits are answered 414 or 431, a request
+that does not arrive in time 408 \`request_timeout\`, an \`Expect\` other than \`100-continue\` 417
+\`expectation_failed\`, on any route; those are not repeated on each operation.
 
 **Rate limits**: writes are limited per user (120 a minute, bursts of 30) and unauthenticated requests per
 client address (60 a minute); a 429 carries \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`,
@@ -172,14 +174,12 @@ const HTTP_LAYER = {
     `the body is over ${large ? 'BODY_LIMIT_LARGE_KB' : 'BODY_LIMIT_KB'} kilobytes, or holds more than JSON_MAX_NODES keys and values, or an object with more than JSON_MAX_OBJECT_KEYS keys (server settings)`,
   webhookTooLarge: 'the body is over BODY_LIMIT_LARGE_KB kilobytes (a server setting)',
   formTooLarge: `the form body is over ${FORM_BODY_LIMIT.replace('kb', ' KB')}`,
-  jsonCharset: 'a JSON body declared in a charset other than UTF-8',
-  formCharset: 'a form body declared in a charset other than UTF-8 or ISO-8859-1',
+  jsonMediaType:
+    'a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8',
 };
 
 const JSON_TYPE = 'application/json';
 const FORM_TYPE = 'application/x-www-form-urlencoded';
-/** The one-click unsubscribe reads its form body as bytes and never decodes it (no charset is refused). */
-const UNDECODED_FORM_PATHS = new Set(['/api/v1/email/unsubscribe']);
 
 /** What the authentication guard answers a soft-deleted account on every route but @AllowDeleted() ones. */
 const ACCOUNT_DELETED =
@@ -274,9 +274,9 @@ function addHttpLayerRefusals(
   const json = !webhook && bodyTypes.includes(JSON_TYPE);
   const form = !webhook && bodyTypes.includes(FORM_TYPE);
   const pathParams = (operation.parameters ?? []).some((p) => 'in' in p && p.in === 'path');
-  if (!webhook) addCode(responses, '400', 'validation_failed', HTTP_LAYER.query);
-  const badRequest = [json && HTTP_LAYER.notJson, pathParams && HTTP_LAYER.path].filter(Boolean);
-  if (badRequest.length > 0) addCode(responses, '400', 'bad_request', badRequest.join(', or '));
+  const invalid = [!webhook && HTTP_LAYER.query, !webhook && pathParams && HTTP_LAYER.path].filter(Boolean);
+  if (invalid.length > 0) addCode(responses, '400', 'validation_failed', invalid.join(', or '));
+  if (json) addCode(responses, '400', 'bad_request', HTTP_LAYER.notJson);
   const tooLarge = webhook
     ? HTTP_LAYER.webhookTooLarge
     : json
@@ -285,9 +285,7 @@ function addHttpLayerRefusals(
         ? HTTP_LAYER.formTooLarge
         : null;
   if (tooLarge) addCode(responses, '413', 'payload_too_large', tooLarge);
-  if (json) addCode(responses, '415', 'unsupported_media_type', HTTP_LAYER.jsonCharset);
-  else if (form && !UNDECODED_FORM_PATHS.has(path))
-    addCode(responses, '415', 'unsupported_media_type', HTTP_LAYER.formCharset);
+  if (json) addCode(responses, '415', 'unsupported_media_type', HTTP_LAYER.jsonMediaType);
 }
 
 /**

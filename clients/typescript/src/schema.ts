@@ -2665,7 +2665,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2746,7 +2746,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3159,7 +3159,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3419,7 +3419,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDetailDto"];
                 };
             };
-            /** @description validation_failed; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3489,7 +3489,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReplayResultDto"];
                 };
             };
-            /** @description validation_failed; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3606,7 +3606,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3767,7 +3767,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3810,7 +3810,7 @@ export interface operations {
                     "application/json": components["schemas"]["SavedSearchDto"];
                 };
             };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3879,7 +3879,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3953,7 +3953,7 @@ export interface operations {
                     "application/json": components["schemas"]["SavedSearchDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array), or a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3998,7 +3998,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4159,7 +4159,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4202,7 +4202,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceDto"];
                 };
             };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4271,7 +4271,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4345,7 +4345,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array), or a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4390,7 +4390,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4552,7 +4552,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4595,7 +4595,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyDto"];
                 };
             };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4664,7 +4664,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4831,7 +4831,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4921,7 +4921,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5012,7 +5012,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5171,7 +5171,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5280,7 +5280,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5389,7 +5389,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5669,7 +5669,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5918,15 +5918,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a form body declared in a charset other than UTF-8 or ISO-8859-1 */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
             /** @description rate_limited: too many requests; wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -6086,7 +6077,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description validation_failed: no entry can have this value (entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased); any other value not on the list is a 404; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: no entry can have this value (entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased); any other value not on the list is a 404 */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6269,7 +6260,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a JSON body declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6312,7 +6303,7 @@ export interface operations {
                     "application/json": components["schemas"]["BroadcastResponseDto"];
                 };
             };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: a path segment holds a percent-escape that does not decode */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
