@@ -756,6 +756,73 @@ describe('credit lifecycle (issue 18)', () => {
       expect((await user(u.id)).creditBalance).toBe(0);
     });
 
+    it('never takes a proration refunded before the first payment arrived for the first payment', async () => {
+      // created, a proration (origin subscription_update), its full refund, then the first payment last:
+      // the proration granted nothing, so its refund takes nothing, and the first period's grant stays.
+      const { user: u, subId } = await subscribed('PRO');
+      const proration = transactionEvent({
+        subId,
+        origin: 'subscription_update',
+        priceId: PRICE.PRO,
+        total: '300',
+      });
+      expect((await deliver(api, proration)).outcome).toBe('processed');
+      const refundId = `adj_${randomUUID().slice(0, 12)}`;
+      const refund = adjustmentEvent({
+        adjId: refundId,
+        txnId: proration.data.id,
+        subId,
+        status: 'approved',
+        total: '300',
+      });
+      expect((await deliver(api, refund)).outcome).toBe('processed');
+      const first = transactionEvent({
+        subId,
+        origin: 'web',
+        priceId: PRICE.PRO,
+        total: '1500',
+        occurredAt: new Date(Date.now() - 86_400_000),
+      });
+      expect((await deliver(api, first)).outcome).toBe('processed');
+      await deliver(api, { ...refund, event_id: newEventId() });
+      expect(await rows(u.id, 'clawback')).toEqual([]);
+      expect((await user(u.id)).creditBalance).toBe(1000);
+      const record = await api.prisma.billingAdjustment.findUniqueOrThrow({
+        where: { providerAdjustmentId: refundId },
+      });
+      expect(record.clawedBackCredits ?? 0).toBe(0);
+    });
+
+    it('never reads a refunded proration recorded before the first payment as the annual period’s payment', async () => {
+      const start = new Date(Date.now() - 86_400_000);
+      const { user: u, subId } = await subscribed('PRO', { annual: true, start });
+      // The first payment's webhook is late; a one-off charge of the period and its refund are recorded.
+      const charge = transactionEvent({
+        subId,
+        origin: 'subscription_charge',
+        priceId: PRICE.PRO,
+        total: '300',
+        occurredAt: new Date(start.getTime() + 60_000),
+      });
+      expect((await deliver(api, charge)).outcome).toBe('processed');
+      await deliver(
+        api,
+        adjustmentEvent({
+          adjId: `adj_${randomUUID().slice(0, 12)}`,
+          txnId: charge.data.id,
+          subId,
+          status: 'approved',
+          total: '300',
+        }),
+      );
+      await api.app.get(AllowanceService).run(new Date(addMonths(start, 1).getTime() + 3_600_000));
+      const month1 = (await rows(u.id, 'grant')).find(
+        (g) => g.jobId === `allowance:${subId}:${start.toISOString()}:1`,
+      );
+      expect(month1?.delta).toBe(1000);
+      expect(await rows(u.id, 'clawback')).toEqual([]);
+    });
+
     it('applies a refund of a parked renewal when subscription.created grants the renewal', async () => {
       // Nothing ties the subscription to a user yet: the first payment is recorded, the renewal parked.
       const u = await createUser(api.prisma);
