@@ -133,6 +133,48 @@ describe('credit lifecycle (issue 18)', () => {
       });
     });
 
+    it('grant nothing of an unpaid (past due) renewal period, and every month due once it is paid', async () => {
+      const day = 86_400_000;
+      const start = new Date(Date.now() - 405 * day);
+      const { user: u, subId } = await subscribed('PRO', { annual: true, start });
+      const year = { interval: 'year', frequency: 1 };
+      const renewalStart = addMonths(start, 12);
+      const renewalEnd = addMonths(start, 24);
+      const renewed = (type: string, status: 'past_due' | 'active', at: Date) =>
+        subscriptionEvent({
+          type,
+          subId,
+          status,
+          priceId: PRICE.PRO,
+          occurredAt: at,
+          periodStart: renewalStart,
+          periodEnd: renewalEnd,
+          billingCycle: year,
+        });
+      // The annual renewal's payment failed: the new period is open but unpaid for over a month.
+      const pastDue = renewed('subscription.past_due', 'past_due', renewalStart);
+      expect((await deliver(api, pastDue)).outcome).toBe('processed');
+      const job = api.app.get(AllowanceService);
+      await job.run(new Date());
+      const renewalGrants = async () =>
+        (await rows(u.id, 'grant'))
+          .map((g) => g.jobId)
+          .filter((id) => id.startsWith(`allowance:${subId}:${renewalStart.toISOString()}`));
+      expect(await renewalGrants()).toEqual([]);
+
+      // Paid at last (credits.md: "a past-due renewal grants once it is paid"): the renewal grants month 0
+      // and the next run every month of the period that has come.
+      const paidAt = new Date(Date.now() - day);
+      const payment = transactionEvent({ subId, priceId: PRICE.PRO, total: '15000', occurredAt: paidAt });
+      expect((await deliver(api, payment)).outcome).toBe('processed');
+      expect((await deliver(api, renewed('subscription.updated', 'active', paidAt))).outcome).toBe(
+        'processed',
+      );
+      await job.run(new Date());
+      expect(await renewalGrants()).toEqual([`allowance:${subId}:${renewalStart.toISOString()}:1`]);
+      expect((await rows(u.id, 'grant')).map((g) => g.jobId)).toContain(payment.data.id);
+    });
+
     it('give a monthly plan nothing from the job, and the renewal grants the next month 0', async () => {
       const { user: u, subId } = await subscribed('TEAM');
       await api.app.get(AllowanceService).run(new Date(Date.now() + 20 * 86_400_000));
