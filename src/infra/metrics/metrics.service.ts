@@ -47,6 +47,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly billingDriftFailures = new Counter({
+    name: 'billing_drift_failures_total',
+    help: 'Subscriptions the hourly drift check could not reconcile (the run went on with the others), by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly credits = new Counter({
     name: 'credits_total',
     help: 'Credits moved through the ledger, by kind (grant, spend, refund, ...)',

@@ -352,7 +352,10 @@ export class SubscriptionsRepository {
 
   /**
    * The drift check's candidates: live subscriptions that should have renewed (ACTIVE/TRIALING whose period
-   * ended more than `renewalGrace` ago) and PAST_DUE/PAUSED ones untouched since `staleBefore`.
+   * ended more than `renewalGrace` ago) and PAST_DUE/PAUSED ones untouched since `staleBefore`, those only
+   * in the hour they turned stale and every 24th hour after it (each is read back about once a day, the
+   * reads spread over the day: a paused subscription can stay so for months, and the provider's API
+   * allows 240 requests a minute for everything we ask it).
    */
   async drifting(db: Db, renewalCutoff: Date, staleBefore: Date, options: SweepOptions = {}) {
     await this.settle(db);
@@ -363,7 +366,8 @@ export class SubscriptionsRepository {
         AND (
           (status IN ('ACTIVE', 'TRIALING') AND current_period_end < ${renewalCutoff}
              AND last_event_at < current_period_end)
-          OR (status IN ('PAST_DUE', 'PAUSED') AND last_event_at < ${staleBefore})
+          OR (status IN ('PAST_DUE', 'PAUSED') AND last_event_at < ${staleBefore}
+             AND mod(floor(extract(epoch FROM ${staleBefore}::timestamptz - last_event_at) / 3600)::bigint, 24) = 0)
         )
       ORDER BY id
       LIMIT ${options.limit ?? 1}`;
