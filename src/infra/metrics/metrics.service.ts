@@ -29,7 +29,7 @@ export class MetricsService {
 
   readonly webhookEvents = new Counter({
     name: 'webhook_events_total',
-    help: 'Webhooks by provider and outcome: accepted, duplicate (API); processed, skipped, failed (worker)',
+    help: 'Webhooks by provider and outcome: accepted, duplicate (API); processed, skipped, failed, reapplied (worker)',
     labelNames: ['provider', 'outcome'] as const,
     registers: [this.registry],
   });
