@@ -124,14 +124,22 @@ describe('billing webhooks: payments and adjustments', () => {
     ).toBe(1);
   });
 
-  it('a payment that arrives before its subscription is recorded and linked to the user later', async () => {
+  const adjustmentRow = (adjId: string) =>
+    api.prisma.billingAdjustment.findUniqueOrThrow({ where: { providerAdjustmentId: adjId } });
+
+  it('a payment that arrives before its subscription is recorded and linked to the user later, with its refunds', async () => {
     const user = await createUser(api.prisma);
     const subId = newSubId();
     const txn = transactionEvent({ subId, origin: 'web', customerId: `ctm_${subId}` });
+    // Its refund comes first of all: nothing names its owner yet.
+    const adjId = `adj_early_${subId}`;
+    await deliver(api, adjustmentEvent({ adjId, txnId: txn.data.id, subId }));
     await deliver(api, txn);
     expect(
       (await api.prisma.payment.findUniqueOrThrow({ where: { providerTransactionId: txn.data.id } })).userId,
     ).toBeNull();
+    const before = await adjustmentRow(adjId);
+    expect(before.userId).toBeNull();
     await deliver(
       api,
       subscriptionEvent({ type: 'subscription.created', subId, token: checkoutToken(api, user) }),
@@ -139,6 +147,19 @@ describe('billing webhooks: payments and adjustments', () => {
     expect(
       (await api.prisma.payment.findUniqueOrThrow({ where: { providerTransactionId: txn.data.id } })).userId,
     ).toBe(user.id);
+    // The refund is the user's too (the account export lists it); the provider's updated_at is kept.
+    expect(await adjustmentRow(adjId)).toMatchObject({ userId: user.id, updatedAt: before.updatedAt });
+  });
+
+  it('a refund recorded before its payment gets the payment’s owner when the payment is recorded', async () => {
+    const { user, subId } = await subscribed('PRO');
+    const txn = transactionEvent({ subId, origin: 'subscription_update', total: '300' });
+    const adjId = `adj_before_${subId}`;
+    // The refund names neither the subscription nor the customer (Paddle's fields are nullable).
+    await deliver(api, adjustmentEvent({ adjId, txnId: txn.data.id, subId: null, status: 'approved' }));
+    expect((await adjustmentRow(adjId)).userId).toBeNull();
+    await deliver(api, txn);
+    expect((await adjustmentRow(adjId)).userId).toBe(user.id);
   });
 
   it('a renewal that arrives before any event of its subscription is parked, then granted once by the created', async () => {

@@ -133,6 +133,48 @@ describe('credit lifecycle (issue 18)', () => {
       });
     });
 
+    it('grant nothing of an unpaid (past due) renewal period, and every month due once it is paid', async () => {
+      const day = 86_400_000;
+      const start = new Date(Date.now() - 405 * day);
+      const { user: u, subId } = await subscribed('PRO', { annual: true, start });
+      const year = { interval: 'year', frequency: 1 };
+      const renewalStart = addMonths(start, 12);
+      const renewalEnd = addMonths(start, 24);
+      const renewed = (type: string, status: 'past_due' | 'active', at: Date) =>
+        subscriptionEvent({
+          type,
+          subId,
+          status,
+          priceId: PRICE.PRO,
+          occurredAt: at,
+          periodStart: renewalStart,
+          periodEnd: renewalEnd,
+          billingCycle: year,
+        });
+      // The annual renewal's payment failed: the new period is open but unpaid for over a month.
+      const pastDue = renewed('subscription.past_due', 'past_due', renewalStart);
+      expect((await deliver(api, pastDue)).outcome).toBe('processed');
+      const job = api.app.get(AllowanceService);
+      await job.run(new Date());
+      const renewalGrants = async () =>
+        (await rows(u.id, 'grant'))
+          .map((g) => g.jobId)
+          .filter((id) => id.startsWith(`allowance:${subId}:${renewalStart.toISOString()}`));
+      expect(await renewalGrants()).toEqual([]);
+
+      // Paid at last (credits.md: "a past-due renewal grants once it is paid"): the renewal grants month 0
+      // and the next run every month of the period that has come.
+      const paidAt = new Date(Date.now() - day);
+      const payment = transactionEvent({ subId, priceId: PRICE.PRO, total: '15000', occurredAt: paidAt });
+      expect((await deliver(api, payment)).outcome).toBe('processed');
+      expect((await deliver(api, renewed('subscription.updated', 'active', paidAt))).outcome).toBe(
+        'processed',
+      );
+      await job.run(new Date());
+      expect(await renewalGrants()).toEqual([`allowance:${subId}:${renewalStart.toISOString()}:1`]);
+      expect((await rows(u.id, 'grant')).map((g) => g.jobId)).toContain(payment.data.id);
+    });
+
     it('give a monthly plan nothing from the job, and the renewal grants the next month 0', async () => {
       const { user: u, subId } = await subscribed('TEAM');
       await api.app.get(AllowanceService).run(new Date(Date.now() + 20 * 86_400_000));
@@ -754,6 +796,73 @@ describe('credit lifecycle (issue 18)', () => {
         [`first-period:${subId}`, 'grant', 1000],
       ]);
       expect((await user(u.id)).creditBalance).toBe(0);
+    });
+
+    it('never takes a proration refunded before the first payment arrived for the first payment', async () => {
+      // created, a proration (origin subscription_update), its full refund, then the first payment last:
+      // the proration granted nothing, so its refund takes nothing, and the first period's grant stays.
+      const { user: u, subId } = await subscribed('PRO');
+      const proration = transactionEvent({
+        subId,
+        origin: 'subscription_update',
+        priceId: PRICE.PRO,
+        total: '300',
+      });
+      expect((await deliver(api, proration)).outcome).toBe('processed');
+      const refundId = `adj_${randomUUID().slice(0, 12)}`;
+      const refund = adjustmentEvent({
+        adjId: refundId,
+        txnId: proration.data.id,
+        subId,
+        status: 'approved',
+        total: '300',
+      });
+      expect((await deliver(api, refund)).outcome).toBe('processed');
+      const first = transactionEvent({
+        subId,
+        origin: 'web',
+        priceId: PRICE.PRO,
+        total: '1500',
+        occurredAt: new Date(Date.now() - 86_400_000),
+      });
+      expect((await deliver(api, first)).outcome).toBe('processed');
+      await deliver(api, { ...refund, event_id: newEventId() });
+      expect(await rows(u.id, 'clawback')).toEqual([]);
+      expect((await user(u.id)).creditBalance).toBe(1000);
+      const record = await api.prisma.billingAdjustment.findUniqueOrThrow({
+        where: { providerAdjustmentId: refundId },
+      });
+      expect(record.clawedBackCredits ?? 0).toBe(0);
+    });
+
+    it('never reads a refunded proration recorded before the first payment as the annual period’s payment', async () => {
+      const start = new Date(Date.now() - 86_400_000);
+      const { user: u, subId } = await subscribed('PRO', { annual: true, start });
+      // The first payment's webhook is late; a one-off charge of the period and its refund are recorded.
+      const charge = transactionEvent({
+        subId,
+        origin: 'subscription_charge',
+        priceId: PRICE.PRO,
+        total: '300',
+        occurredAt: new Date(start.getTime() + 60_000),
+      });
+      expect((await deliver(api, charge)).outcome).toBe('processed');
+      await deliver(
+        api,
+        adjustmentEvent({
+          adjId: `adj_${randomUUID().slice(0, 12)}`,
+          txnId: charge.data.id,
+          subId,
+          status: 'approved',
+          total: '300',
+        }),
+      );
+      await api.app.get(AllowanceService).run(new Date(addMonths(start, 1).getTime() + 3_600_000));
+      const month1 = (await rows(u.id, 'grant')).find(
+        (g) => g.jobId === `allowance:${subId}:${start.toISOString()}:1`,
+      );
+      expect(month1?.delta).toBe(1000);
+      expect(await rows(u.id, 'clawback')).toEqual([]);
     });
 
     it('applies a refund of a parked renewal when subscription.created grants the renewal', async () => {

@@ -1249,6 +1249,15 @@ export interface components {
              * @enum {string}
              */
             source: "delivery" | "backfill";
+            /**
+             * Format: date-time
+             * @description When this FAILED event is re-applied automatically (a billing event that failed processing); null when
+             *     no automatic re-apply is coming (a refused payload, another provider, none left, or not FAILED).
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            retry_at: string | null;
+            /** @description Automatic re-applies made so far (at most 7). */
+            auto_reapplies: number;
             /** @description The failure, or the reason an event was skipped. */
             error: string | null;
         };
@@ -1301,6 +1310,15 @@ export interface components {
              * @enum {string}
              */
             source: "delivery" | "backfill";
+            /**
+             * Format: date-time
+             * @description When this FAILED event is re-applied automatically (a billing event that failed processing); null when
+             *     no automatic re-apply is coming (a refused payload, another provider, none left, or not FAILED).
+             * @example 2026-11-24T09:30:00.000Z
+             */
+            retry_at: string | null;
+            /** @description Automatic re-applies made so far (at most 7). */
+            auto_reapplies: number;
             /** @description The failure, or the reason an event was skipped. */
             error: string | null;
             /** @description As archived (identity payloads keep only ids, type, timestamps and e-mail addresses). */

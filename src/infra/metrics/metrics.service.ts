@@ -29,7 +29,7 @@ export class MetricsService {
 
   readonly webhookEvents = new Counter({
     name: 'webhook_events_total',
-    help: 'Webhooks by provider and outcome: accepted, duplicate (API); processed, skipped, failed (worker)',
+    help: 'Webhooks by provider and outcome: accepted, duplicate (API); processed, skipped, failed, reapplied (worker)',
     labelNames: ['provider', 'outcome'] as const,
     registers: [this.registry],
   });
@@ -44,6 +44,13 @@ export class MetricsService {
   readonly duplicateSubscriptions = new Counter({
     name: 'billing_duplicate_subscriptions_total',
     help: 'Second live subscriptions of one user that arrived anyway (an operator should refund one)',
+    registers: [this.registry],
+  });
+
+  readonly billingDriftFailures = new Counter({
+    name: 'billing_drift_failures_total',
+    help: 'Subscriptions the hourly drift check could not reconcile (the run went on with the others), by reason',
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
 

@@ -42,7 +42,10 @@ export const JOBS = {
    * `webhook-<archive row id>-<received_at ms>`).
    */
   processWebhook: { queue: QUEUES.webhooks, name: 'process-webhook' },
-  /** Every 10 s: give every RECEIVED webhook older than 15 s a job (its push failed: Redis was down). */
+  /**
+   * Every 10 s: give every RECEIVED webhook older than 15 s a job (its push failed: Redis was down), and
+   * reopen the FAILED ones due for an automatic re-apply (WebhookInboxService.reapplyDue).
+   */
   relayWebhooks: { queue: QUEUES.webhooks, name: 'relay-webhooks' },
   /** Every 10 s: re-push outbox entries whose after-commit push failed (Redis was down). */
   relayOutbox: { queue: QUEUES.maintenance, name: 'relay-outbox' },

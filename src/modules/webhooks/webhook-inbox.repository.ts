@@ -86,6 +86,21 @@ const MARK_SKIPPED_SQL = `
   WHERE id = $1::uuid`;
 const PARKED_WINDOW_MS = 30 * 86_400_000;
 
+/**
+ * Hours after each failure of an event (the first, then after each automatic re-apply) before it is
+ * re-applied automatically: 7 re-applies, the last about 5 days and 7 hours after the first failure
+ * (WebhookInboxService.reapplyDue). Each runs the worker's whole retry chain (WEBHOOK_PROCESS_ATTEMPTS).
+ */
+export const REAPPLY_DELAYS_HOURS = [1, 2, 4, 8, 16, 32, 64] as const;
+
+/** A FAILED row the automatic re-apply reopened (WebhookInboxRepository.reopenDue). */
+export interface ReappliedRow extends AcceptedRow {
+  eventId: string;
+  eventType: string;
+  /** Which automatic re-apply this is (1 for the first). */
+  reapply: number;
+}
+
 @Injectable()
 export class WebhookInboxRepository {
   constructor(private readonly prisma: PrismaService) {}
@@ -168,15 +183,33 @@ export class WebhookInboxRepository {
 
   /**
    * The last attempt failed (or the payload can never succeed): FAILED, and the claim is released so the
-   * provider's redelivery, or an operator's replay, is accepted again. False when the row was no longer
-   * RECEIVED (another job handled it).
+   * provider's redelivery, or an operator's replay, is accepted again. A processing failure of an event of
+   * one of `reapplied` (the providers that opt in; empty for a payload that can never succeed) gets its
+   * next automatic re-apply time (`retryAt`, REAPPLY_DELAYS_HOURS after now) while re-applies are left. Null
+   * when the row was no longer RECEIVED (another job handled it).
    */
-  async markFailed(tx: Tx, id: string, error: string): Promise<StoredEvent | null> {
-    const rows = await tx.$queryRaw<{ provider: string; event_id: string; event_type: string }[]>`
+  async markFailed(
+    tx: Tx,
+    id: string,
+    error: string,
+    reapplied: readonly string[] = [],
+  ): Promise<(StoredEvent & { retryAt: Date | null; autoReapplies: number }) | null> {
+    const delays = [...REAPPLY_DELAYS_HOURS];
+    const rows = await tx.$queryRaw<
+      {
+        provider: string;
+        event_id: string;
+        event_type: string;
+        retry_at: Date | null;
+        auto_reapplies: number;
+      }[]
+    >`
       UPDATE webhook_events
-      SET status = 'FAILED'::"WebhookEventStatus", error = ${error}, attempts = attempts + 1, processed_at = NULL
+      SET status = 'FAILED'::"WebhookEventStatus", error = ${error}, attempts = attempts + 1, processed_at = NULL,
+          retry_at = CASE WHEN provider = ANY(${[...reapplied]}::text[]) AND auto_reapplies < ${delays.length}
+            THEN now() + make_interval(hours => (${delays}::int[])[auto_reapplies + 1]) END
       WHERE id = ${id}::uuid AND status = 'RECEIVED'
-      RETURNING provider, event_id, event_type`;
+      RETURNING provider, event_id, event_type, retry_at, auto_reapplies`;
     const row = rows[0];
     if (!row) return null;
     await tx.$executeRaw`
@@ -190,7 +223,46 @@ export class WebhookInboxRepository {
       payload: null,
       attempts: 0,
       source: 'delivery',
+      retryAt: row.retry_at,
+      autoReapplies: row.auto_reapplies,
     };
+  }
+
+  /**
+   * The automatic re-apply: FAILED rows whose `retry_at` has come (at `now`) become RECEIVED again with
+   * their claim, as an operator's bulk replay reopens them (a new received_at, so a new job id), and count
+   * the re-apply. Only FAILED rows: one the worker still holds (RECEIVED) is never reopened, so no second
+   * retry chain starts beside it. Rows another replica is reopening are skipped, not waited for.
+   */
+  async reopenDue(tx: Tx, now: Date, limit: number): Promise<ReappliedRow[]> {
+    const rows = await tx.$queryRaw<
+      (WaitingRow & { event_id: string; event_type: string; auto_reapplies: number })[]
+    >`
+      WITH due AS (
+        SELECT id FROM webhook_events
+        WHERE status = 'FAILED'::"WebhookEventStatus" AND retry_at IS NOT NULL AND retry_at <= ${now}
+        ORDER BY retry_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      ), reopened AS (
+        UPDATE webhook_events w
+        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now(),
+            intake_batch = NULL, retry_at = NULL, auto_reapplies = w.auto_reapplies + 1
+        FROM due WHERE w.id = due.id
+        RETURNING w.id, w.provider, w.event_id, w.event_type, w.received_at, w.auto_reapplies
+      ), claimed AS (
+        INSERT INTO processed_webhook_events (provider, event_id, event_type)
+        SELECT provider, event_id, event_type FROM reopened
+        ON CONFLICT DO NOTHING
+      )
+      SELECT id, provider, event_id, event_type, received_at, NULL::text AS intake_batch, auto_reapplies
+      FROM reopened`;
+    return rows.map((row) => ({
+      ...acceptedRowOf(row),
+      eventId: row.event_id,
+      eventType: row.event_type,
+      reapply: row.auto_reapplies,
+    }));
   }
 
   /** RECEIVED rows older than `olderThanMs`: the relay makes sure each has a job. */
@@ -223,7 +295,8 @@ export class WebhookInboxRepository {
         SELECT 1 FROM processed_webhook_events WHERE provider = ${provider} AND event_id = ${event.eventId})
       ON CONFLICT (provider, event_id) DO UPDATE
         SET status = 'FAILED'::"WebhookEventStatus", error = EXCLUDED.error,
-            attempts = webhook_events.attempts + 1, processed_at = NULL, payload = EXCLUDED.payload
+            attempts = webhook_events.attempts + 1, processed_at = NULL, payload = EXCLUDED.payload,
+            retry_at = NULL
         WHERE webhook_events.status = 'FAILED'
       RETURNING id`;
     return written.length > 0;
@@ -265,7 +338,7 @@ export class WebhookInboxRepository {
     if (row.status === 'FAILED' || row.status === 'SKIPPED') {
       await tx.$executeRaw`
         UPDATE webhook_events
-        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, intake_batch = NULL
+        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, intake_batch = NULL, retry_at = NULL
         WHERE id = ${id}::uuid`;
       await tx.$executeRaw`
         INSERT INTO processed_webhook_events (provider, event_id, event_type)
@@ -284,7 +357,7 @@ export class WebhookInboxRepository {
       WITH reopened AS (
         UPDATE webhook_events
         SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now(),
-            intake_batch = NULL
+            intake_batch = NULL, retry_at = NULL
         WHERE status = ${filter.status}::"WebhookEventStatus"
           AND (${provider}::text IS NULL OR provider = ${provider}::text)
           AND (${from}::timestamptz IS NULL OR received_at >= ${from}::timestamptz)
@@ -506,7 +579,7 @@ const INTAKE_SQL = `
   ON CONFLICT (provider, event_id) DO UPDATE
     SET status = 'RECEIVED'::"WebhookEventStatus", payload = EXCLUDED.payload, error = NULL,
         processed_at = NULL, event_type = EXCLUDED.event_type, occurred_at = EXCLUDED.occurred_at,
-        received_at = now(), source = EXCLUDED.source, intake_batch = EXCLUDED.intake_batch
+        received_at = now(), source = EXCLUDED.source, intake_batch = EXCLUDED.intake_batch, retry_at = NULL
     WHERE webhook_events.status = 'FAILED'
   RETURNING id, provider, event_id, received_at, intake_batch::text AS intake_batch`;
 

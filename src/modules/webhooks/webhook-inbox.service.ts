@@ -11,7 +11,7 @@ import { DISPATCH_WAIT_MS } from '../../infra/queue/outbox.service.js';
 import { QueueService } from '../../infra/queue/queue.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { withTraceContext } from '../../infra/tracing/spans.js';
-import { AuditService, webhookActor } from '../audit/audit.service.js';
+import { AuditService, systemActor, webhookActor } from '../audit/audit.service.js';
 import { Coalescer } from '../../common/async/coalescer.js';
 import {
   type AcceptedInput,
@@ -20,6 +20,7 @@ import {
   ERASED_REASON,
   type InboundEvent,
   isRedactedPayload,
+  type ReappliedRow,
   type StoredEvent,
   WebhookInboxRepository,
   type WebhookProvider,
@@ -189,6 +190,8 @@ export class WebhookInboxService {
     string,
     { apply: StoredEventHandler; prepare: StoredEventsPreparer | undefined }
   >();
+  /** Providers whose events that failed processing for good are re-applied automatically (reapplyDue). */
+  private readonly reapplied = new Set<string>();
   /**
    * Concurrent deliveries share one intake statement (one commit); a lone delivery goes out at once. The
    * accepted rows of the statements started within a few milliseconds get one job (see joinGroup).
@@ -236,9 +239,20 @@ export class WebhookInboxService {
     private readonly refusals: WebhookRefusalsService,
   ) {}
 
-  /** Each provider's module registers how its stored events are applied (in both processes). */
-  register(provider: WebhookProvider, apply: StoredEventHandler, prepare?: StoredEventsPreparer): void {
+  /**
+   * Each provider's module registers how its stored events are applied (in both processes). With
+   * `reapplyFailed`, an event of the provider that failed processing through all its attempts is re-applied
+   * automatically later (reapplyDue): the provider's handlers must converge whatever the order and delay.
+   */
+  register(
+    provider: WebhookProvider,
+    apply: StoredEventHandler,
+    prepare?: StoredEventsPreparer,
+    options: { reapplyFailed?: boolean } = {},
+  ): void {
     this.handlers.set(provider, { apply, prepare });
+    if (options.reapplyFailed) this.reapplied.add(provider);
+    else this.reapplied.delete(provider);
   }
 
   /** Intake: one statement, then the push. Throws only when the database refuses the statement. */
@@ -396,7 +410,8 @@ export class WebhookInboxService {
       });
     }
     if (hopeless || final) {
-      if (await this.recordFailure(id, err)) return { outcome: 'failed' };
+      // A payload that can never succeed is never re-applied automatically; a processing failure may be.
+      if (await this.recordFailure(id, err, !hopeless)) return { outcome: 'failed' };
     } else {
       this.logger.warn({ id, err: fullText(err) }, 'webhook attempt failed; it will be retried');
       await this.inbox.recordAttempt(this.prisma, id, recordableError(err)).catch(() => undefined);
@@ -601,21 +616,8 @@ export class WebhookInboxService {
   /** Bulk replay: the matching rows become RECEIVED and the worker applies them; returns how many. */
   async replayMany(filter: ArchiveFilter & { status: 'FAILED' | 'SKIPPED' }, actor: string): Promise<number> {
     const rows = await this.inbox.reopenMany(this.prisma, filter);
-    // A round trip to Redis per RELAY_BATCH rows; the rows are durable, the relay pushes what fails here.
-    for (let start = 0; start < rows.length; start += RELAY_BATCH) {
-      const chunk = rows.slice(start, start + RELAY_BATCH);
-      await this.queues
-        .addMany(
-          JOBS.processWebhook,
-          chunk.map((row) => this.jobOf(row)),
-        )
-        .catch((err: Error) =>
-          this.logger.warn(
-            { events: chunk.length, err: err.message },
-            'replay queued; its jobs will be pushed by the relay',
-          ),
-        );
-    }
+    // The rows are durable, the relay pushes what fails here.
+    await this.pushReopened(rows);
     await this.audit.recordStandalone({
       actor,
       action: 'webhook.replayed',
@@ -664,6 +666,66 @@ export class WebhookInboxService {
     return pushed;
   }
 
+  /**
+   * The automatic re-apply (release 0.2: "converge on the provider's truth by itself"): FAILED events whose
+   * failure was a processing failure (not a refused payload) of a provider registered with `reapplyFailed`
+   * are reopened when their `retry_at` has come (REAPPLY_DELAYS_HOURS after each failure, at most that many
+   * times) and applied by the worker through the exactly-once path of an operator's bulk replay, with the
+   * whole retry chain. Each is audited `webhook.replayed` (actor `system:webhook-reapply`, `source`
+   * `automatic`, `count` = which re-apply) and counted (`webhook_events_total{outcome="reapplied"}`). Run by
+   * the relay; `now` is its clock (tests pass a later one). Returns how many were reopened.
+   */
+  async reapplyDue(now: Date = new Date(), limit = RELAY_BATCH): Promise<number> {
+    const rows = await this.prisma.$transaction(async (tx) => {
+      const reopened = await this.inbox.reopenDue(tx, now, limit);
+      for (const row of reopened) await this.auditReapply(tx, row);
+      return reopened;
+    });
+    if (rows.length === 0) return 0;
+    for (const row of rows) this.metrics.webhookEvents.inc({ provider: row.provider, outcome: 'reapplied' });
+    this.logger.log(
+      { events: rows.map((row) => ({ event_id: row.eventId, reapply: row.reapply })) },
+      'failed webhook events re-applied automatically',
+    );
+    await this.pushReopened(rows);
+    return rows.length;
+  }
+
+  private auditReapply(tx: Tx, row: ReappliedRow): Promise<void> {
+    return this.audit.record(tx, {
+      actor: systemActor('webhook-reapply'),
+      action: 'webhook.replayed',
+      resourceType: 'webhook_event',
+      resourceId: row.eventId,
+      details: {
+        provider: row.provider,
+        event_id: row.eventId,
+        event_type: row.eventType,
+        previous_status: 'FAILED',
+        source: 'automatic',
+        count: row.reapply,
+      },
+    });
+  }
+
+  /** Jobs for reopened rows, a round trip to Redis per RELAY_BATCH; the relay pushes what fails here. */
+  private async pushReopened(rows: readonly AcceptedRow[]): Promise<void> {
+    for (let start = 0; start < rows.length; start += RELAY_BATCH) {
+      const chunk = rows.slice(start, start + RELAY_BATCH);
+      await this.queues
+        .addMany(
+          JOBS.processWebhook,
+          chunk.map((row) => this.jobOf(row)),
+        )
+        .catch((err: Error) =>
+          this.logger.warn(
+            { events: chunk.length, err: err.message },
+            'replay queued; its jobs will be pushed by the relay',
+          ),
+        );
+    }
+  }
+
   private async push(row: AcceptedRow): Promise<void> {
     await this.queues.addMany(JOBS.processWebhook, [this.jobOf(row)]);
   }
@@ -694,13 +756,14 @@ export class WebhookInboxService {
 
   /**
    * FAILED, the claim released and `webhook.failed` audited, in one transaction; false when another job
-   * applied the event meanwhile or the database is unreachable (the relay retries then).
+   * applied the event meanwhile or the database is unreachable (the relay retries then). A `retryable`
+   * failure of a provider that opts in gets its automatic re-apply time (reapplyDue).
    */
-  private async recordFailure(id: string, err: unknown): Promise<boolean> {
+  private async recordFailure(id: string, err: unknown, retryable: boolean): Promise<boolean> {
     const message = recordableError(err);
     try {
       const recorded = await this.prisma.$transaction(async (tx) => {
-        const event = await this.inbox.markFailed(tx, id, message);
+        const event = await this.inbox.markFailed(tx, id, message, retryable ? [...this.reapplied] : []);
         if (!event) return null;
         await this.auditFailure(
           tx,
@@ -713,10 +776,23 @@ export class WebhookInboxService {
       });
       if (!recorded) return false;
       this.metrics.webhookEvents.inc({ provider: recorded.provider, outcome: 'failed' });
-      this.logger.warn(
-        { provider: recorded.provider, event_id: recorded.eventId, err: fullText(err) },
-        'webhook event failed for good; replayable',
-      );
+      if (recorded.retryAt) {
+        this.logger.warn(
+          {
+            provider: recorded.provider,
+            event_id: recorded.eventId,
+            retry_at: recorded.retryAt.toISOString(),
+            reapplies: recorded.autoReapplies,
+            err: fullText(err),
+          },
+          'webhook event failed; it will be re-applied automatically',
+        );
+      } else {
+        this.logger.warn(
+          { provider: recorded.provider, event_id: recorded.eventId, err: fullText(err) },
+          'webhook event failed for good; replayable',
+        );
+      }
       return true;
     } catch (recordErr) {
       this.logger.error({ err: (recordErr as Error).message, id }, 'could not record webhook failure');

@@ -32,9 +32,11 @@ export class WebhooksProcessor extends JobProcessor {
     return this.inbox.apply(job.data.id, isFinalAttempt(job));
   }
 
+  /** Every 10 s: jobs for accepted events that lost theirs, then the failed events due for a re-apply. */
   @OnJob(JOBS.relayWebhooks)
   async relay() {
-    return { pushed: await this.inbox.relay() };
+    const pushed = await this.inbox.relay();
+    return { pushed, reapplied: await this.inbox.reapplyDue() };
   }
 
   override onApplicationBootstrap(): void {

@@ -73,5 +73,7 @@ function item(row: Omit<WebhookEvent, 'payload'>): WebhookItemDto {
     received_at: row.receivedAt.toISOString(),
     processed_at: row.processedAt?.toISOString() ?? null,
     source: row.source,
+    retry_at: row.retryAt?.toISOString() ?? null,
+    auto_reapplies: row.autoReapplies,
   };
 }

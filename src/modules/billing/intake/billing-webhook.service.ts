@@ -62,10 +62,13 @@ export class BillingWebhookService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
+    // An event that failed processing through all its attempts (an unknown price until it is configured, a
+    // database fault) is re-applied automatically for a few days: the handlers converge in any order.
     this.inbox.register(
       'billing',
       (tx, stored) => this.apply(tx, stored),
       (tx, batch) => this.prepare(tx, batch),
+      { reapplyFailed: true },
     );
   }
 

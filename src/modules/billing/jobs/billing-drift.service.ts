@@ -1,11 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { UnrecoverableError } from 'bullmq';
 import { z } from 'zod';
 import { AppConfig } from '../../../config/app-config.js';
-import { PrismaService } from '../../../infra/prisma/prisma.service.js';
+import { recordableError } from '../../../common/errors/internal-text.js';
+import { MetricsService } from '../../../infra/metrics/metrics.service.js';
+import { PrismaService, type Tx } from '../../../infra/prisma/prisma.service.js';
 import { UnitOfWork } from '../../../infra/prisma/unit-of-work.js';
+import { isOutageFailure } from '../../../infra/queue/job-failure.js';
 import type { Subscription } from '../../../generated/prisma/client.js';
 import { AuditService, systemActor } from '../../audit/audit.service.js';
 import { BillingApiClient, BillingRejectedError } from '../billing-api.client.js';
+import { UnknownPriceError } from '../billing.errors.js';
 import { PADDLE_UNSET_DATE, subscriptionSchema } from '../intake/billing-events.schema.js';
 import { SubscriptionStateService } from '../subscriptions/subscription-state.service.js';
 import {
@@ -38,12 +43,51 @@ const FIELD_NAMES: Record<(typeof WATCHED)[number], string> = {
   priceId: 'price_id',
 };
 
+/** Columns a reconcile may move without changing anything: the newer-wins bookkeeping and Prisma's stamp. */
+const BOOKKEEPING = new Set(['lastEventId', 'lastEventAt', 'updatedAt']);
+
+/** A reconcile that changed nothing: thrown to roll its transaction back (no audit entry, no write). */
+class NothingChanged extends Error {}
+
+/** Subscriptions named in the failure of a run that could not reconcile some (job_runs.last_error). */
+const NAMED_FAILURES = 5;
+
+export interface DriftRun {
+  checked: number;
+  reconciled: number;
+  /** Subscriptions whose reconcile failed (logged, counted in billing_drift_failures_total); the others went on. */
+  failed: number;
+  reason?: string;
+}
+
+/**
+ * A scheduled run that could not reconcile some subscriptions: the run went through all of them, then ends
+ * failed (job_runs, alert SubscriptionScheduledJobFailed) without BullMQ retrying it, since the next hourly
+ * run tries them again.
+ */
+export class DriftIncompleteError extends UnrecoverableError {
+  constructor(run: DriftRun, failures: string[]) {
+    super(
+      `drift check: ${run.failed} of ${run.checked} subscriptions could not be reconciled ` +
+        `(${failures.join('; ')}${run.failed > failures.length ? '; ...' : ''}); the others were`,
+    );
+    this.name = 'DriftIncompleteError';
+  }
+}
+
 /**
  * Issue 17 item 2: the hourly drift check. A subscription that should have renewed (ACTIVE/TRIALING past
  * its period end by BILLING_DRIFT_GRACE_MINUTES with no event since) or a PAST_DUE/PAUSED one untouched for
  * a week is read back from the provider. When the provider's state is newer it goes through the same state
  * machine as a synthetic event `reconcile:<subscription id>:<provider updated_at>` (newer-wins makes a repeat
- * a no-op; a synthetic event never grants credits) and is audited `billing.reconciled` with what changed.
+ * a no-op; a synthetic event never grants credits) and is audited `billing.reconciled` with what changed. A
+ * reconcile that changes nothing (the provider agrees with us) is rolled back: no audit entry, no write. A
+ * PAST_DUE or PAUSED subscription is read back about once a day once it is stale (see drifting).
+ *
+ * One subscription that cannot be reconciled (a price missing from BILLING_PRICE_TIERS, a provider answer
+ * off the contract, a database error of its own) is logged, counted in `billing_drift_failures_total` and
+ * passed over; the run goes on with the others. An outage (the provider or the database unreachable) stops
+ * the run as before: the next subscription would fail the same way.
  */
 @Injectable()
 export class BillingDriftService {
@@ -57,14 +101,30 @@ export class BillingDriftService {
     private readonly state: SubscriptionStateService,
     private readonly uow: UnitOfWork,
     private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
   ) {}
 
-  async check(now: Date = new Date()): Promise<{ checked: number; reconciled: number; reason?: string }> {
-    if (!this.config.billing.backfillEnabled) return { checked: 0, reconciled: 0, reason: 'not_configured' };
+  /** The scheduled job: check(), ending failed (not retried) when some subscriptions could not be reconciled. */
+  async run(now: Date = new Date()): Promise<DriftRun> {
+    const failures: string[] = [];
+    const result = await this.check(now, failures);
+    if (result.failed > 0) throw new DriftIncompleteError(result, failures);
+    return result;
+  }
+
+  /**
+   * One pass over the candidates. `failures` collects the first few that failed (subscription id and the
+   * recordable error), for the scheduled run's failure.
+   */
+  async check(now: Date = new Date(), failures: string[] = []): Promise<DriftRun> {
+    if (!this.config.billing.backfillEnabled) {
+      return { checked: 0, reconciled: 0, failed: 0, reason: 'not_configured' };
+    }
     const renewalCutoff = new Date(now.getTime() - this.config.billing.driftGraceMinutes * 60_000);
     const staleBefore = new Date(now.getTime() - WEEK_MS);
     let checked = 0;
     let reconciled = 0;
+    let failed = 0;
     let after: string | undefined;
     for (;;) {
       const candidates = await this.subscriptions.drifting(this.prisma, renewalCutoff, staleBefore, {
@@ -73,14 +133,39 @@ export class BillingDriftService {
       });
       for (const candidate of candidates) {
         checked += 1;
-        // A provider outage throws: the job fails and retries later; nothing was changed.
-        if (await this.reconcile(candidate, now)) reconciled += 1;
+        try {
+          if (await this.reconcile(candidate, now)) reconciled += 1;
+        } catch (err) {
+          // An outage throws: the job fails and retries later; nothing was changed.
+          if (isOutageFailure(err)) throw err;
+          failed += 1;
+          this.failed(candidate, err, failures);
+        }
       }
       if (candidates.length < BATCH) break;
       after = candidates[candidates.length - 1].id;
     }
-    if (reconciled > 0) this.logger.log({ checked, reconciled }, 'billing drift corrected');
-    return { checked, reconciled };
+    if (reconciled > 0 || failed > 0) {
+      this.logger.log({ checked, reconciled, failed }, 'billing drift check done');
+    }
+    return { checked, reconciled, failed };
+  }
+
+  /** One subscription could not be reconciled: logged and counted; the run goes on with the others. */
+  private failed(candidate: LapsedSubscription, err: unknown, failures: string[]): void {
+    const reason = err instanceof UnknownPriceError ? 'unknown_price' : 'error';
+    this.metrics.billingDriftFailures.inc({ reason });
+    this.logger.error(
+      {
+        subscription_id: candidate.provider_subscription_id,
+        reason,
+        err: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      },
+      'drift check: could not reconcile this subscription; the others go on',
+    );
+    if (failures.length < NAMED_FAILURES) {
+      failures.push(`${candidate.provider_subscription_id}: ${recordableError(err)}`);
+    }
   }
 
   private async reconcile(candidate: LapsedSubscription, now: Date): Promise<boolean> {
@@ -113,30 +198,79 @@ export class BillingDriftService {
       eventType: EVENT_OF_STATUS[data.data.status],
       occurredAt: updatedAt,
       data: entity,
+      actor: systemActor('billing-drift'),
     };
-    return this.uow.run(async (tx) => {
-      const before = await this.subscriptions.findByProviderId(tx, candidate.provider_subscription_id);
-      await this.state.handle(tx, event);
-      const after = await this.subscriptions.findByProviderId(tx, candidate.provider_subscription_id);
-      const fields = before && after ? changedFields(before, after) : [];
-      if (fields.length === 0 || !after) return false;
-      await this.audit.record(tx, {
-        actor: systemActor('billing-drift'),
-        action: 'billing.reconciled',
-        resourceType: 'subscription',
-        resourceId: after.id,
-        details: {
-          subscription_id: after.providerSubscriptionId,
-          event_id: event.eventId,
-          fields_changed: fields,
-          status: after.status,
-          previous_status: before!.status,
-          tier: after.tier,
-        },
-      });
-      return true;
-    });
+    try {
+      return await this.uow.run((tx) => this.apply(tx, candidate, event));
+    } catch (err) {
+      if (err instanceof NothingChanged) return false;
+      throw err;
+    }
   }
+
+  /**
+   * The provider's state through the state machine, in the caller's transaction. When it changed nothing
+   * (no column but the newer-wins bookkeeping, not the owner's row: the provider agrees with us, or it is
+   * older than what we hold), NothingChanged rolls the transaction back: the state machine's audit entry
+   * and the bookkeeping go with it, so an hourly re-read of a long PAUSED or PAST_DUE subscription writes
+   * nothing. A `reconcile:` event id wins a tie on the event time against the provider's own `evt_` id; it
+   * used to be applied (and audited as a `subscription.paused` webhook) on every run.
+   */
+  private async apply(
+    tx: Tx,
+    candidate: LapsedSubscription,
+    event: { eventId: string; eventType: string; occurredAt: Date; data: unknown; actor: string },
+  ): Promise<boolean> {
+    const id = candidate.provider_subscription_id;
+    // The state machine's own lock, taken first (re-entrant): nothing changes the row between the reads.
+    await this.subscriptions.lock(tx, id);
+    const before = await this.subscriptions.findByProviderId(tx, id);
+    if (!before) return false;
+    const ownerBefore = await this.ownerState(tx, before.userId);
+    await this.state.handle(tx, event);
+    const after = await this.subscriptions.findByProviderId(tx, id);
+    if (!after) return false;
+    if (sameRow(before, after) && ownerBefore === (await this.ownerState(tx, after.userId))) {
+      throw new NothingChanged();
+    }
+    const fields = changedFields(before, after);
+    if (fields.length === 0) return false;
+    await this.audit.record(tx, {
+      actor: systemActor('billing-drift'),
+      action: 'billing.reconciled',
+      resourceType: 'subscription',
+      resourceId: after.id,
+      details: {
+        subscription_id: after.providerSubscriptionId,
+        event_id: event.eventId,
+        fields_changed: fields,
+        status: after.status,
+        previous_status: before.status,
+        tier: after.tier,
+      },
+    });
+    return true;
+  }
+
+  /** What the state machine may change of the owner's row: the tier it derives, the customer id it links. */
+  private async ownerState(tx: Tx, userId: string): Promise<string> {
+    const user = await tx.user.findUnique({
+      where: { id: userId },
+      select: { currentTier: true, billingCustomerId: true },
+    });
+    return JSON.stringify(user);
+  }
+}
+
+/** Whether two reads of a subscription agree on every column but the bookkeeping (BOOKKEEPING). */
+function sameRow(a: Subscription, b: Subscription): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const key of keys) {
+    if (BOOKKEEPING.has(key)) continue;
+    const [x, y] = [(a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]];
+    if (JSON.stringify(x) !== JSON.stringify(y)) return false;
+  }
+  return true;
 }
 
 function changedFields(before: Subscription, after: Subscription): string[] {

@@ -41,7 +41,7 @@ export class BillingProcessor extends JobProcessor {
 
   @OnJob(JOBS.checkBillingDrift)
   checkDrift() {
-    return this.drift.check();
+    return this.drift.run();
   }
 
   @OnJob(JOBS.billingBackfill)

@@ -1,6 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { type Db, driverOf, type Tx } from '../../../infra/prisma/prisma.service.js';
 
+/**
+ * Paddle's transaction origins (`TransactionOrigin` in paddle-node-sdk: `api`, `subscription_charge`,
+ * `subscription_payment_method_change`, `subscription_recurring`, `subscription_update`, `web`) that only
+ * an existing subscription makes: a renewal, a proration or other change, a one-off charge, a payment
+ * method update. None of them is a subscription's first payment; `web` (checkout) and `api` can be, and
+ * so can a payment recorded without an origin.
+ */
+export const NOT_FIRST_ORIGINS = [
+  'subscription_recurring',
+  'subscription_update',
+  'subscription_charge',
+  'subscription_payment_method_change',
+] as const;
+
 export interface PaymentRecord {
   userId: string | null;
   providerTransactionId: string;
@@ -38,14 +52,20 @@ export class PaymentsRepository {
    */
   async upsertPayment(tx: Tx, record: PaymentRecord) {
     const { providerTransactionId } = record;
-    await tx.payment.createMany({ data: [record], skipDuplicates: true });
+    const { count: inserted } = await tx.payment.createMany({ data: [record], skipDuplicates: true });
     const row = await tx.payment.findUniqueOrThrow({ where: { providerTransactionId } });
     if ((row.userId === null && record.userId) || (row.tier === null && record.tier)) {
-      return tx.payment.update({
+      const updated = await tx.payment.update({
         where: { providerTransactionId },
         data: { userId: row.userId ?? record.userId, tier: row.tier ?? record.tier },
       });
+      if (row.userId === null && updated.userId) {
+        await this.linkAdjustments(tx, providerTransactionId, updated.userId);
+      }
+      return updated;
     }
+    // A refund recorded before its payment had no owner to take: it gets the payment's now.
+    if (inserted > 0 && row.userId) await this.linkAdjustments(tx, providerTransactionId, row.userId);
     return row;
   }
 
@@ -57,13 +77,30 @@ export class PaymentsRepository {
     });
   }
 
-  /** Payments that arrived before their subscription was known get their owner when it is. */
+  /**
+   * Payments that arrived before their subscription was known get their owner when it is, and so do the
+   * adjustments (refunds, chargebacks) of the subscription's payments recorded without one: the account
+   * export and the audits find a user's adjustments by `user_id`.
+   */
   async linkPaymentsToUser(tx: Tx, providerSubscriptionId: string, userId: string): Promise<number> {
     const result = await tx.payment.updateMany({
       where: { providerSubscriptionId, userId: null },
       data: { userId },
     });
+    // Raw: Prisma's @updatedAt would overwrite updated_at, the provider's, which orders adjustment events.
+    await tx.$executeRaw`
+      UPDATE billing_adjustments a SET user_id = ${userId}::uuid
+      FROM payments p
+      WHERE p.provider_subscription_id = ${providerSubscriptionId} AND p.user_id = ${userId}::uuid
+        AND a.provider_transaction_id = p.provider_transaction_id AND a.user_id IS NULL`;
     return result.count;
+  }
+
+  /** Adjustments of a transaction recorded without an owner get its payment's (see linkPaymentsToUser). */
+  private async linkAdjustments(tx: Tx, providerTransactionId: string, userId: string): Promise<void> {
+    await tx.$executeRaw`
+      UPDATE billing_adjustments SET user_id = ${userId}::uuid
+      WHERE provider_transaction_id = ${providerTransactionId} AND user_id IS NULL`;
   }
 
   /**
@@ -124,10 +161,18 @@ export class PaymentsRepository {
     return db.payment.findUnique({ where: { providerTransactionId } });
   }
 
-  /** The subscription's first payment (the one subscription.created granted the first period for). */
+  /**
+   * The subscription's first payment (the one subscription.created granted the first period for): its
+   * earliest recorded payment of an origin that can open a subscription (NOT_FIRST_ORIGINS), or null while
+   * none is recorded. A proration or one-off charge recorded before the first payment's webhook arrived is
+   * never taken for it: its refund took the first period's grant back (until 2026-12-08).
+   */
   firstPaymentOf(db: Db, providerSubscriptionId: string) {
     return db.payment.findFirst({
-      where: { providerSubscriptionId },
+      where: {
+        providerSubscriptionId,
+        OR: [{ origin: null }, { origin: { notIn: [...NOT_FIRST_ORIGINS] } }],
+      },
       orderBy: [{ occurredAt: 'asc' }, { providerTransactionId: 'asc' }],
     });
   }

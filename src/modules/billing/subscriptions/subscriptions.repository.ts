@@ -342,16 +342,18 @@ export class SubscriptionsRepository {
 
   /**
    * Subscriptions whose billing period is longer than a month (annual plans) and that still pay for it:
-   * candidates of the monthly allowance job. PAUSED ones get nothing while paused; a CANCELED one keeps
-   * its months until the period it paid for ends (and until the expiry job closes it). `id` narrows the
-   * check to one row (the job's re-check under the subscription's lock).
+   * candidates of the monthly allowance job. PAUSED ones get nothing while paused, PAST_DUE ones nothing
+   * while the period's payment is overdue (a past-due renewal grants once it is paid: the job then grants
+   * every month of the period that has come); a CANCELED one keeps its months until the period it paid for
+   * ends (and until the expiry job closes it). `id` narrows the check to one row (the job's re-check under
+   * the subscription's lock).
    */
   async multiMonthPeriods(db: Db, now: Date, options: { id?: string; afterId?: string; limit: number }) {
     await this.settle(db);
     return db.subscription.findMany({
       where: {
         OR: [{ billingInterval: 'year' }, { billingInterval: 'month', billingFrequency: { gt: 1 } }],
-        status: { in: ['ACTIVE', 'TRIALING', 'PAST_DUE', 'CANCELED'] },
+        status: { in: ['ACTIVE', 'TRIALING', 'CANCELED'] },
         expiredAt: null,
         currentPeriodStart: { not: null, lte: now },
         ...(options.id ? { id: options.id } : options.afterId ? { id: { gt: options.afterId } } : {}),
@@ -393,7 +395,10 @@ export class SubscriptionsRepository {
 
   /**
    * The drift check's candidates: live subscriptions that should have renewed (ACTIVE/TRIALING whose period
-   * ended more than `renewalGrace` ago) and PAST_DUE/PAUSED ones untouched since `staleBefore`.
+   * ended more than `renewalGrace` ago) and PAST_DUE/PAUSED ones untouched since `staleBefore`, those only
+   * in the hour they turned stale and every 24th hour after it (each is read back about once a day, the
+   * reads spread over the day: a paused subscription can stay so for months, and the provider's API
+   * allows 240 requests a minute for everything we ask it).
    */
   async drifting(db: Db, renewalCutoff: Date, staleBefore: Date, options: SweepOptions = {}) {
     await this.settle(db);
@@ -404,7 +409,8 @@ export class SubscriptionsRepository {
         AND (
           (status IN ('ACTIVE', 'TRIALING') AND current_period_end < ${renewalCutoff}
              AND last_event_at < current_period_end)
-          OR (status IN ('PAST_DUE', 'PAUSED') AND last_event_at < ${staleBefore})
+          OR (status IN ('PAST_DUE', 'PAUSED') AND last_event_at < ${staleBefore}
+             AND mod(floor(extract(epoch FROM ${staleBefore}::timestamptz - last_event_at) / 3600)::bigint, 24) = 0)
         )
       ORDER BY id
       LIMIT ${options.limit ?? 1}`;

@@ -79,6 +79,15 @@ export class WebhookItemDto {
   /** delivery (the provider's webhook) or backfill (its event log). */
   @ApiEnum(['delivery', 'backfill'])
   source!: string;
+  /**
+   * When this FAILED event is re-applied automatically (a billing event that failed processing); null when
+   * no automatic re-apply is coming (a refused payload, another provider, none left, or not FAILED).
+   */
+  @ApiTimestamp()
+  retry_at!: string | null;
+  /** Automatic re-applies made so far (at most 7). */
+  @ApiInt({ minimum: 0 })
+  auto_reapplies!: number;
 }
 
 export class WebhookDetailDto extends WebhookItemDto {
