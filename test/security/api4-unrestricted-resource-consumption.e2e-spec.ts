@@ -18,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { takesLargeBody } from '../../src/common/http/body-limits.js';
 import { MAX_FIELD_ERRORS } from '../../src/common/errors/app-error.js';
 import { RequestRateLimiter } from '../../src/modules/auth/request-rate-limit.js';
+import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import { grantCredits } from '../support/credits.js';
 import { waitFor } from '../support/wait.js';
 import { inBatches } from './support/db.js';
@@ -379,15 +380,18 @@ describe('API4 key-count bound, capped validation errors and the general rate li
       expect(res.status).toBe(201);
     });
 
-    it('limits unauthenticated requests per client IP: public routes and 401 answers', async () => {
+    it('limits unauthenticated requests per client IP: refused e-mail links and 401 answers', async () => {
+      // An e-mail link's token is its credential: each refused one counts once its answer is known, and the
+      // fifth blocks the address.
       const statuses: number[] = [];
       for (let i = 0; i < 5; i += 1) {
         statuses.push(
           (await limited.http.get('/api/v1/email/unsubscribe?t=bogus').set(from('203.0.113.20'))).status,
         );
       }
-      expect(statuses.slice(0, 4).every((s) => s !== 429)).toBe(true);
-      expect(statuses[4]).toBe(429);
+      expect(statuses).toEqual([400, 400, 400, 400, 400]);
+      await waitFor(async () => limited.app.get(RequestRateLimiter).ipBlock('203.0.113.20'));
+      expect429(await limited.http.post('/api/v1/email/unsubscribe?t=bogus').set(from('203.0.113.20')));
 
       const denied: number[] = [];
       for (let i = 0; i < 5; i += 1) {
@@ -432,6 +436,39 @@ describe('API4 key-count bound, capped validation errors and the general rate li
           (await limited.http.post('/webhooks/billing').set(from('203.0.113.21')).send({})).status,
         ).not.toBe(429);
       }
+    });
+
+    it("serves valid e-mail links beyond the per-IP limit, also from a blocked address: a mail provider's one-click POSTs", async () => {
+      // RFC 8058: the recipients' mail provider POSTs the one-click unsubscribes from a few servers.
+      const tokens = limited.app.get(UnsubscribeTokens);
+      const provider = from('203.0.113.40');
+      const recipients = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => world.user(`one-click-${i}`)));
+      for (const recipient of recipients) {
+        const res = await limited.http
+          .post(`/api/v1/email/unsubscribe?t=${encodeURIComponent(tokens.sign(recipient.user.id))}`)
+          .type('form')
+          .set(provider)
+          .send('List-Unsubscribe=One-Click');
+        expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { unsubscribed: true } });
+      }
+      expect(limited.app.get(RequestRateLimiter).ipBlock('203.0.113.40')).toBeNull();
+      // Forged links from the same servers are counted and block them; valid ones are still served.
+      for (let i = 0; i < 5; i += 1) {
+        const res = await limited.http.post('/api/v1/email/unsubscribe?t=forged').set(provider);
+        expect(res.status).toBe(400);
+      }
+      await waitFor(async () => limited.app.get(RequestRateLimiter).ipBlock('203.0.113.40'));
+      expect429(await limited.http.post('/api/v1/email/unsubscribe?t=forged').set(provider));
+      expect429(await limited.http.get('/api/v1/me').set(provider));
+      const late = await world.user('one-click-late');
+      const served = await limited.http
+        .post(`/api/v1/email/unsubscribe?t=${encodeURIComponent(tokens.sign(late.user.id))}`)
+        .set(provider);
+      expect(served.status).toBe(200);
+      const page = await limited.http
+        .get(`/api/v1/email/unsubscribe?t=${encodeURIComponent(tokens.sign(late.user.id))}`)
+        .set(provider);
+      expect(page.status).toBe(200);
     });
 
     it('writes at most ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR admin.unauthorized rows per user, still answering 403', async () => {

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { AppError, DependencyError, NotFoundError, ValidationError } from '../errors/app-error.js';
 import { isValueTooLong } from '../errors/database-errors.js';
 import { isDependencyFailure } from '../errors/dependency-failure.js';
+import { HELD_IP_BLOCK } from '../http/signed-link-routes.js';
 
 /**
  * The Content-Type of every problem answer, whoever writes it (the filter, the body parser's refusals, the
@@ -166,7 +167,14 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     const ctx = host.switchToHttp();
     const req = ctx.getRequest<Request & { id?: string }>();
     const res = ctx.getResponse<Response>();
-    const { problem, headers } = toProblem(error, req.id);
+    // A signed-link request from an address over its limit was let through to prove its token: a refusal
+    // answers the address's 429 instead (requestRateLimitMiddleware).
+    const held: unknown = res.locals?.[HELD_IP_BLOCK];
+    const refusal = toProblem(error, req.id);
+    const { problem, headers } =
+      held instanceof AppError && refusal.problem.status >= 400 && refusal.problem.status < 500
+        ? toProblem(held, req.id)
+        : refusal;
     if (isValueTooLong(error) && !(error instanceof AppError)) {
       // Answered as a 400, but a DTO lacks a length check that matches its column: worth a look.
       this.logger.warn(

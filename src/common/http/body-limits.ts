@@ -18,19 +18,10 @@ import {
 import { MAX_INPUT_DEPTH } from '../validation/validation.pipe.js';
 import { BAD_PATH_ESCAPE, sendProblem, toProblem } from '../filters/problem-details.filter.js';
 import { API_PREFIX } from './api-prefix.js';
+import { isSignedLinkRoute, routePath } from './signed-link-routes.js';
 
-/** Form bodies: only the routes that document one take it (`FORM_ROUTES`), and none decodes it. */
+/** Form bodies: only the routes that document one take it (the signed-link routes, `isSignedLinkRoute`), and none decodes it. */
 export const FORM_BODY_LIMIT = '64kb';
-
-/**
- * A request path as the router matches it: Express routes without regard to case and with one optional
- * trailing slash (its defaults, which Nest keeps), so `/API/v1/ai/completions/` reaches the completions
- * handler. Every path rule below compares this form, so a body limit follows the route that will run.
- */
-const routePath = (path: string): string => {
-  const lower = path.toLowerCase();
-  return lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
-};
 
 /** The webhook receivers verify a signature over the raw bytes and parse with their own schemas. */
 const isWebhook = (path: string): boolean => routePath(path).startsWith('/webhooks/');
@@ -51,8 +42,7 @@ export function takesLargeBody(path: string): boolean {
  * form parser answered 415 to anything but utf-8 and iso-8859-1, e.g. `charset=us-ascii`) cannot refuse
  * an unsubscribe.
  */
-const FORM_ROUTES = new Set([`/${API_PREFIX}/email/unsubscribe`, `/${API_PREFIX}/email/confirm`]);
-const takesForm = (path: string): boolean => FORM_ROUTES.has(routePath(path));
+const takesForm = isSignedLinkRoute;
 
 /**
  * The operational probes (`/health`, `/health/ready`, `/status`) read neither their query string nor a
@@ -63,7 +53,7 @@ export const isProbe = (path: string): boolean => {
   return route === '/health' || route === '/health/ready' || route === '/status';
 };
 
-/** A route under /api/v1: the bodies it reads are JSON (forms only on FORM_ROUTES). */
+/** A route under /api/v1: the bodies it reads are JSON (forms only on the signed-link routes). */
 const isApiRoute = (path: string): boolean => routePath(path).startsWith(`/${API_PREFIX}/`);
 
 /**
@@ -246,7 +236,7 @@ function mediaTypeRefusal(req: Request): UnsupportedMediaTypeError | null {
  * are not UTF-8 and strings with an unpaired surrogate (`"a\ud800"`) are 400 `validation_failed`, all
  * before authentication and before any DTO transformation. Before any body is read: a path or a query
  * string whose percent-escapes are not UTF-8 is 400 `validation_failed`, and a body that is not JSON on an
- * API route is 415 `unsupported_media_type` (forms only where FORM_ROUTES document one, read as bytes and
+ * API route is 415 `unsupported_media_type` (forms only where the signed-link routes document one, read as bytes and
  * never decoded). The webhook receivers keep their raw bytes and their own rules; the probes read nothing.
  */
 export function installBodyParsers(app: NestExpressApplication, config: AppConfig): void {

@@ -6,6 +6,7 @@ import { RateLimitedError } from '../../common/errors/app-error.js';
 import { sendProblem, toProblem } from '../../common/filters/problem-details.filter.js';
 import { RedisService } from '../../infra/redis/redis.service.js';
 import { API_PREFIX } from '../../common/http/api-prefix.js';
+import { HELD_IP_BLOCK, isSignedLinkRoute } from '../../common/http/signed-link-routes.js';
 import type { Principal } from '../../common/principal.js';
 
 const MAX_BLOCKED_IPS = 10_000;
@@ -142,7 +143,8 @@ export class RequestRateLimitGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
     const req = context.switchToHttp().getRequest<Request & { principal?: Principal }>();
-    if (isRateLimitExempt(req.path)) return true;
+    // A signed link's token authenticates it; a refused one is counted when its answer is known.
+    if (isRateLimitExempt(req.path) || isSignedLinkRoute(req.path)) return true;
     const outcome = req.principal
       ? WRITES.has(req.method)
         ? await this.limiter.consumeUser(req.principal.user.id)
@@ -160,7 +162,11 @@ export const clientIp = (req: Request): string => req.ip ?? req.socket.remoteAdd
  * credentials; every 401 answer counts for its IP (bad or missing credentials cost the sender, whatever
  * the route). A request with credentials goes on to authentication: the per-IP limit is for
  * unauthenticated requests only (DESIGN 5c), so a signed-in user behind the same address (NAT, proxy) is
- * served, and AuthenticationGuard answers the 429 instead of a 401 when the credentials fail.
+ * served, and AuthenticationGuard answers the 429 instead of a 401 when the credentials fail. The e-mail
+ * links (isSignedLinkRoute) are alike: their token is their credential, and mail providers' servers POST
+ * the one-click unsubscribe of many recipients from a few addresses. A link request from a blocked address
+ * goes on with the block held (`res.locals`); a valid token is served, a refused one is answered the 429
+ * by the problem filter. Every refused link request (any 4xx but a 429) counts for its address.
  */
 export function requestRateLimitMiddleware(limiter: RequestRateLimiter) {
   return (req: Request, res: Response, next: NextFunction): void => {
@@ -169,13 +175,18 @@ export function requestRateLimitMiddleware(limiter: RequestRateLimiter) {
     // Only where AuthenticationGuard decides (the API): it answers the block for failed credentials. Elsewhere
     // (the queue dashboard's own gate, unknown paths) an Authorization header does not lift the block.
     const authenticatedByGuard = req.headers.authorization && req.path.startsWith(`/${API_PREFIX}/`);
+    const signedLink = isSignedLinkRoute(req.path);
     const blocked = authenticatedByGuard ? null : limiter.ipBlock(ip);
-    if (blocked) {
+    if (blocked && signedLink) res.locals[HELD_IP_BLOCK] = blocked;
+    else if (blocked) {
       const { problem, headers } = toProblem(blocked, req.id === undefined ? undefined : String(req.id));
       return sendProblem(res, problem, headers);
     }
     res.on('finish', () => {
-      if (res.statusCode === 401) void limiter.consumeIp(ip);
+      const status = res.statusCode;
+      if (status === 401 || (signedLink && status >= 400 && status < 500 && status !== 429)) {
+        void limiter.consumeIp(ip);
+      }
     });
     next();
   };
