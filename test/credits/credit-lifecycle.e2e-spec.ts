@@ -173,6 +173,107 @@ describe('credit lifecycle (issue 18)', () => {
       await job.run(new Date());
       expect(await renewalGrants()).toEqual([`allowance:${subId}:${renewalStart.toISOString()}:1`]);
       expect((await rows(u.id, 'grant')).map((g) => g.jobId)).toContain(payment.data.id);
+      // Paid after month 1 had begun: month 0 (the renewal's grant) was never spendable in its own month, so
+      // the catch-up of month 1 does not expire it (decision "a past-due period grants once it is paid").
+      expect((await rows(u.id, 'expiry')).map((e) => e.jobId)).not.toContain(payment.data.id);
+    });
+
+    it('grant the months of a paid period on time while it is past due for another payment', async () => {
+      // Review repro: a PAID annual period goes past_due (a failed one-off charge) between months 2 and 4;
+      // skipping it then catching up in one run expired each caught-up month at once under `none`.
+      const day = 86_400_000;
+      const start = new Date(Date.now() - 200 * day);
+      const { user: u, subId } = await subscribed('PRO', { annual: true, start });
+      const year = { interval: 'year', frequency: 1 };
+      const ev = (type: string, status: 'active' | 'past_due', at: Date) =>
+        subscriptionEvent({
+          type,
+          subId,
+          status,
+          priceId: PRICE.PRO,
+          occurredAt: at,
+          periodStart: start,
+          periodEnd: addMonths(start, 12),
+          billingCycle: year,
+        });
+      const paid = transactionEvent({ subId, origin: 'web', total: '18000', occurredAt: start });
+      expect((await deliver(api, paid)).outcome).toBe('processed');
+      const job = api.app.get(AllowanceService);
+      const at = (month: number) => new Date(addMonths(start, month).getTime() + 3_600_000);
+      await job.run(at(1));
+      await job.run(at(2));
+      expect(
+        (await deliver(api, ev('subscription.past_due', 'past_due', new Date(at(2).getTime() + day))))
+          .outcome,
+      ).toBe('processed');
+      const month = (m: number) => `allowance:${subId}:${start.toISOString()}:${m}`;
+      await job.run(at(3));
+      expect((await rows(u.id, 'grant')).map((g) => g.jobId)).toContain(month(3));
+      await job.run(at(4));
+      expect(
+        (await deliver(api, ev('subscription.updated', 'active', new Date(at(4).getTime() + day)))).outcome,
+      ).toBe('processed');
+      await job.run(new Date(at(4).getTime() + 2 * day));
+      // Months 3 and 4 came on their anniversaries; each closed only the month before it, in its turn.
+      expect((await rows(u.id, 'grant')).map((g) => g.jobId)).toEqual(
+        expect.arrayContaining([month(1), month(2), month(3), month(4)]),
+      );
+      expect((await rows(u.id, 'expiry')).map((e) => e.jobId)).not.toContain(month(4));
+      expect((await rows(u.id, 'expiry')).map((e) => e.jobId)).toContain(month(3));
+      expect(await user(u.id)).toMatchObject({ creditBalance: 1000 });
+    });
+
+    it('keep every month caught up at once after a long unpaid spell until the next month closes them', async () => {
+      const day = 86_400_000;
+      const start = new Date(Date.now() - 500 * day);
+      const { user: u, subId } = await subscribed('PRO', { annual: true, start });
+      const year = { interval: 'year', frequency: 1 };
+      const renewalStart = addMonths(start, 12);
+      const renewed = (type: string, status: 'past_due' | 'active', at: Date) =>
+        subscriptionEvent({
+          type,
+          subId,
+          status,
+          priceId: PRICE.PRO,
+          occurredAt: at,
+          periodStart: renewalStart,
+          periodEnd: addMonths(start, 24),
+          billingCycle: year,
+        });
+      expect((await deliver(api, renewed('subscription.past_due', 'past_due', renewalStart))).outcome).toBe(
+        'processed',
+      );
+      const job = api.app.get(AllowanceService);
+      const at = (month: number) => new Date(addMonths(renewalStart, month).getTime() + 3_600_000);
+      await job.run(at(1));
+      await job.run(at(2));
+      await job.run(at(3));
+      // Paid at last in month 3: month 0 with the payment, months 1..3 in the next run.
+      const paidAt = new Date(addMonths(renewalStart, 3).getTime() + 10 * day);
+      const payment = transactionEvent({ subId, priceId: PRICE.PRO, total: '15000', occurredAt: paidAt });
+      // Paddle's transaction names the period it pays (its month 0 starts with the period, not the payment).
+      Object.assign(payment.data, {
+        billing_period: {
+          starts_at: renewalStart.toISOString(),
+          ends_at: addMonths(start, 24).toISOString(),
+        },
+      });
+      expect((await deliver(api, payment)).outcome).toBe('processed');
+      expect((await deliver(api, renewed('subscription.updated', 'active', paidAt))).outcome).toBe(
+        'processed',
+      );
+      const before = (await user(u.id)).creditBalance;
+      await job.run(new Date(paidAt.getTime() + 3_600_000));
+      const month = (m: number) => `allowance:${subId}:${renewalStart.toISOString()}:${m}`;
+      const expired = async () => (await rows(u.id, 'expiry')).map((e) => e.jobId);
+      expect(await expired()).not.toEqual(expect.arrayContaining([payment.data.id]));
+      for (const m of [1, 2]) expect(await expired()).not.toContain(month(m));
+      // Four months' credits, spendable until month 4 closes the last of them (rule `none`).
+      expect((await user(u.id)).creditBalance).toBe(before + 3000);
+      expect((await user(u.id)).planExpiresAt?.toISOString()).toBe(addMonths(renewalStart, 4).toISOString());
+      await job.run(at(4));
+      expect(await expired()).toContain(month(3));
+      expect((await user(u.id)).creditBalance).toBe(1000);
     });
 
     it('give a monthly plan nothing from the job, and the renewal grants the next month 0', async () => {

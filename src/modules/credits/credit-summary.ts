@@ -21,7 +21,7 @@ export interface PlanSubscription {
 }
 
 /** Statuses under which the allowance job grants a multi-month period's later months (multiMonthPeriods). */
-const MONTHLY_JOB_STATUSES = ['ACTIVE', 'TRIALING', 'CANCELED'];
+const MONTHLY_JOB_STATUSES = ['ACTIVE', 'TRIALING', 'PAST_DUE', 'CANCELED'];
 /** Statuses that renew at the period end: the renewal's transaction.completed grants the next allowance. */
 const RENEWING_STATUSES = ['ACTIVE', 'TRIALING', 'PAST_DUE'];
 /** Scheduled changes that stop a subscription at its period end, before any renewal. */

@@ -62,6 +62,13 @@ export interface AllowanceInput {
   startsAt: Date;
   endsAt: Date | null;
   details?: LedgerDetails;
+  /**
+   * A month the allowance job catches up after the allowance before it came late itself (granted after this
+   * month had begun: months granted in one catch-up run, month 0 of a renewal paid late). It expires
+   * nothing, neither the allowance before it nor (when it starts before the current one) its own credits:
+   * the caught-up credits stay until the next allowance granted in its month closes them under the rule.
+   */
+  catchUp?: boolean;
 }
 
 export interface AllowanceResult extends LedgerResult {
@@ -174,6 +181,10 @@ export class CreditsService {
     if (!result.applied) return { ...result, expired: 0 };
     const state = await this.ledger.planState(tx, input.userId);
     const plan = state ? Math.max(result.balance - Math.min(state.purchased, result.balance), 0) : 0;
+    if (input.catchUp && state?.planStartsAt && input.startsAt.getTime() < state.planStartsAt.getTime()) {
+      // Caught up behind a later allowance that came late: it stays the current one and closes nothing.
+      return { ...result, expired: 0 };
+    }
     if (state?.planStartsAt && input.startsAt.getTime() < state.planStartsAt.getTime()) {
       // Never the newer period's credits: at most what this grant added.
       const rule = this.rolloverOf(input.tier);
@@ -186,7 +197,7 @@ export class CreditsService {
     let expired = 0;
     let balance = result.balance;
     const previous = state?.planJobId;
-    if (previous && previous !== input.jobId) {
+    if (previous && previous !== input.jobId && !input.catchUp) {
       const closed = await this.ledger.findByJob(tx, previous, CREDIT_KINDS.grant);
       const closedTier = (closed?.details as { tier?: unknown } | null)?.tier;
       const rule = this.rolloverOf(typeof closedTier === 'string' ? closedTier : input.tier);

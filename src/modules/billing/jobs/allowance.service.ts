@@ -97,6 +97,9 @@ export class AllowanceService {
     const done = new Set(
       await this.credits.allowanceGrantsOf(this.prisma, row.userId, row.providerSubscriptionId),
     );
+    // Whether the month before the one being granted came late (after that month had begun): a month granted
+    // earlier in this run always did; month 0 did when the period's payment was made after month 1 began.
+    let lateBefore = false;
     for (const index of dueMonths(periodOf(row, start), now)) {
       const jobId = allowanceJobId(row.providerSubscriptionId, start, index);
       if (done.has(jobId)) continue;
@@ -114,6 +117,18 @@ export class AllowanceService {
         }
         // Under the subscription's lock: a refund of the payment has committed, or reads this grant.
         const payment = await this.payments.periodPayment(tx, current.providerSubscriptionId, start);
+        // Past due with the period's payment recorded: another payment failed (a one-off charge), the period
+        // is paid and its months come on time. Without it the renewal itself is unpaid: nothing until paid.
+        if (current.status === 'PAST_DUE' && !payment) return null;
+        const catchUp =
+          lateBefore ||
+          (index === 1 &&
+            (await this.payments.periodPaidBetween(
+              tx,
+              current.providerSubscriptionId,
+              addMonths(start, 1),
+              now,
+            )));
         const withheld = withheldOf(amount, payment);
         const reduced = payment && withheld > 0 ? refundDetails(payment, withheld) : null;
         const grant = await this.credits.grantAllowance(tx, {
@@ -123,6 +138,7 @@ export class AllowanceService {
           jobId,
           startsAt: addMonths(start, index),
           endsAt: monthEnd(start, index, current.currentPeriodEnd),
+          catchUp,
           details: {
             source: 'allowance',
             subscription_id: current.providerSubscriptionId,
@@ -153,6 +169,7 @@ export class AllowanceService {
       });
       // No longer a candidate, or its period moved on: no later month of this period is due either.
       if (month === null) break;
+      lateBefore = true;
       if (month.credits > 0) {
         granted.months += 1;
         granted.credits += month.credits;

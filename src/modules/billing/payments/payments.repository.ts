@@ -189,6 +189,23 @@ export class PaymentsRepository {
     toleranceMs: number,
     pays: { firstTransactionId: string | null; periodOrigin: string },
   ) {
+    return this.periodPaymentsBetween(
+      db,
+      providerSubscriptionId,
+      new Date(at.getTime() - toleranceMs),
+      new Date(at.getTime() + toleranceMs),
+      pays,
+    );
+  }
+
+  /** The subscription's payments that pay a period (see periodPaymentsNear) made from `from` to `to`. */
+  periodPaymentsBetween(
+    db: Db,
+    providerSubscriptionId: string,
+    from: Date,
+    to: Date,
+    pays: { firstTransactionId: string | null; periodOrigin: string },
+  ) {
     return db.payment.findMany({
       where: {
         providerSubscriptionId,
@@ -197,10 +214,7 @@ export class PaymentsRepository {
           { origin: pays.periodOrigin },
           ...(pays.firstTransactionId ? [{ providerTransactionId: pays.firstTransactionId }] : []),
         ],
-        occurredAt: {
-          gte: new Date(at.getTime() - toleranceMs),
-          lte: new Date(at.getTime() + toleranceMs),
-        },
+        occurredAt: { gte: from, lte: to },
       },
       orderBy: [{ occurredAt: 'asc' }, { providerTransactionId: 'asc' }],
     });

@@ -500,6 +500,22 @@ export class PaymentsService {
    * every refund of a subscription's payment takes before it reads the grants: a refund committed before is
    * read here, one applied after reads what the caller granted.
    */
+  /**
+   * Whether a payment that pays a period (the first payment or a renewal) of `providerSubscriptionId` was
+   * made from `from` to `to`: in the allowance job, the period's month 0 came late (a renewal paid after
+   * its period's month 1 had begun), so month 1 does not expire it (decision "a past-due period grants once
+   * it is paid").
+   */
+  async periodPaidBetween(db: Db, providerSubscriptionId: string, from: Date, to: Date): Promise<boolean> {
+    if (to.getTime() < from.getTime()) return false;
+    const first = await this.payments.firstPaymentOf(db, providerSubscriptionId);
+    const paid = await this.payments.periodPaymentsBetween(db, providerSubscriptionId, from, to, {
+      firstTransactionId: first?.providerTransactionId ?? null,
+      periodOrigin: RENEWAL_ORIGIN,
+    });
+    return paid.length > 0;
+  }
+
   async periodPayment(
     db: Db,
     providerSubscriptionId: string,

@@ -342,18 +342,19 @@ export class SubscriptionsRepository {
 
   /**
    * Subscriptions whose billing period is longer than a month (annual plans) and that still pay for it:
-   * candidates of the monthly allowance job. PAUSED ones get nothing while paused, PAST_DUE ones nothing
-   * while the period's payment is overdue (a past-due renewal grants once it is paid: the job then grants
-   * every month of the period that has come); a CANCELED one keeps its months until the period it paid for
-   * ends (and until the expiry job closes it). `id` narrows the check to one row (the job's re-check under
-   * the subscription's lock).
+   * candidates of the monthly allowance job. PAUSED ones get nothing while paused. PAST_DUE ones are
+   * candidates: the job grants their months only while the period's payment is recorded (past due for
+   * another payment), an unpaid renewal waits until it is paid (the job then grants every month of the
+   * period that has come); a CANCELED one keeps its months until the period it paid for ends (and until the
+   * expiry job closes it). `id` narrows the check to one row (the job's re-check under the subscription's
+   * lock).
    */
   async multiMonthPeriods(db: Db, now: Date, options: { id?: string; afterId?: string; limit: number }) {
     await this.settle(db);
     return db.subscription.findMany({
       where: {
         OR: [{ billingInterval: 'year' }, { billingInterval: 'month', billingFrequency: { gt: 1 } }],
-        status: { in: ['ACTIVE', 'TRIALING', 'CANCELED'] },
+        status: { in: ['ACTIVE', 'TRIALING', 'PAST_DUE', 'CANCELED'] },
         expiredAt: null,
         currentPeriodStart: { not: null, lte: now },
         ...(options.id ? { id: options.id } : options.afterId ? { id: { gt: options.afterId } } : {}),
