@@ -1,6 +1,7 @@
 import { createUser } from '../factories/user.factory.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
+import type pg from 'pg';
 import { MetricsService } from '../../src/infra/metrics/metrics.service.js';
 import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
 import { REAPPLY_DELAYS_HOURS } from '../../src/modules/webhooks/webhook-inbox.repository.js';
@@ -121,6 +122,66 @@ describe('billing webhooks: automatic re-apply of events that failed for good', 
     expect(await inbox().reapplyDue(new Date(Date.now() + 400 * HOUR))).toBe(0);
     expect((await deliver(api, renewal)).outcome).toBe('duplicate');
     expect(await grants(api, user.id)).toHaveLength(2);
+  });
+
+  it('takes the claim before the row, as the intake does: a redelivery racing the re-apply never deadlocks', async () => {
+    // Review repro: the intake claims, then writes the row; the re-apply locked the row, then claimed (40P01).
+    // A gate holds the intake statement between its claim and its row (a trigger on webhook_events).
+    const GATE = 777_001;
+    await api.prisma.$executeRawUnsafe(
+      `CREATE TABLE IF NOT EXISTS reapply_gated (event_id text PRIMARY KEY)`,
+    );
+    await api.prisma.$executeRawUnsafe(`
+      CREATE OR REPLACE FUNCTION reapply_gate_intake() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM reapply_gated WHERE event_id = NEW.event_id;
+        IF FOUND THEN PERFORM pg_advisory_xact_lock_shared(${GATE}); END IF;
+        RETURN NEW;
+      END $$`);
+    await api.prisma.$executeRawUnsafe(
+      `CREATE OR REPLACE TRIGGER reapply_gate_intake BEFORE INSERT ON webhook_events FOR EACH ROW EXECUTE FUNCTION reapply_gate_intake()`,
+    );
+    const gate: pg.PoolClient = await api.prisma.pool.connect();
+    try {
+      const { user, subId } = await subscribe(api, 'PRO');
+      const renewal = transactionEvent({ subId, origin: 'subscription_recurring', total: '1500' });
+      await api.prisma.$executeRawUnsafe(`INSERT INTO reapply_refuse VALUES ($1)`, renewal.data.id);
+      expect((await deliver(api, renewal)).outcome).toBe('failed');
+      const due = (await archived(renewal.event_id)).retryAt!;
+      await api.prisma.$executeRawUnsafe(`DELETE FROM reapply_refuse`);
+
+      await api.prisma.$executeRawUnsafe(`INSERT INTO reapply_gated VALUES ($1)`, renewal.event_id);
+      await gate.query('SELECT pg_advisory_lock($1)', [GATE]);
+      // (A supertest request starts when it is awaited or then'd.)
+      const delivery = send(api, renewal).then((res) => res);
+      // The intake has claimed the event and waits at the gate, before its row.
+      await waitFor(async () => {
+        const { rows } = await gate.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`,
+          [GATE],
+        );
+        return rows[0].n > 0 ? true : null;
+      }, 10_000);
+      const reapply = inbox()
+        .reapplyDue(due)
+        .then(
+          (n) => ({ n }),
+          (err: Error) => ({ err: err.message }),
+        );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await gate.query('SELECT pg_advisory_unlock($1)', [GATE]);
+      const [res, re] = await Promise.all([delivery, reapply]);
+      // The redelivery took the event in; the re-apply found its claim taken and left the row to it.
+      expect(res.status).toBe(200);
+      expect(re).toEqual({ n: 0 });
+      expect(await untilStatus(renewal.event_id, 'PROCESSED')).toMatchObject({ autoReapplies: 0 });
+      expect((await grants(api, user.id)).map((g) => g.jobId)).toEqual([
+        `first-period:${subId}`,
+        renewal.data.id,
+      ]);
+    } finally {
+      gate.release();
+    }
   });
 
   it(`gives up after ${REAPPLY_DELAYS_HOURS.length} re-applies, spaced 1 h doubling, then waits for an operator`, async () => {

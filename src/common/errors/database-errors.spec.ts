@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { isForeignKeyViolation, isValueTooLong } from './database-errors.js';
+import { isDeadlock, isForeignKeyViolation, isValueTooLong } from './database-errors.js';
 
 /** The shapes Prisma 7 with the PrismaPg adapter produces (seen in tests against PostgreSQL). */
 const prismaError = (code: string, sqlState: string) => ({
@@ -20,6 +20,13 @@ describe('database error recognition', () => {
     expect(isForeignKeyViolation(prismaError('P2003', '23503'))).toBe(true);
     expect(isForeignKeyViolation(prismaError('P2010', '23503'))).toBe(true);
     expect(isForeignKeyViolation({ code: '23503' })).toBe(true);
+  });
+
+  it('recognises a deadlock from a raw query, a transaction and pg itself', () => {
+    expect(isDeadlock(prismaError('P2010', '40P01'))).toBe(true);
+    expect(isDeadlock({ code: 'P2034' })).toBe(true);
+    expect(isDeadlock({ code: '40P01' })).toBe(true);
+    expect(isDeadlock(prismaError('P2010', '23505'))).toBe(false);
   });
 
   it('does not confuse the two, or other errors, with either', () => {

@@ -23,3 +23,9 @@ export const isForeignKeyViolation = (error: unknown): boolean => hasDatabaseCod
 
 /** A second row with a value a unique index allows once (23505 unique_violation, Prisma P2002). */
 export const isUniqueViolation = (error: unknown): boolean => hasDatabaseCode(error, 'P2002', '23505');
+
+/**
+ * A transaction PostgreSQL aborted to break a lock cycle (40P01 deadlock_detected; Prisma reports an
+ * interactive transaction's as P2034). Running it again is safe where the work is idempotent.
+ */
+export const isDeadlock = (error: unknown): boolean => hasDatabaseCode(error, 'P2034', '40P01');

@@ -232,31 +232,41 @@ export class WebhookInboxRepository {
    * The automatic re-apply: FAILED rows whose `retry_at` has come (at `now`) become RECEIVED again with
    * their claim, as an operator's bulk replay reopens them (a new received_at, so a new job id), and count
    * the re-apply. Only FAILED rows: one the worker still holds (RECEIVED) is never reopened, so no second
-   * retry chain starts beside it. Rows another replica is reopening are skipped, not waited for.
+   * retry chain starts beside it.
+   *
+   * The claims are taken first, then the rows: the intake's order (claim, then row), so a provider's
+   * redelivery of the same event racing the re-apply waits for one side instead of deadlocking with it
+   * (locking the row first and then the claim was the opposite order, 40P01). Only the rows whose claim
+   * this statement took are reopened (one whose claim an intake or another replica holds is theirs), and
+   * a claim taken for a row that is no longer due is given back.
    */
   async reopenDue(tx: Tx, now: Date, limit: number): Promise<ReappliedRow[]> {
+    const claimed = await tx.$queryRaw<{ provider: string; event_id: string }[]>`
+      INSERT INTO processed_webhook_events (provider, event_id, event_type)
+      SELECT provider, event_id, event_type FROM (
+        SELECT provider, event_id, event_type FROM webhook_events
+        WHERE status = 'FAILED'::"WebhookEventStatus" AND retry_at IS NOT NULL AND retry_at <= ${now}
+        ORDER BY retry_at, provider, event_id
+        LIMIT ${limit}
+      ) due
+      ORDER BY provider, event_id
+      ON CONFLICT DO NOTHING
+      RETURNING provider, event_id`;
+    if (claimed.length === 0) return [];
+    const providers = claimed.map((c) => c.provider);
+    const eventIds = claimed.map((c) => c.event_id);
     const rows = await tx.$queryRaw<
       (WaitingRow & { event_id: string; event_type: string; auto_reapplies: number })[]
     >`
-      WITH due AS (
-        SELECT id FROM webhook_events
-        WHERE status = 'FAILED'::"WebhookEventStatus" AND retry_at IS NOT NULL AND retry_at <= ${now}
-        ORDER BY retry_at
-        LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED
-      ), reopened AS (
-        UPDATE webhook_events w
-        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now(),
-            intake_batch = NULL, retry_at = NULL, auto_reapplies = w.auto_reapplies + 1
-        FROM due WHERE w.id = due.id
-        RETURNING w.id, w.provider, w.event_id, w.event_type, w.received_at, w.auto_reapplies
-      ), claimed AS (
-        INSERT INTO processed_webhook_events (provider, event_id, event_type)
-        SELECT provider, event_id, event_type FROM reopened
-        ON CONFLICT DO NOTHING
-      )
-      SELECT id, provider, event_id, event_type, received_at, NULL::text AS intake_batch, auto_reapplies
-      FROM reopened`;
+      UPDATE webhook_events w
+      SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now(),
+          intake_batch = NULL, retry_at = NULL, auto_reapplies = w.auto_reapplies + 1
+      FROM unnest(${providers}::text[], ${eventIds}::text[]) AS c(provider, event_id)
+      WHERE w.provider = c.provider AND w.event_id = c.event_id
+        AND w.status = 'FAILED'::"WebhookEventStatus" AND w.retry_at IS NOT NULL AND w.retry_at <= ${now}
+      RETURNING w.id, w.provider, w.event_id, w.event_type, w.received_at, NULL::text AS intake_batch,
+        w.auto_reapplies`;
+    await releaseClaims(tx, claimed, rows);
     return rows.map((row) => ({
       ...acceptedRowOf(row),
       eventId: row.event_id,
@@ -324,52 +334,83 @@ export class WebhookInboxRepository {
 
   /**
    * A replay: a FAILED or SKIPPED row becomes RECEIVED again and its claim is (re)taken, in the caller's
-   * transaction, under the row lock. Returns the row's status before ('RECEIVED' when a concurrent replay got
-   * there first, null when there is no such row).
+   * transaction. The claim first, then the row's lock (the intake's order, see reopenDue): a FAILED row
+   * whose claim a redelivery holds is the redelivery's (its intake reopens it). Returns the row's status
+   * before ('RECEIVED' when a concurrent replay or redelivery got there first, null when there is no such
+   * row).
    */
   async reopen(tx: Tx, id: string): Promise<string | null> {
-    const rows = await tx.$queryRaw<
+    const found = await tx.$queryRaw<
       { status: string; provider: string; event_id: string; event_type: string }[]
     >`
-      SELECT status::text AS status, provider, event_id, event_type FROM webhook_events
-      WHERE id = ${id}::uuid FOR UPDATE`;
+      SELECT status::text AS status, provider, event_id, event_type FROM webhook_events WHERE id = ${id}::uuid`;
+    const seen = found[0];
+    if (!seen) return null;
+    const reopenable = (status: string) => status === 'FAILED' || status === 'SKIPPED';
+    // A SKIPPED row keeps its claim (the event was handled): nothing to take then.
+    const claimed = reopenable(seen.status)
+      ? await tx.$queryRaw<{ provider: string; event_id: string }[]>`
+          INSERT INTO processed_webhook_events (provider, event_id, event_type)
+          VALUES (${seen.provider}, ${seen.event_id}, ${seen.event_type})
+          ON CONFLICT DO NOTHING
+          RETURNING provider, event_id`
+      : [];
+    const rows = await tx.$queryRaw<{ status: string }[]>`
+      SELECT status::text AS status FROM webhook_events WHERE id = ${id}::uuid FOR UPDATE`;
     const row = rows[0];
-    if (!row) return null;
-    if (row.status === 'FAILED' || row.status === 'SKIPPED') {
+    const reopen = !!row && (row.status === 'SKIPPED' || (row.status === 'FAILED' && claimed.length > 0));
+    if (reopen) {
       await tx.$executeRaw`
         UPDATE webhook_events
         SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, intake_batch = NULL, retry_at = NULL
         WHERE id = ${id}::uuid`;
-      await tx.$executeRaw`
-        INSERT INTO processed_webhook_events (provider, event_id, event_type)
-        VALUES (${row.provider}, ${row.event_id}, ${row.event_type})
-        ON CONFLICT DO NOTHING`;
+    } else {
+      await releaseClaims(tx, claimed, []);
     }
-    return row.status;
+    if (!row) return null;
+    // A FAILED row whose claim someone else took is theirs: RECEIVED (or about to be) as a replay's would be.
+    return row.status === 'FAILED' && !reopen ? 'RECEIVED' : row.status;
   }
 
-  /** Bulk replay: every FAILED (or SKIPPED) row of the filter becomes RECEIVED with its claim, in one go. */
-  async reopenMany(db: Db, filter: ArchiveFilter & { status: 'FAILED' | 'SKIPPED' }): Promise<AcceptedRow[]> {
+  /**
+   * Bulk replay: every FAILED (or SKIPPED) row of the filter becomes RECEIVED with its claim, in one
+   * transaction: the claims first, then the rows (the intake's order, see reopenDue). A FAILED row whose
+   * claim someone else holds (a redelivery being taken in) is left to them.
+   */
+  async reopenMany(
+    prisma: PrismaService,
+    filter: ArchiveFilter & { status: 'FAILED' | 'SKIPPED' },
+  ): Promise<AcceptedRow[]> {
     const provider = filter.provider ?? null;
     const from = filter.from ?? null;
     const to = filter.to ?? null;
-    const rows = await db.$queryRaw<WaitingRow[]>`
-      WITH reopened AS (
-        UPDATE webhook_events
-        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now(),
-            intake_batch = NULL, retry_at = NULL
+    return prisma.$transaction(async (tx) => {
+      const claimed = await tx.$queryRaw<{ provider: string; event_id: string }[]>`
+        INSERT INTO processed_webhook_events (provider, event_id, event_type)
+        SELECT provider, event_id, event_type FROM webhook_events
         WHERE status = ${filter.status}::"WebhookEventStatus"
           AND (${provider}::text IS NULL OR provider = ${provider}::text)
           AND (${from}::timestamptz IS NULL OR received_at >= ${from}::timestamptz)
           AND (${to}::timestamptz IS NULL OR received_at <= ${to}::timestamptz)
-        RETURNING id, provider, event_id, event_type, received_at
-      ), claimed AS (
-        INSERT INTO processed_webhook_events (provider, event_id, event_type)
-        SELECT provider, event_id, event_type FROM reopened
+        ORDER BY provider, event_id
         ON CONFLICT DO NOTHING
-      )
-      SELECT id, provider, received_at, NULL::text AS intake_batch FROM reopened`;
-    return rows.map(acceptedRowOf);
+        RETURNING provider, event_id`;
+      const providers = claimed.map((c) => c.provider);
+      const eventIds = claimed.map((c) => c.event_id);
+      const rows = await tx.$queryRaw<(WaitingRow & { event_id: string })[]>`
+        UPDATE webhook_events w
+        SET status = 'RECEIVED'::"WebhookEventStatus", processed_at = NULL, received_at = now(),
+            intake_batch = NULL, retry_at = NULL
+        WHERE w.status = ${filter.status}::"WebhookEventStatus"
+          AND (${provider}::text IS NULL OR w.provider = ${provider}::text)
+          AND (${from}::timestamptz IS NULL OR w.received_at >= ${from}::timestamptz)
+          AND (${to}::timestamptz IS NULL OR w.received_at <= ${to}::timestamptz)
+          AND (w.status = 'SKIPPED'::"WebhookEventStatus" OR (w.provider, w.event_id) IN (
+            SELECT * FROM unnest(${providers}::text[], ${eventIds}::text[])))
+        RETURNING w.id, w.provider, w.event_id, w.received_at, NULL::text AS intake_batch`;
+      await releaseClaims(tx, claimed, rows);
+      return rows.map(acceptedRowOf);
+    });
   }
 
   /* The archive: parked events, retention and erasure (this file is the one writer of both webhook tables). */
@@ -538,6 +579,24 @@ function whereOf(filter: ArchiveFilter): Prisma.WebhookEventWhereInput {
         }
       : {}),
   };
+}
+
+/**
+ * Gives back the claims a reopen took for rows it did not reopen (no longer FAILED or due by the time their
+ * lock was taken), so the provider's redelivery or a later replay is accepted again.
+ */
+async function releaseClaims(
+  tx: Tx,
+  claimed: readonly { provider: string; event_id: string }[],
+  reopened: readonly { provider: string; event_id: string }[],
+): Promise<void> {
+  const kept = new Set(reopened.map((r) => `${r.provider}\u0000${r.event_id}`));
+  const stray = claimed.filter((c) => !kept.has(`${c.provider}\u0000${c.event_id}`));
+  if (stray.length === 0) return;
+  await tx.$executeRaw`
+    DELETE FROM processed_webhook_events
+    WHERE (provider, event_id) IN (
+      SELECT * FROM unnest(${stray.map((c) => c.provider)}::text[], ${stray.map((c) => c.event_id)}::text[]))`;
 }
 
 /** A RECEIVED archive row as the intake statement, the relay and the bulk replay return it. */

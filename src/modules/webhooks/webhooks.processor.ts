@@ -1,5 +1,6 @@
 import { Processor } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
+import { isDeadlock } from '../../common/errors/database-errors.js';
 import { AppConfig } from '../../config/app-config.js';
 import { isFinalAttempt, JobProcessor } from '../../infra/queue/job-processor.js';
 import { JobRegistry } from '../../infra/queue/job-registry.js';
@@ -32,11 +33,25 @@ export class WebhooksProcessor extends JobProcessor {
     return this.inbox.apply(job.data.id, isFinalAttempt(job));
   }
 
-  /** Every 10 s: jobs for accepted events that lost theirs, then the failed events due for a re-apply. */
+  /**
+   * Every 10 s: jobs for accepted events that lost theirs, then the failed events due for a re-apply. A
+   * re-apply PostgreSQL aborted as a deadlock victim (it races deliveries and replays of the same events)
+   * changed nothing and is simply left to the next tick: it does not fail the relay.
+   */
   @OnJob(JOBS.relayWebhooks)
   async relay() {
     const pushed = await this.inbox.relay();
-    return { pushed, reapplied: await this.inbox.reapplyDue() };
+    let reapplied = 0;
+    try {
+      reapplied = await this.inbox.reapplyDue();
+    } catch (err) {
+      if (!isDeadlock(err)) throw err;
+      this.logger.warn(
+        { err: (err as Error).message },
+        'automatic re-apply aborted by a deadlock; the next relay tick retries it',
+      );
+    }
+    return { pushed, reapplied };
   }
 
   override onApplicationBootstrap(): void {
