@@ -105,18 +105,21 @@ export class BillingDriftService {
   ) {}
 
   /** The scheduled job: check(), ending failed (not retried) when some subscriptions could not be reconciled. */
-  async run(now: Date = new Date()): Promise<DriftRun> {
+  async run(now: Date = new Date(), slot: Date = now): Promise<DriftRun> {
     const failures: string[] = [];
-    const result = await this.check(now, failures);
+    const result = await this.check(now, failures, slot);
     if (result.failed > 0) throw new DriftIncompleteError(result, failures);
     return result;
   }
 
   /**
-   * One pass over the candidates. `failures` collects the first few that failed (subscription id and the
+   * One pass over the candidates. `slot` is the time of the run's schedule slot (the scheduled job's enqueue
+   * time; `now` by default): its UTC hour picks which long PAUSED/PAST_DUE subscriptions are read back
+   * (SubscriptionsRepository.drifting), so a run that starts late in its hour, or a retry of it, reads the
+   * same ones. `failures` collects the first few that failed (subscription id and the
    * recordable error), for the scheduled run's failure.
    */
-  async check(now: Date = new Date(), failures: string[] = []): Promise<DriftRun> {
+  async check(now: Date = new Date(), failures: string[] = [], slot: Date = now): Promise<DriftRun> {
     if (!this.config.billing.backfillEnabled) {
       return { checked: 0, reconciled: 0, failed: 0, reason: 'not_configured' };
     }
@@ -127,10 +130,13 @@ export class BillingDriftService {
     let failed = 0;
     let after: string | undefined;
     for (;;) {
-      const candidates = await this.subscriptions.drifting(this.prisma, renewalCutoff, staleBefore, {
-        after,
-        limit: BATCH,
-      });
+      const candidates = await this.subscriptions.drifting(
+        this.prisma,
+        renewalCutoff,
+        staleBefore,
+        slot.getUTCHours(),
+        { after, limit: BATCH },
+      );
       for (const candidate of candidates) {
         checked += 1;
         try {

@@ -39,9 +39,10 @@ export class BillingProcessor extends JobProcessor {
     return this.allowances.run();
   }
 
+  /** Its hour-of-day bucket comes from the tick's enqueue time, which a delayed start or a retry keeps. */
   @OnJob(JOBS.checkBillingDrift)
-  checkDrift() {
-    return this.drift.run();
+  checkDrift(job: Job) {
+    return this.drift.run(new Date(), new Date(job.timestamp || Date.now()));
   }
 
   @OnJob(JOBS.billingBackfill)

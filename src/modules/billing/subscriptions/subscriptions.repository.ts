@@ -45,6 +45,13 @@ export interface SweepOptions {
   limit?: number;
 }
 
+/**
+ * The UTC hour of the day (0..23) in which the drift check re-reads a long PAUSED/PAST_DUE subscription:
+ * a stable hash of its provider id, so the same hour every day (drifting).
+ */
+export const driftHourOf = (providerSubscriptionId: Prisma.Sql) =>
+  Prisma.sql`mod(abs(hashtext(${providerSubscriptionId})::bigint), 24)::int`;
+
 const narrow = (options: SweepOptions) =>
   options.id
     ? Prisma.sql`AND id = ${options.id}::uuid`
@@ -397,11 +404,14 @@ export class SubscriptionsRepository {
   /**
    * The drift check's candidates: live subscriptions that should have renewed (ACTIVE/TRIALING whose period
    * ended more than `renewalGrace` ago) and PAST_DUE/PAUSED ones untouched since `staleBefore`, those only
-   * in the hour they turned stale and every 24th hour after it (each is read back about once a day, the
-   * reads spread over the day: a paused subscription can stay so for months, and the provider's API
-   * allows 240 requests a minute for everything we ask it).
+   * in their hour of the day: the one `hashtext(provider_subscription_id) mod 24` names, read when `hour`
+   * (the UTC hour of the run's schedule slot) is it. Each is read back once a day, the reads spread over the
+   * day (a paused subscription can stay so for months, and the provider's API allows 240 requests a minute
+   * for everything we ask it), whatever minute of its hour a run starts: a bucket counted from the run's
+   * own clock (hours since it turned stale) moved with each run's delay and read some twice a day, others
+   * not at all. The first read comes within a day of turning stale.
    */
-  async drifting(db: Db, renewalCutoff: Date, staleBefore: Date, options: SweepOptions = {}) {
+  async drifting(db: Db, renewalCutoff: Date, staleBefore: Date, hour: number, options: SweepOptions = {}) {
     await this.settle(db);
     const only = narrow(options);
     return db.$queryRaw<LapsedSubscription[]>`
@@ -411,7 +421,7 @@ export class SubscriptionsRepository {
           (status IN ('ACTIVE', 'TRIALING') AND current_period_end < ${renewalCutoff}
              AND last_event_at < current_period_end)
           OR (status IN ('PAST_DUE', 'PAUSED') AND last_event_at < ${staleBefore}
-             AND mod(floor(extract(epoch FROM ${staleBefore}::timestamptz - last_event_at) / 3600)::bigint, 24) = 0)
+             AND ${driftHourOf(Prisma.sql`provider_subscription_id`)} = ${hour}::int)
         )
       ORDER BY id
       LIMIT ${options.limit ?? 1}`;
