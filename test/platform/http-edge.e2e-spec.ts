@@ -336,9 +336,79 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
         expectProblem(label, answer, 408, 'request_timeout');
         expect(answer.closedAfterMs).toBeLessThan(3_000);
       }
-      // The answer cut the request short: the route never ran, the app keeps serving.
-      expect(await api.prisma.feedback.count()).toBe(0);
       expect((await slow.http.get('/status')).status).toBe(200);
+    });
+
+    it('never runs the route of a request it answered 408, even when the rest arrives later', async () => {
+      const slow = await env.startApi();
+      const server = slow.app.getHttpServer() as TunableServer;
+      server.headersTimeout = 400;
+      server.requestTimeout = 800;
+      server.connectionsCheckingInterval = 100;
+      const slowPort = await listen(slow.app);
+      const slowAuth = await slow.bearer('user_slow', 'slow@example.com');
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      const body = JSON.stringify({ message: 'sent after the 408' });
+      // An authenticated, valid request: only the timeout stands between it and a new row.
+      const late = async (first: string, rest: string): Promise<string> => {
+        const socket = connect({ port: slowPort, host: '127.0.0.1', allowHalfOpen: true });
+        let answer = '';
+        socket.on('data', (chunk) => (answer += chunk.toString()));
+        socket.on('error', () => undefined);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        socket.write(first);
+        await sleep(1_500);
+        // The client keeps sending (it has not read the 408 yet): the request completes on the wire.
+        for (const chunk of rest.match(/.{1,8}/gs) ?? []) {
+          if (socket.destroyed) break;
+          socket.write(chunk);
+          await sleep(20);
+        }
+        await sleep(500);
+        socket.destroy();
+        return answer;
+      };
+      const head = `POST /api/v1/feedback HTTP/1.1\r\nHost: x\r\nAuthorization: ${slowAuth}\r\n`;
+      const framing = `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+      const answers = await Promise.all([
+        late(`${head}${framing}${body.slice(0, 5)}`, body.slice(5)),
+        late(head, `${framing}${body}`),
+      ]);
+      for (const answer of answers) {
+        expect(answer.startsWith('HTTP/1.1 408 ')).toBe(true);
+        expect(answer.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+      }
+      expect(await slow.prisma.feedback.count()).toBe(0);
+    });
+
+    it('drops a connection it answered 408 even when the client keeps its side open', async () => {
+      const slow = await env.startApi();
+      const server = slow.app.getHttpServer() as TunableServer;
+      server.headersTimeout = 400;
+      server.requestTimeout = 800;
+      server.connectionsCheckingInterval = 100;
+      const slowPort = await listen(slow.app);
+      const sockets = await Promise.all(
+        Array.from({ length: 5 }, async () => {
+          const socket = connect({ port: slowPort, host: '127.0.0.1', allowHalfOpen: true });
+          socket.on('error', () => undefined);
+          socket.on('data', () => undefined);
+          await new Promise((resolve) => socket.once('connect', resolve));
+          socket.write(
+            'POST /webhooks/billing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+              'Content-Length: 100000\r\n\r\n{',
+          );
+          return socket;
+        }),
+      );
+      const connections = () =>
+        new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n)));
+      const started = Date.now();
+      while ((await connections()) > 0 && Date.now() - started < 4_000) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await connections()).toBe(0);
+      sockets.forEach((socket) => socket.destroy());
     });
   });
 

@@ -125,7 +125,11 @@ export function installServerEdge(server: Server, securityHeaders: string[]): vo
     const { body, headers } = edgeAnswer(status, detail, randomUUID(), securityHeaders, title);
     let head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`;
     for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
-    socket.end(`${head}\r\n${body}`);
+    // Half-closing is not enough: Node's parser would go on parsing what keeps arriving (a body that
+    // trickles in past the timeout, the rest of the headers) and run the route after this answer, and a
+    // client that keeps its side open would hold the connection. Stop reading, answer, then close.
+    socket.pause();
+    socket.end(`${head}\r\n${body}`, () => socket.destroy());
   });
 }
 
