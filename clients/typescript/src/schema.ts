@@ -2498,15 +2498,6 @@ export interface operations {
                     "application/json": components["schemas"]["LivenessDto"];
                 };
             };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
         };
     };
     HealthController_readiness: {
@@ -2525,15 +2516,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReadinessReportDto"];
-                };
-            };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description A check failed: the same report (not a problem document), its `message` the raw exception text */
@@ -2563,15 +2545,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatusReportDto"];
-                };
-            };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
         };
