@@ -209,6 +209,40 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
     });
   });
 
+  describe("body refusals answer fixed words, never the client's bytes", () => {
+    it('does not quote a malformed JSON body or an unknown Content-Encoding', async () => {
+      const bodies = [
+        '{"locale": <script>alert(1)</script>}',
+        '{"locale": "x", "secret_token_abc123": nope}',
+        '{"a":1}garbage',
+        'sk_live_SECRET',
+      ];
+      for (const body of bodies) {
+        const res = await api.http
+          .patch('/api/v1/me')
+          .set('Authorization', auth)
+          .set('Content-Type', 'application/json')
+          .send(body);
+        const problem = expectProblem(body, res, 400, 'bad_request');
+        expect({ body, detail: problem.detail }).toEqual({
+          body,
+          detail: 'The request body is not valid JSON.',
+        });
+        for (const word of ['script', 'secret_token', 'garbage', 'sk_live', 'nope'])
+          expect(res.text).not.toContain(word);
+      }
+      const encoded = await api.http
+        .patch('/api/v1/me')
+        .set('Authorization', auth)
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', '<b>zz</b>')
+        .send('{"locale":"fr"}');
+      expectProblem('Content-Encoding', encoded, 415, 'unsupported_media_type');
+      expect(encoded.text).not.toContain('zz');
+      expect(encoded.text).not.toContain('<b>');
+    });
+  });
+
   describe('path escapes', () => {
     it.each([
       '/api/v1/saved_searches/%ff',
