@@ -337,14 +337,34 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
         connectionsCheckingInterval: server.connectionsCheckingInterval,
       }).toEqual({
         headersTimeout: SERVER_TIMEOUTS.headersMs,
-        requestTimeout: SERVER_TIMEOUTS.requestMs,
-        keepAliveTimeout: SERVER_TIMEOUTS.keepAliveMs,
+        // The default largest body (1 MB) at the slowest upload a client is granted (96 kbit/s): ~87 s.
+        requestTimeout: Math.ceil((1024 * 1024 * 1000) / SERVER_TIMEOUTS.minUploadBytesPerSecond),
+        // Longer than the 60 s idle timeout of the usual proxies (AWS ALB, nginx), so they close first.
+        keepAliveTimeout: 65_000,
         connectionsCheckingInterval: SERVER_TIMEOUTS.checkIntervalMs,
       });
       expect(SERVER_TIMEOUTS.headersMs).toBeLessThanOrEqual(20_000);
-      expect(SERVER_TIMEOUTS.requestMs).toBeLessThanOrEqual(60_000);
-      // Longer than the 60 s idle timeout of the usual proxies (AWS ALB, nginx), so they close first.
-      expect(SERVER_TIMEOUTS.keepAliveMs).toBeGreaterThan(60_000);
+      expect(server.requestTimeout).toBeGreaterThan(84_000);
+      expect(server.requestTimeout).toBeLessThanOrEqual(90_000);
+    });
+
+    it('keeps idle connections as long as configured and lets the largest body arrive in time', async () => {
+      // Google Cloud's load balancers keep idle backend connections 600 s, unchangeable: the backend
+      // must keep them longer. A raised large-body limit takes longer to arrive.
+      const config = env.configWith({ KEEP_ALIVE_TIMEOUT_MS: '620000', BODY_LIMIT_LARGE_KB: '4096' });
+      const tuned = await env.startApi({ config });
+      const worker = await env.startWorker({ config });
+      for (const app of [tuned.app, worker]) {
+        const server = app.getHttpServer() as TunableServer;
+        expect({ keepAlive: server.keepAliveTimeout, request: server.requestTimeout }).toEqual({
+          keepAlive: 620_000,
+          request: Math.ceil((4096 * 1024 * 1000) / SERVER_TIMEOUTS.minUploadBytesPerSecond),
+        });
+        expect(server.headersTimeout).toBe(SERVER_TIMEOUTS.headersMs);
+      }
+      // A small large-body limit keeps the 60 s floor.
+      const small = await env.startApi({ config: env.configWith({ BODY_LIMIT_LARGE_KB: '64' }) });
+      expect((small.app.getHttpServer() as TunableServer).requestTimeout).toBe(60_000);
     });
 
     it('answers headers or a body that never finish with 408 problem+json and closes', async () => {
