@@ -175,6 +175,33 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
       expect(await snapshot()).toEqual(before);
     });
 
+    it('lets an empty chunked body without Content-Type through (proxies re-framing HTTP/2 send one)', async () => {
+      const answer = await raw(
+        port,
+        `POST /api/v1/account/me/restore HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ${auth}\r\n` +
+          'Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      );
+      expect({ status: answer.status, body: answer.body }).not.toMatchObject({ status: 415 });
+      expect(answer.body).not.toContain('unsupported_media_type');
+      expect(answer.status).toBeLessThan(500);
+    });
+
+    it('closes the connection after refusing a body it did not read, instead of draining the upload', async () => {
+      // Only the start of a big upload is sent: the refusal must not wait for (or read) the rest.
+      const start = (type: string, length: number) =>
+        `POST /api/v1/feedback HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: ${type}\r\n` +
+        `Content-Length: ${length}\r\n\r\n{"message":"`;
+      for (const [label, bytes, status, code] of [
+        ['415 text/plain', start('text/plain', 500_000), 415, 'unsupported_media_type'],
+        ['413 over the limit', start('application/json', 50_000_000), 413, 'payload_too_large'],
+      ] as const) {
+        const answer = await raw(port, bytes, 3_000);
+        expectProblem(label, answer, status, code);
+        expect({ label, connection: answer.headers.connection }).toEqual({ label, connection: 'close' });
+        expect(answer.closedAfterMs).toBeLessThan(2_000);
+      }
+    });
+
     it('still serves JSON, empty bodies of any type, and the routes that document a form', async () => {
       const json = await api.http
         .patch('/api/v1/me')
@@ -189,7 +216,7 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
         .set('Content-Type', 'text/plain');
       expect(empty.status).toBe(200);
       const emptyPost = await api.http
-        .post('/api/v1/account/restore')
+        .post('/api/v1/account/me/restore')
         .set('Authorization', auth)
         .set('Content-Type', 'application/x-www-form-urlencoded')
         .send('');

@@ -77,6 +77,14 @@ export function sendProblem(
 ): void {
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  // Refused before its body was read (a 415 or 413 on the announced body, a 401, a 429): Node would read
+  // and drop the rest of the upload to keep the connection, for up to the request timeout. Close it instead.
+  const req = res.req as Request | undefined;
+  const unreadBody =
+    req !== undefined &&
+    !req.complete &&
+    (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0);
+  if (unreadBody) res.setHeader('Connection', 'close');
   res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
   res.status(problem.status).send(JSON.stringify(problem));
 }
