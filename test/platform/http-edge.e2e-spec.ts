@@ -341,6 +341,30 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
       expect(old.status).toBe(200);
     });
 
+    it('runs nothing sent after a 417 or a missing Host on that connection', async () => {
+      const before = await api.prisma.feedback.count();
+      const body = JSON.stringify({ message: 'never stored' });
+      const post = (extra: string) =>
+        `POST /api/v1/feedback HTTP/1.1\r\n${extra}Authorization: ${auth}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+      for (const [label, first] of [
+        ['417', post('Host: x\r\nExpect: garbage\r\n')],
+        ['no Host', post('')],
+      ] as const) {
+        // The refused request carries a body, and a valid request follows it on the same connection.
+        const answer = await raw(port, first + post('Host: x\r\n'));
+        expect({ label, status: answer.status, connection: answer.headers.connection }).toEqual({
+          label,
+          status: label === '417' ? 417 : 400,
+          connection: 'close',
+        });
+        expect(answer.body).not.toMatch(/HTTP\/1\.1 \d{3}/);
+      }
+      // A pipelined request that ran would still be authenticating when its connection closed.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await api.prisma.feedback.count()).toBe(before);
+    });
+
     it('answers every parser refusal with the same Content-Type', async () => {
       const answer = await raw(port, 'GARBAGE / HTTP/1.1\r\n\r\n');
       expect(answer.headers['content-type']).toBe(PROBLEM_TYPE);

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { AppError, DependencyError, NotFoundError, ValidationError } from '../errors/app-error.js';
 import { isValueTooLong } from '../errors/database-errors.js';
 import { isDependencyFailure } from '../errors/dependency-failure.js';
+import { markClosing } from '../http/closing-connections.js';
 import { HELD_IP_BLOCK } from '../http/signed-link-routes.js';
 
 /**
@@ -84,7 +85,10 @@ export function sendProblem(
     req !== undefined &&
     !req.complete &&
     (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0);
-  if (unreadBody) res.setHeader('Connection', 'close');
+  if (unreadBody) {
+    res.setHeader('Connection', 'close');
+    markClosing(req.socket);
+  }
   res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
   res.status(problem.status).send(JSON.stringify(problem));
 }

@@ -3,6 +3,7 @@ import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } 
 import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import { buildProblem, PROBLEM_CONTENT_TYPE } from '../filters/problem-details.filter.js';
+import { isClosing, markClosing } from './closing-connections.js';
 import { requestIdOf } from './request-id.middleware.js';
 
 /**
@@ -102,6 +103,7 @@ function answer(
   securityHeaders: string[],
 ): void {
   const { body, headers } = edgeAnswer(status, detail, requestId, securityHeaders);
+  markClosing(res.socket);
   res.writeHead(status, headers);
   res.end(body);
 }
@@ -160,10 +162,16 @@ export function installServerEdge(server: Server, securityHeaders: string[], tim
 
 /**
  * RFC 9112 section 3.2: an HTTP/1.1 request without a Host header is a 400. Node's own check (turned off
- * by installServerEdge) answered it with an empty body; this one answers problem+json. First in the chain.
+ * by installServerEdge) answered it with an empty body; this one answers problem+json. First in the chain,
+ * so it also drops a request pipelined behind one refused with `Connection: close` (`isClosing`).
  */
 export function hostRequired(securityHeaders: string[]) {
   return (req: Request, res: Response, next: NextFunction): void => {
+    // Pipelined behind a request refused with `Connection: close`: never run, never answered.
+    if (isClosing(req.socket)) {
+      req.socket.destroy();
+      return;
+    }
     if (req.headers.host !== undefined || req.httpVersion !== '1.1') return next();
     answer(
       res,
