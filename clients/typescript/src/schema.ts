@@ -2656,7 +2656,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2737,7 +2737,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3150,7 +3150,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3597,7 +3597,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3758,7 +3758,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3989,7 +3989,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4150,7 +4150,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4381,7 +4381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4543,7 +4543,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4822,7 +4822,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4912,7 +4912,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5003,7 +5003,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5162,7 +5162,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5271,7 +5271,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5380,7 +5380,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5660,7 +5660,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6251,7 +6251,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
