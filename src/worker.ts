@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     { bufferLogs: true, bodyParser: false },
   );
   app.useLogger(app.get(AppLogger));
-  configureWorkerApp(app);
+  configureWorkerApp(app, config);
   await app.init();
   installFallbackErrorHandler(app);
   installGracefulShutdown(app, 'worker', config.shutdownTimeoutMs, async () => tracing?.shutdown());

@@ -9,7 +9,12 @@ import type { AppConfig } from '../config/app-config.js';
 import { NotFoundError } from '../common/errors/app-error.js';
 import { ProblemDetailsFilter, sendProblem, toProblem } from '../common/filters/problem-details.filter.js';
 import { installBodyParsers } from '../common/http/body-limits.js';
-import { hostRequired, ignoreConditionalRequests, installServerEdge } from '../common/http/server-edge.js';
+import {
+  hostRequired,
+  ignoreConditionalRequests,
+  installServerEdge,
+  serverTimeouts,
+} from '../common/http/server-edge.js';
 import { requestIdMiddleware, requestIdOf } from '../common/http/request-id.middleware.js';
 import { httpMetricsMiddleware } from '../infra/metrics/http-metrics.middleware.js';
 import { MetricsService } from '../infra/metrics/metrics.service.js';
@@ -42,7 +47,7 @@ const PERMISSIONS_POLICY =
 export async function configureApiApp(app: NestExpressApplication, config: AppConfig): Promise<void> {
   app.useLogger(app.get(AppLogger));
   app.flushLogs();
-  const securityHeaders = configureHttpEdge(app);
+  const securityHeaders = configureHttpEdge(app, config);
   const metrics = app.get(MetricsService);
   app.use(livenessFastPath(JSON.stringify(app.get(HealthService).liveness()), securityHeaders, metrics));
   app.use(requestIdMiddleware);
@@ -101,8 +106,8 @@ export async function configureApiApp(app: NestExpressApplication, config: AppCo
  * `bodyParser: false`) and no route of it takes a query. Shared by worker.ts and the e2e tests; call
  * installFallbackErrorHandler after app.init() as for the API.
  */
-export function configureWorkerApp(app: NestExpressApplication): void {
-  const securityHeaders = configureHttpEdge(app);
+export function configureWorkerApp(app: NestExpressApplication, config: AppConfig): void {
+  const securityHeaders = configureHttpEdge(app, config);
   app.use(requestIdMiddleware);
   app.use(securityHeaders);
   app.useGlobalFilters(new ProblemDetailsFilter());
@@ -113,14 +118,14 @@ export function configureWorkerApp(app: NestExpressApplication): void {
  * headers without effect, Node's own answers (parser refusals, Expect, a missing Host, timeouts) as
  * problem+json with the security headers. Returns the security headers middleware.
  */
-function configureHttpEdge(app: NestExpressApplication) {
+function configureHttpEdge(app: NestExpressApplication, config: AppConfig) {
   app.disable('x-powered-by');
   // Answers are never cached (no-store) or are small aggregates: a SHA-1 of every body buys nothing.
   app.set('etag', false);
   ignoreConditionalRequests(app.getHttpAdapter().getInstance());
   const securityHeaders = securityHeadersMiddleware();
   const staticHeaders = headersSetBy(securityHeaders);
-  installServerEdge(app.getHttpServer() as Server, staticHeaders);
+  installServerEdge(app.getHttpServer() as Server, staticHeaders, serverTimeouts(config));
   app.use(hostRequired(staticHeaders));
   return securityHeaders;
 }

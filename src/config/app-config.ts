@@ -98,6 +98,8 @@ export abstract class AppConfig {
    * gives up and exits 1. Keep it below the supervisor's kill deadline (compose stop_grace_period).
    */
   declare shutdownTimeoutMs: number;
+  /** Idle keep-alive of the API's and the worker's HTTP servers (KEEP_ALIVE_TIMEOUT_MS). */
+  declare keepAliveTimeoutMs: number;
   /** The BullMQ dashboard at /admin/queues (QUEUE_DASHBOARD; unset = everywhere but production). */
   declare queueDashboard: boolean;
   /** OTLP/HTTP base URL of the trace collector (OTEL_EXPORTER_OTLP_ENDPOINT); null = tracing off. */

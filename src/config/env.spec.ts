@@ -57,6 +57,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ SHUTDOWN_TIMEOUT_MS: '55000' }).shutdownTimeoutMs).toBe(55000);
   });
 
+  it('reads the keep-alive timeout (above the load balancer idle timeout: Google Cloud needs 620 s)', () => {
+    expect(loadConfig({}).keepAliveTimeoutMs).toBe(65000);
+    expect(loadConfig({ KEEP_ALIVE_TIMEOUT_MS: '620000' }).keepAliveTimeoutMs).toBe(620000);
+    for (const value of ['0', '999', '3600001', 'x'])
+      expect(() => loadConfig({ KEEP_ALIVE_TIMEOUT_MS: value })).toThrow(/KEEP_ALIVE_TIMEOUT_MS/);
+  });
+
   it('lets the environment override the project config', () => {
     const config = loadConfig({
       APP_ENV: 'staging',

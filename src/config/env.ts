@@ -244,6 +244,8 @@ const schema = z.object({
   WEBHOOK_RETRY_BASE_MS: int(1000, 10, 600_000),
   WEBHOOK_CONCURRENCY: int(64, 1, 256),
   SHUTDOWN_TIMEOUT_MS: int(25000, 1000, 3_600_000),
+  // Idle keep-alive of the HTTP servers: longer than the reverse proxy's idle timeout (Google Cloud: 600 s).
+  KEEP_ALIVE_TIMEOUT_MS: int(65_000, 1000, 3_600_000),
   LEAD_MAGNET_PREFIXES: optional,
   BODY_LIMIT_KB: int(64, 1, 10_240),
   BODY_LIMIT_LARGE_KB: int(1024, 1, 10_240),
@@ -438,6 +440,7 @@ export function loadConfig(
       concurrency: e.WEBHOOK_CONCURRENCY,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
     // Unset: on everywhere but production (like /docs); `true`/`false` decide in every environment.
     queueDashboard: e.QUEUE_DASHBOARD ? e.QUEUE_DASHBOARD === 'true' : appEnv !== 'production',
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, '') ?? null,

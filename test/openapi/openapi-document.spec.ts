@@ -107,13 +107,14 @@ describe('openapi.json', () => {
     expect(bearer.description).toContain('npm run -s dev:token');
   });
 
-  it('gives every operation a summary and a client error', () => {
+  it('gives every operation a summary and a client error, except the probes', () => {
     expect(operations.filter(([, op]) => !op.summary?.trim()).map(([key]) => key)).toEqual([]);
     const without4xx = operations
       .filter(([, op]) => !Object.keys(op.responses).some((status) => status.startsWith('4')))
       .map(([key]) => key);
-    // The probes too: a query string that is not UTF-8 is refused before any route runs.
-    expect(without4xx).toEqual([]);
+    // The probes read neither their query nor a body and are not rate limited: they refuse nothing
+    // (SPEC: /status is "Always 200"; the readiness report's 503 is its own JSON).
+    expect(without4xx.sort()).toEqual(['get /health', 'get /health/ready', 'get /status']);
   });
 
   it('documents what the HTTP layer refuses, code by code, on every operation it refuses it on', () => {
@@ -130,7 +131,8 @@ describe('openapi.json', () => {
     const pathParam = (_: string, op: Operation) => (op.parameters ?? []).some((p) => p.in === 'path');
     expect(operations.filter(([key, op]) => json(key, op)).length).toBeGreaterThan(15);
     // A query string whose percent-escapes are not UTF-8: everywhere but the webhook receivers (no query).
-    expect(missing((key) => !webhook(key), '400', 'validation_failed')).toEqual([]);
+    const probe = (key: string) => ['get /health', 'get /health/ready', 'get /status'].includes(key);
+    expect(missing((key) => !webhook(key) && !probe(key), '400', 'validation_failed')).toEqual([]);
     // A path segment whose escapes do not decode: the query's code (neither echoes the input).
     expect(missing(pathParam, '400', 'validation_failed')).toEqual([]);
     // A JSON body: not JSON (bad_request) besides invalid fields (validation_failed); too big; not UTF-8.

@@ -175,6 +175,33 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
       expect(await snapshot()).toEqual(before);
     });
 
+    it('lets an empty chunked body without Content-Type through (proxies re-framing HTTP/2 send one)', async () => {
+      const answer = await raw(
+        port,
+        `POST /api/v1/account/me/restore HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ${auth}\r\n` +
+          'Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      );
+      expect({ status: answer.status, body: answer.body }).not.toMatchObject({ status: 415 });
+      expect(answer.body).not.toContain('unsupported_media_type');
+      expect(answer.status).toBeLessThan(500);
+    });
+
+    it('closes the connection after refusing a body it did not read, instead of draining the upload', async () => {
+      // Only the start of a big upload is sent: the refusal must not wait for (or read) the rest.
+      const start = (type: string, length: number) =>
+        `POST /api/v1/feedback HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: ${type}\r\n` +
+        `Content-Length: ${length}\r\n\r\n{"message":"`;
+      for (const [label, bytes, status, code] of [
+        ['415 text/plain', start('text/plain', 500_000), 415, 'unsupported_media_type'],
+        ['413 over the limit', start('application/json', 50_000_000), 413, 'payload_too_large'],
+      ] as const) {
+        const answer = await raw(port, bytes, 3_000);
+        expectProblem(label, answer, status, code);
+        expect({ label, connection: answer.headers.connection }).toEqual({ label, connection: 'close' });
+        expect(answer.closedAfterMs).toBeLessThan(2_000);
+      }
+    });
+
     it('still serves JSON, empty bodies of any type, and the routes that document a form', async () => {
       const json = await api.http
         .patch('/api/v1/me')
@@ -189,7 +216,7 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
         .set('Content-Type', 'text/plain');
       expect(empty.status).toBe(200);
       const emptyPost = await api.http
-        .post('/api/v1/account/restore')
+        .post('/api/v1/account/me/restore')
         .set('Authorization', auth)
         .set('Content-Type', 'application/x-www-form-urlencoded')
         .send('');
@@ -206,6 +233,40 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
           expect(res.body.code).not.toBe('unsupported_media_type');
         }
       }
+    });
+  });
+
+  describe("body refusals answer fixed words, never the client's bytes", () => {
+    it('does not quote a malformed JSON body or an unknown Content-Encoding', async () => {
+      const bodies = [
+        '{"locale": <script>alert(1)</script>}',
+        '{"locale": "x", "secret_token_abc123": nope}',
+        '{"a":1}garbage',
+        'sk_live_SECRET',
+      ];
+      for (const body of bodies) {
+        const res = await api.http
+          .patch('/api/v1/me')
+          .set('Authorization', auth)
+          .set('Content-Type', 'application/json')
+          .send(body);
+        const problem = expectProblem(body, res, 400, 'bad_request');
+        expect({ body, detail: problem.detail }).toEqual({
+          body,
+          detail: 'The request body is not valid JSON.',
+        });
+        for (const word of ['script', 'secret_token', 'garbage', 'sk_live', 'nope'])
+          expect(res.text).not.toContain(word);
+      }
+      const encoded = await api.http
+        .patch('/api/v1/me')
+        .set('Authorization', auth)
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', '<b>zz</b>')
+        .send('{"locale":"fr"}');
+      expectProblem('Content-Encoding', encoded, 415, 'unsupported_media_type');
+      expect(encoded.text).not.toContain('zz');
+      expect(encoded.text).not.toContain('<b>');
     });
   });
 
@@ -280,6 +341,30 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
       expect(old.status).toBe(200);
     });
 
+    it('runs nothing sent after a 417 or a missing Host on that connection', async () => {
+      const before = await api.prisma.feedback.count();
+      const body = JSON.stringify({ message: 'never stored' });
+      const post = (extra: string) =>
+        `POST /api/v1/feedback HTTP/1.1\r\n${extra}Authorization: ${auth}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+      for (const [label, first] of [
+        ['417', post('Host: x\r\nExpect: garbage\r\n')],
+        ['no Host', post('')],
+      ] as const) {
+        // The refused request carries a body, and a valid request follows it on the same connection.
+        const answer = await raw(port, first + post('Host: x\r\n'));
+        expect({ label, status: answer.status, connection: answer.headers.connection }).toEqual({
+          label,
+          status: label === '417' ? 417 : 400,
+          connection: 'close',
+        });
+        expect(answer.body).not.toMatch(/HTTP\/1\.1 \d{3}/);
+      }
+      // A pipelined request that ran would still be authenticating when its connection closed.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await api.prisma.feedback.count()).toBe(before);
+    });
+
     it('answers every parser refusal with the same Content-Type', async () => {
       const answer = await raw(port, 'GARBAGE / HTTP/1.1\r\n\r\n');
       expect(answer.headers['content-type']).toBe(PROBLEM_TYPE);
@@ -303,14 +388,34 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
         connectionsCheckingInterval: server.connectionsCheckingInterval,
       }).toEqual({
         headersTimeout: SERVER_TIMEOUTS.headersMs,
-        requestTimeout: SERVER_TIMEOUTS.requestMs,
-        keepAliveTimeout: SERVER_TIMEOUTS.keepAliveMs,
+        // The default largest body (1 MB) at the slowest upload a client is granted (96 kbit/s): ~87 s.
+        requestTimeout: Math.ceil((1024 * 1024 * 1000) / SERVER_TIMEOUTS.minUploadBytesPerSecond),
+        // Longer than the 60 s idle timeout of the usual proxies (AWS ALB, nginx), so they close first.
+        keepAliveTimeout: 65_000,
         connectionsCheckingInterval: SERVER_TIMEOUTS.checkIntervalMs,
       });
       expect(SERVER_TIMEOUTS.headersMs).toBeLessThanOrEqual(20_000);
-      expect(SERVER_TIMEOUTS.requestMs).toBeLessThanOrEqual(60_000);
-      // Longer than the 60 s idle timeout of the usual proxies (AWS ALB, nginx), so they close first.
-      expect(SERVER_TIMEOUTS.keepAliveMs).toBeGreaterThan(60_000);
+      expect(server.requestTimeout).toBeGreaterThan(84_000);
+      expect(server.requestTimeout).toBeLessThanOrEqual(90_000);
+    });
+
+    it('keeps idle connections as long as configured and lets the largest body arrive in time', async () => {
+      // Google Cloud's load balancers keep idle backend connections 600 s, unchangeable: the backend
+      // must keep them longer. A raised large-body limit takes longer to arrive.
+      const config = env.configWith({ KEEP_ALIVE_TIMEOUT_MS: '620000', BODY_LIMIT_LARGE_KB: '4096' });
+      const tuned = await env.startApi({ config });
+      const worker = await env.startWorker({ config });
+      for (const app of [tuned.app, worker]) {
+        const server = app.getHttpServer() as TunableServer;
+        expect({ keepAlive: server.keepAliveTimeout, request: server.requestTimeout }).toEqual({
+          keepAlive: 620_000,
+          request: Math.ceil((4096 * 1024 * 1000) / SERVER_TIMEOUTS.minUploadBytesPerSecond),
+        });
+        expect(server.headersTimeout).toBe(SERVER_TIMEOUTS.headersMs);
+      }
+      // A small large-body limit keeps the 60 s floor.
+      const small = await env.startApi({ config: env.configWith({ BODY_LIMIT_LARGE_KB: '64' }) });
+      expect((small.app.getHttpServer() as TunableServer).requestTimeout).toBe(60_000);
     });
 
     it('answers headers or a body that never finish with 408 problem+json and closes', async () => {
@@ -336,9 +441,79 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
         expectProblem(label, answer, 408, 'request_timeout');
         expect(answer.closedAfterMs).toBeLessThan(3_000);
       }
-      // The answer cut the request short: the route never ran, the app keeps serving.
-      expect(await api.prisma.feedback.count()).toBe(0);
       expect((await slow.http.get('/status')).status).toBe(200);
+    });
+
+    it('never runs the route of a request it answered 408, even when the rest arrives later', async () => {
+      const slow = await env.startApi();
+      const server = slow.app.getHttpServer() as TunableServer;
+      server.headersTimeout = 400;
+      server.requestTimeout = 800;
+      server.connectionsCheckingInterval = 100;
+      const slowPort = await listen(slow.app);
+      const slowAuth = await slow.bearer('user_slow', 'slow@example.com');
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      const body = JSON.stringify({ message: 'sent after the 408' });
+      // An authenticated, valid request: only the timeout stands between it and a new row.
+      const late = async (first: string, rest: string): Promise<string> => {
+        const socket = connect({ port: slowPort, host: '127.0.0.1', allowHalfOpen: true });
+        let answer = '';
+        socket.on('data', (chunk) => (answer += chunk.toString()));
+        socket.on('error', () => undefined);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        socket.write(first);
+        await sleep(1_500);
+        // The client keeps sending (it has not read the 408 yet): the request completes on the wire.
+        for (const chunk of rest.match(/.{1,8}/gs) ?? []) {
+          if (socket.destroyed) break;
+          socket.write(chunk);
+          await sleep(20);
+        }
+        await sleep(500);
+        socket.destroy();
+        return answer;
+      };
+      const head = `POST /api/v1/feedback HTTP/1.1\r\nHost: x\r\nAuthorization: ${slowAuth}\r\n`;
+      const framing = `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+      const answers = await Promise.all([
+        late(`${head}${framing}${body.slice(0, 5)}`, body.slice(5)),
+        late(head, `${framing}${body}`),
+      ]);
+      for (const answer of answers) {
+        expect(answer.startsWith('HTTP/1.1 408 ')).toBe(true);
+        expect(answer.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+      }
+      expect(await slow.prisma.feedback.count()).toBe(0);
+    });
+
+    it('drops a connection it answered 408 even when the client keeps its side open', async () => {
+      const slow = await env.startApi();
+      const server = slow.app.getHttpServer() as TunableServer;
+      server.headersTimeout = 400;
+      server.requestTimeout = 800;
+      server.connectionsCheckingInterval = 100;
+      const slowPort = await listen(slow.app);
+      const sockets = await Promise.all(
+        Array.from({ length: 5 }, async () => {
+          const socket = connect({ port: slowPort, host: '127.0.0.1', allowHalfOpen: true });
+          socket.on('error', () => undefined);
+          socket.on('data', () => undefined);
+          await new Promise((resolve) => socket.once('connect', resolve));
+          socket.write(
+            'POST /webhooks/billing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+              'Content-Length: 100000\r\n\r\n{',
+          );
+          return socket;
+        }),
+      );
+      const connections = () =>
+        new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n)));
+      const started = Date.now();
+      while ((await connections()) > 0 && Date.now() - started < 4_000) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await connections()).toBe(0);
+      sockets.forEach((socket) => socket.destroy());
     });
   });
 

@@ -131,7 +131,7 @@ export class TestEnv {
       bodyParser: false,
     });
     app.useLogger(app.get(Logger));
-    configureWorkerApp(app);
+    configureWorkerApp(app, config);
     await app.init();
     installFallbackErrorHandler(app);
     this.apps.push(app);

@@ -2498,15 +2498,6 @@ export interface operations {
                     "application/json": components["schemas"]["LivenessDto"];
                 };
             };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
         };
     };
     HealthController_readiness: {
@@ -2525,15 +2516,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReadinessReportDto"];
-                };
-            };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description A check failed: the same report (not a problem document), its `message` the raw exception text */
@@ -2563,15 +2545,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatusReportDto"];
-                };
-            };
-            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
         };
@@ -2683,7 +2656,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2764,7 +2737,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3177,7 +3150,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3624,7 +3597,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3785,7 +3758,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4016,7 +3989,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4177,7 +4150,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4408,7 +4381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4570,7 +4543,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4849,7 +4822,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4939,7 +4912,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5030,7 +5003,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5189,7 +5162,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5298,7 +5271,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5407,7 +5380,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5687,7 +5660,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6278,7 +6251,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, no Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;

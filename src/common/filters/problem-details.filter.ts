@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { AppError, DependencyError, NotFoundError, ValidationError } from '../errors/app-error.js';
 import { isValueTooLong } from '../errors/database-errors.js';
 import { isDependencyFailure } from '../errors/dependency-failure.js';
+import { markClosing } from '../http/closing-connections.js';
 import { HELD_IP_BLOCK } from '../http/signed-link-routes.js';
 
 /**
@@ -77,6 +78,17 @@ export function sendProblem(
 ): void {
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  // Refused before its body was read (a 415 or 413 on the announced body, a 401, a 429): Node would read
+  // and drop the rest of the upload to keep the connection, for up to the request timeout. Close it instead.
+  const req = res.req as Request | undefined;
+  const unreadBody =
+    req !== undefined &&
+    !req.complete &&
+    (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0);
+  if (unreadBody) {
+    res.setHeader('Connection', 'close');
+    markClosing(req.socket);
+  }
   res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
   res.status(problem.status).send(JSON.stringify(problem));
 }
@@ -93,6 +105,42 @@ function isBadPathEscape(error: unknown): boolean {
     (e as { name?: unknown }).name === 'URIError' &&
     (e as { status?: unknown }).status === 400;
   return uriError(error) || (error instanceof HttpException && uriError(error.cause));
+}
+
+/**
+ * What the body parsers' refusals (http-errors with a `type`: body-parser, raw-body, our JSON step) answer.
+ * Their messages quote the client's bytes (JSON.parse's "Unexpected token '<', ...\"locale\": <script>..."),
+ * a Content-Encoding or a charset: fixed words instead, whatever the message says.
+ */
+const BODY_REFUSALS: Record<string, string> = {
+  'entity.parse.failed': 'The request body is not valid JSON.',
+  'entity.too.large': 'The request body is too large.',
+  'parameters.too.many': 'The request body is too large.',
+  'encoding.unsupported':
+    'The request body has a Content-Encoding this server does not support; send it uncompressed (or gzip, deflate, br).',
+  'charset.unsupported': 'The charset of the request body is not supported; send UTF-8.',
+  'request.aborted': 'The request body was not received completely.',
+  'request.size.invalid': 'The request body does not have the size its Content-Length announced.',
+};
+
+/**
+ * A body parser's refusal, as thrown or as Nest's Express adapter hands it on (an HttpException whose
+ * `cause` is the original error).
+ */
+function bodyRefusal(error: unknown): { status: number; type: string } | undefined {
+  const parserError = (e: unknown) => {
+    const candidate = e as { status?: unknown; statusCode?: unknown; type?: unknown } | null;
+    const status = candidate?.status ?? candidate?.statusCode;
+    return typeof candidate === 'object' &&
+      candidate !== null &&
+      typeof candidate.type === 'string' &&
+      typeof status === 'number' &&
+      status >= 400 &&
+      status < 500
+      ? { status, type: candidate.type }
+      : undefined;
+  };
+  return parserError(error) ?? (error instanceof HttpException ? parserError(error.cause) : undefined);
 }
 
 /** Translates anything thrown while handling a request into problem+json; internals never leak. */
@@ -115,6 +163,11 @@ export function toProblem(
     // Backstop behind the DTOs' length checks: the client sent too long a value, which is a 400 whatever
     // the validator missed (PostgreSQL refused it, so nothing was stored).
     error = new ValidationError('A value is longer than its field allows.');
+  }
+  const refusal = bodyRefusal(error);
+  if (refusal && !(error instanceof AppError)) {
+    const detail = BODY_REFUSALS[refusal.type] ?? buildProblem(refusal.status, '', requestId).title + '.';
+    return { problem: buildProblem(refusal.status, detail, requestId), headers: {} };
   }
   if (error instanceof AppError) {
     return {

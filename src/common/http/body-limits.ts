@@ -22,6 +22,7 @@ import { isSignedLinkRoute, routePath } from './signed-link-routes.js';
 
 /** Form bodies: only the routes that document one take it (the signed-link routes, `isSignedLinkRoute`), and none decodes it. */
 export const FORM_BODY_LIMIT = '64kb';
+const FORM_BODY_BYTES = 64 * 1024;
 
 /** The webhook receivers verify a signature over the raw bytes and parse with their own schemas. */
 const isWebhook = (path: string): boolean => routePath(path).startsWith('/webhooks/');
@@ -217,12 +218,16 @@ function pathTextRefusal(req: Request): ValidationError | null {
 }
 
 /**
- * A body on an API route that is not JSON (a form, text/plain, multipart, no Content-Type at all): 415
+ * A body on an API route that is not JSON (a form, text/plain, multipart, no Content-Type with a
+ * Content-Length above 0): 415
  * before it is read. It used to be ignored (`PATCH /me` sent as text/plain answered 200 and changed
  * nothing) or, for a form, decoded and validated like JSON (`POST /workspaces` with `name=x` created one).
  */
 function mediaTypeRefusal(req: Request): UnsupportedMediaTypeError | null {
   if (!announcesBody(req) || isJson(req) || !isApiRoute(req.path) || takesForm(req.path)) return null;
+  // No Content-Type on a chunked body: proxies that re-frame HTTP/2 send an empty POST so. It is not
+  // read (the JSON parser ignores it) and the route's validation decides; with a length, it is refused.
+  if (req.headers['content-type'] === undefined && !(Number(req.headers['content-length']) > 0)) return null;
   return new UnsupportedMediaTypeError(
     'This route reads JSON: send the body as application/json (Content-Type: application/json).',
   );
@@ -241,11 +246,6 @@ function mediaTypeRefusal(req: Request): UnsupportedMediaTypeError | null {
  */
 export function installBodyParsers(app: NestExpressApplication, config: AppConfig): void {
   const { bodyBytes, largeBodyBytes, jsonMaxNodes, jsonMaxObjectKeys } = config.limits;
-  // First, so a refused path, query string or media type costs no body read.
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    const refusal = pathTextRefusal(req) ?? queryTextRefusal(req) ?? mediaTypeRefusal(req);
-    return refusal ? refuse(req, res, refusal) : next();
-  });
   // Read as bytes (Nest keeps them as req.rawBody for the webhook signatures), scanned, then parsed here.
   // A webhook's body is read whatever its media type but a form (which keeps the form limit): the
   // signature covers the bytes, and a signed body sent as text/plain (or with no type) was refused as a
@@ -254,12 +254,35 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
     !isProbe(req.path) &&
     (isJson(req) || (isWebhook(req.path) && !isForm(req))) &&
     takesLargeBody(req.path) === large;
+  const readsForm = (req: Request) => isForm(req) && (takesForm(req.path) || isWebhook(req.path));
+  /**
+   * A Content-Length over the limit of the parser that would read the body: 413 before reading it.
+   * body-parser reads (and drops) the whole announced body before it hands on its own 413.
+   */
+  const declaredSizeRefusal = (req: Request): PayloadTooLargeError | null => {
+    const limit = reads(req, true)
+      ? largeBodyBytes
+      : reads(req, false)
+        ? bodyBytes
+        : readsForm(req)
+          ? FORM_BODY_BYTES
+          : null;
+    const length = Number(req.headers['content-length']);
+    return limit !== null && length > limit
+      ? new PayloadTooLargeError('The request body is too large.')
+      : null;
+  };
+  // First, so a refused path, query string, media type or announced size costs no body read.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const refusal =
+      pathTextRefusal(req) ?? queryTextRefusal(req) ?? mediaTypeRefusal(req) ?? declaredSizeRefusal(req);
+    return refusal ? refuse(req, res, refusal) : next();
+  });
   app.useBodyParser('raw', { limit: largeBodyBytes, type: (req: unknown) => reads(req as Request, true) });
   app.useBodyParser('raw', { limit: bodyBytes, type: (req: unknown) => reads(req as Request, false) });
   app.useBodyParser('raw', {
     limit: FORM_BODY_LIMIT,
-    type: (req: unknown) =>
-      isForm(req as Request) && (takesForm((req as Request).path) || isWebhook((req as Request).path)),
+    type: (req: unknown) => readsForm(req as Request),
   });
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (!Buffer.isBuffer(req.body)) return next();

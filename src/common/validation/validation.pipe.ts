@@ -20,19 +20,35 @@ const TYPE_CHECKS = new Set([
   'isJsonObject',
 ]);
 
-/** A field's failed checks: the type checks alone when one of them failed, else all of them. */
-function failedChecks(constraints: Record<string, string>): string[] {
-  const typeErrors = Object.entries(constraints).filter(([name]) => TYPE_CHECKS.has(name));
-  return (typeErrors.length > 0 ? typeErrors : Object.entries(constraints)).map(([, message]) => message);
+/** The checks that name the allowed values: said with a type error, which alone would hide them. */
+const ALLOWED_VALUE_CHECKS = new Set(['isIn', 'isEnum']);
+
+/**
+ * A field's failed checks. A missing field (undefined: not sent) is "<field> is required", not its type
+ * error ("must be a string" hid that the field was simply left out). A value of another type gets the type
+ * checks alone, with the allowed values of isIn/isEnum appended; else every failed check.
+ */
+function failedChecks(field: string, value: unknown, constraints: Record<string, string>): string[] {
+  const entries = Object.entries(constraints);
+  if (entries.length === 0) return [];
+  if (value === undefined) return [`${field} is required`];
+  const typeErrors = entries.filter(([name]) => TYPE_CHECKS.has(name)).map(([, message]) => message);
+  if (typeErrors.length === 0) return entries.map(([, message]) => message);
+  const allowed = entries
+    .filter(([name]) => ALLOWED_VALUE_CHECKS.has(name))
+    .map(([, message]) => message.replace(/^.*? must be /, ''));
+  return allowed.length > 0 ? [`${typeErrors.join('; ')} (${allowed.join('; ')})`] : typeErrors;
 }
 
 function flatten(errors: ClassValidatorError[], parent = ''): FieldError[] {
   return errors.flatMap((error) => {
     const field = parent ? `${parent}.${error.property}` : error.property;
-    const own = failedChecks(error.constraints ?? {}).map((message) => ({
-      field,
-      message: error.constraints?.whitelistValidation ? `property ${field} is not allowed` : message,
-    }));
+    const own = error.constraints?.whitelistValidation
+      ? [{ field, message: `property ${field} is not allowed` }]
+      : failedChecks(error.property, error.value, error.constraints ?? {}).map((message) => ({
+          field,
+          message,
+        }));
     return [...own, ...flatten(error.children ?? [], field)];
   });
 }
@@ -82,7 +98,8 @@ export function createValidationPipe(): ValidationPipe {
     forbidNonWhitelisted: true,
     transform: true,
     stopAtFirstError: false,
-    validationError: { target: false, value: false },
+    // The value tells a missing field (undefined) from one of another type; it is never put in an answer.
+    validationError: { target: false, value: true },
     exceptionFactory: (errors) => {
       const fields = flatten(errors);
       const listed = fields.slice(0, MAX_FIELD_ERRORS).map((f) => f.message);
