@@ -61,8 +61,11 @@ describe('allowance months of a refunded annual payment', () => {
       orderBy: { createdAt: 'asc' },
     });
 
-  /** A PRO subscription on Paddle's yearly cycle, created `start`, with its first payment recorded then. */
-  async function annual(start = new Date(Date.now() - 86_400_000)) {
+  /**
+   * A PRO subscription on Paddle's yearly cycle, created `start`, with its first payment (of `total` minor
+   * units) recorded then.
+   */
+  async function annual(start = new Date(Date.now() - 86_400_000), total = PAID) {
     const user = await createUser(api.prisma);
     const subId = newSubId();
     const created = subscriptionEvent({
@@ -80,7 +83,7 @@ describe('allowance months of a refunded annual payment', () => {
       subId,
       origin: 'web',
       priceId: PRICE.PRO,
-      total: String(PAID),
+      total: String(total),
       occurredAt: start,
     });
     expect((await deliver(api, payment)).outcome).toBe('processed');
@@ -465,28 +468,7 @@ describe('allowance months of a refunded annual payment', () => {
   // payment: its refund reduces no month, even when the period's own payment collected nothing (a 100%
   // discount) and the proration is the nearest payment of some money.
   it('does not read the refund of a proration as a refund of the period', async () => {
-    const user = await createUser(api.prisma);
-    const subId = newSubId();
-    const start = new Date(Date.now() - 86_400_000);
-    const created = subscriptionEvent({
-      type: 'subscription.created',
-      subId,
-      priceId: PRICE.PRO,
-      billingCycle: YEARLY,
-      token: checkoutToken(api, user, 'PRO'),
-      occurredAt: start,
-      periodStart: start,
-      periodEnd: addMonths(start, 12),
-    });
-    expect((await deliver(api, created)).outcome).toBe('processed');
-    const free = transactionEvent({
-      subId,
-      origin: 'web',
-      priceId: PRICE.PRO,
-      total: '0',
-      occurredAt: start,
-    });
-    expect((await deliver(api, free)).outcome).toBe('processed');
+    const { subId, start, month, runAt } = await annual(undefined, 0);
     const proration = transactionEvent({
       subId,
       origin: 'subscription_update',
@@ -496,8 +478,8 @@ describe('allowance months of a refunded annual payment', () => {
     });
     expect((await deliver(api, proration)).outcome).toBe('processed');
     await refund({ subId, txnId: proration.data.id }, { type: 'full', total: 5000 });
-    await job().run(new Date(addMonths(start, 1).getTime() + 3_600_000));
-    const month1 = await row(`allowance:${subId}:${start.toISOString()}:1`);
+    await runAt(1);
+    const month1 = await row(month(1));
     expect(month1.delta).toBe(1000);
     expect(month1.details).not.toHaveProperty('reason');
   });

@@ -89,6 +89,20 @@ describe('credit lifecycle (issue 18)', () => {
     return { user: u, subId };
   }
 
+  /** An event of an annual PRO subscription in the period starting `periodStart`, with this status. */
+  const annualEvent =
+    (subId: string, periodStart: Date) => (type: string, status: 'active' | 'past_due', at: Date) =>
+      subscriptionEvent({
+        type,
+        subId,
+        status,
+        priceId: PRICE.PRO,
+        occurredAt: at,
+        periodStart,
+        periodEnd: addMonths(periodStart, 12),
+        billingCycle: { interval: 'year', frequency: 1 },
+      });
+
   async function packCheckout(u: User, priceId: string) {
     return api.http
       .post('/api/v1/billing/credit-packs/checkout')
@@ -137,20 +151,8 @@ describe('credit lifecycle (issue 18)', () => {
       const day = 86_400_000;
       const start = new Date(Date.now() - 405 * day);
       const { user: u, subId } = await subscribed('PRO', { annual: true, start });
-      const year = { interval: 'year', frequency: 1 };
       const renewalStart = addMonths(start, 12);
-      const renewalEnd = addMonths(start, 24);
-      const renewed = (type: string, status: 'past_due' | 'active', at: Date) =>
-        subscriptionEvent({
-          type,
-          subId,
-          status,
-          priceId: PRICE.PRO,
-          occurredAt: at,
-          periodStart: renewalStart,
-          periodEnd: renewalEnd,
-          billingCycle: year,
-        });
+      const renewed = annualEvent(subId, renewalStart);
       // The annual renewal's payment failed: the new period is open but unpaid for over a month.
       const pastDue = renewed('subscription.past_due', 'past_due', renewalStart);
       expect((await deliver(api, pastDue)).outcome).toBe('processed');
@@ -184,18 +186,7 @@ describe('credit lifecycle (issue 18)', () => {
       const day = 86_400_000;
       const start = new Date(Date.now() - 200 * day);
       const { user: u, subId } = await subscribed('PRO', { annual: true, start });
-      const year = { interval: 'year', frequency: 1 };
-      const ev = (type: string, status: 'active' | 'past_due', at: Date) =>
-        subscriptionEvent({
-          type,
-          subId,
-          status,
-          priceId: PRICE.PRO,
-          occurredAt: at,
-          periodStart: start,
-          periodEnd: addMonths(start, 12),
-          billingCycle: year,
-        });
+      const ev = annualEvent(subId, start);
       const paid = transactionEvent({ subId, origin: 'web', total: '18000', occurredAt: start });
       expect((await deliver(api, paid)).outcome).toBe('processed');
       const job = api.app.get(AllowanceService);
@@ -227,19 +218,8 @@ describe('credit lifecycle (issue 18)', () => {
       const day = 86_400_000;
       const start = new Date(Date.now() - 500 * day);
       const { user: u, subId } = await subscribed('PRO', { annual: true, start });
-      const year = { interval: 'year', frequency: 1 };
       const renewalStart = addMonths(start, 12);
-      const renewed = (type: string, status: 'past_due' | 'active', at: Date) =>
-        subscriptionEvent({
-          type,
-          subId,
-          status,
-          priceId: PRICE.PRO,
-          occurredAt: at,
-          periodStart: renewalStart,
-          periodEnd: addMonths(start, 24),
-          billingCycle: year,
-        });
+      const renewed = annualEvent(subId, renewalStart);
       expect((await deliver(api, renewed('subscription.past_due', 'past_due', renewalStart))).outcome).toBe(
         'processed',
       );
