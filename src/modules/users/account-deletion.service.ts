@@ -179,6 +179,11 @@ export class AccountDeletionService {
             await this.webhookArchive.scrubIdentityArchive(tx, due.identity_user_id);
             // Before the delete: its cascade removes the e-mail log rows that tie the events to the user.
             await this.webhookArchive.scrubEmailArchive(tx, await this.users.emailTrailOf(tx, due.id));
+            // Before the delete too: its cascade removes the subscriptions that name the user's customers.
+            await this.webhookArchive.scrubBillingArchive(
+              tx,
+              await this.users.exclusiveBillingCustomersOf(tx, due.id),
+            );
             await this.users.hardDelete(tx, due.id);
             return 'deleted' as const;
           },

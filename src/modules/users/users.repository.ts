@@ -258,6 +258,24 @@ export class UsersRepository {
     return { messageIds: row?.message_ids ?? [], addresses: row?.addresses ?? [] };
   }
 
+  /**
+   * The billing provider's customer ids of the user (the linked one and those of the user's subscriptions)
+   * that no other account holds, for the archive scrub of the hard delete: two accounts with one address can
+   * share a provider customer, and the other's events must stay. Read before the delete.
+   */
+  async exclusiveBillingCustomersOf(tx: Tx, id: string): Promise<string[]> {
+    const rows = await tx.$queryRaw<{ customer_id: string }[]>`
+      SELECT k.customer_id FROM (
+        SELECT billing_customer_id AS customer_id FROM users WHERE id = ${id}::uuid
+        UNION SELECT provider_customer_id FROM subscriptions WHERE user_id = ${id}::uuid) k
+      WHERE k.customer_id IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM users u
+                        WHERE u.billing_customer_id = k.customer_id AND u.id <> ${id}::uuid)
+        AND NOT EXISTS (SELECT 1 FROM subscriptions s
+                        WHERE s.provider_customer_id = k.customer_id AND s.user_id <> ${id}::uuid)`;
+    return rows.map((row) => row.customer_id);
+  }
+
   /** Deletes the row; the database cascades owned tables and nulls the links of the kept ones. */
   async hardDelete(tx: Tx, id: string): Promise<void> {
     await tx.$executeRaw`DELETE FROM users WHERE id = ${id}::uuid`;

@@ -536,6 +536,21 @@ export class WebhookInboxRepository {
     ]);
     return rowCount ?? 0;
   }
+
+  /**
+   * When the user is erased, every billing archive row about one of the user's provider customers keeps its
+   * row (dedupe history, status, type, times) and loses its payload, as the identity and e-mail rows do:
+   * Paddle's raw events hold personal data (a customer.* event the e-mail address and name, a transaction the
+   * cardholder's name) that used to outlive the erasure for the archive's 90 days. The key is the customer id
+   * (billing_archive_customer, through webhook_events_billing_customer_idx). Rows in every status: the
+   * caller passes only customer ids no other account holds, so every matched row is the user's own, and a
+   * row still RECEIVED is archived SKIPPED (ERASED_REASON) by the worker.
+   */
+  async scrubBillingArchive(tx: Tx, customerIds: string[]): Promise<number> {
+    if (customerIds.length === 0) return 0;
+    const { rowCount } = await driverOf(tx).query(SCRUB_BILLING_ARCHIVE_SQL, [customerIds]);
+    return rowCount ?? 0;
+  }
 }
 
 /**
@@ -556,6 +571,17 @@ export const SCRUB_EMAIL_ARCHIVE_SQL = `
     OR (email_archive_keys(w.payload)
           && email_archive_keys(jsonb_build_object('data', jsonb_build_object('to', to_jsonb($2::text[]))))
         AND w.status <> 'RECEIVED'::"WebhookEventStatus"))`;
+
+/**
+ * The billing archive scrub (scrubBillingArchive), through the partial index
+ * webhook_events_billing_customer_idx on billing_archive_customer(payload) (migration
+ * 20261210090000_billing_archive_customer_index). Exported for the plan check in
+ * test/users/erasure-audit.e2e-spec.ts.
+ */
+export const SCRUB_BILLING_ARCHIVE_SQL = `
+  UPDATE webhook_events
+  SET payload = jsonb_build_object('redacted', true, 'type', payload->>'event_type')
+  WHERE provider = 'billing' AND billing_archive_customer(payload) = ANY($1::text[])`;
 
 export interface ArchiveFilter {
   provider?: string;

@@ -26,6 +26,12 @@ export class BillingUsersRepository {
     return (await db.user.count({ where: { id: userId } })) > 0;
   }
 
+  /** When the user asked for the account's deletion (null: not pending deletion, or no such user). */
+  async deletedAt(db: Db, userId: string): Promise<Date | null> {
+    const user = await db.user.findUnique({ where: { id: userId }, select: { deletedAt: true } });
+    return user?.deletedAt ?? null;
+  }
+
   findByCustomerId(db: Db, customerId: string) {
     return db.user.findUnique({ where: { billingCustomerId: customerId }, select: { id: true } });
   }

@@ -7,6 +7,7 @@ import { AuditService, webhookActor } from '../../audit/audit.service.js';
 import { MetricsService } from '../../../infra/metrics/metrics.service.js';
 import { CreditsService } from '../../credits/credits.service.js';
 import type { SendEmailJob } from '../../email/email.types.js';
+import type { DeletionJob } from '../../users/account-deletion.service.js';
 import type { HandlerOutcome } from '../../webhooks/webhook-inbox.service.js';
 import { firstPeriodGrantId, monthEnd } from '../jobs/allowance-months.js';
 import { BillingCatalog } from '../billing.catalog.js';
@@ -163,6 +164,7 @@ export class SubscriptionStateService {
       // Renewals paid before anything tied the subscription to its user get their credits now, once.
       credits += await this.paymentEvents.grantParkedRenewals(tx, event, row, user, now);
       await this.auditDuplicate(tx, row, user);
+      await this.cancelForPendingDeletion(tx, row, user);
     }
 
     if (event.eventType === CREATED) credits += await this.onCreated(tx, event, row, snapshot, user, now);
@@ -375,6 +377,30 @@ export class SubscriptionStateService {
         status: row.status,
       },
     });
+  }
+
+  /**
+   * A live subscription that starts while its owner's account waits for erasure (a checkout opened before
+   * the deletion request and paid after it): the request's `deletion_requested` hooks ran already and found
+   * nothing to cancel, so they run again for this subscription (Billing's cancels every live one at once);
+   * otherwise the provider went on billing the person after the erasure. The job re-checks the deletion, so
+   * a restore before it runs cancels nothing.
+   */
+  private async cancelForPendingDeletion(tx: Tx, row: Subscription, user: LockedUser): Promise<void> {
+    if (!LIVE_STATUSES.includes(row.status) || row.expiredAt) return;
+    const deletedAt = await this.users.deletedAt(tx, user.id);
+    if (!deletedAt) return;
+    this.logger.warn(
+      { subscription_id: row.providerSubscriptionId, user_id: user.id },
+      'a subscription started for an account awaiting deletion: cancelling it',
+    );
+    const job: DeletionJob = { userId: user.id, deletedAt: deletedAt.toISOString() };
+    await this.outbox.add(
+      tx,
+      JOBS.accountDeletionRequested,
+      job,
+      `deletion-requested-${user.id}-${deletedAt.getTime()}-${row.id}`,
+    );
   }
 
   /**
