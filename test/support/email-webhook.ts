@@ -12,17 +12,23 @@ export type ResendFixture =
 /**
  * One of Resend's published webhook examples (test/contracts/fixtures/resend, see its README), tied to a
  * message the test sent: `data.email_id` becomes that message's provider id and `data.to` its recipient.
+ * Its times move by one amount so that the event happened at `at` (default: now), after the message was
+ * sent, as a real one does (the published examples are from 2024).
  */
 export function resendEvent(
   fixture: ResendFixture,
   target: { providerMessageId: string; to: string },
-  options: { bounceType?: 'Permanent' | 'Transient' } = {},
+  options: { bounceType?: 'Permanent' | 'Transient'; at?: Date } = {},
 ): { type: string; created_at: string; data: Record<string, unknown> } {
   const event = JSON.parse(readFileSync(new URL(`webhook.${fixture}.json`, FIXTURES), 'utf8')) as {
     type: string;
     created_at: string;
-    data: Record<string, unknown> & { bounce?: Record<string, unknown> };
+    data: Record<string, unknown> & { bounce?: Record<string, unknown>; created_at?: string };
   };
+  const shiftMs = (options.at ?? new Date()).getTime() - Date.parse(event.created_at);
+  const shifted = (iso: string) => new Date(Date.parse(iso) + shiftMs).toISOString();
+  event.created_at = shifted(event.created_at);
+  if (typeof event.data.created_at === 'string') event.data.created_at = shifted(event.data.created_at);
   event.data.email_id = target.providerMessageId;
   event.data.to = [target.to];
   if (options.bounceType && event.data.bounce) event.data.bounce.type = options.bounceType;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { fixture, type Json } from '../contracts/contract-support.js';
 import { type ApiApp, TEST_SECRETS } from './test-env.js';
 import { type Delivered, withOutcome } from './webhooks.js';
 
@@ -91,4 +92,29 @@ export async function deliverIdentity(
     .set({ ...delivery.headers, ...headers })
     .send(delivery.body);
   return withOutcome(api, 'identity', delivery.id, res);
+}
+
+/**
+ * One of Clerk's published `user.*` examples (test/contracts/fixtures/clerk), about the test's identity
+ * user: `data.id` replaced and the event made to happen at `at` (default now: the envelope `timestamp` and,
+ * for created/updated, `data.updated_at`, the version the handlers compare); created/updated also get
+ * `email` as the primary (and only) address.
+ */
+export function clerkUserEvent(
+  type: 'user.created' | 'user.updated' | 'user.deleted',
+  identityUserId: string,
+  options: { email?: string; at?: Date } = {},
+): object {
+  const event = fixture<{
+    timestamp: number;
+    data: Json & { id: string; updated_at?: number; email_addresses?: Json[] };
+  }>('clerk', type);
+  const at = (options.at ?? new Date()).getTime();
+  event.timestamp = at;
+  event.data.id = identityUserId;
+  if (event.data.email_addresses) {
+    event.data.updated_at = at;
+    if (options.email) event.data.email_addresses[0].email_address = options.email;
+  }
+  return event;
 }

@@ -1251,8 +1251,8 @@ export interface components {
             source: "delivery" | "backfill";
             /**
              * Format: date-time
-             * @description When this FAILED event is re-applied automatically (a billing event that failed processing); null when
-             *     no automatic re-apply is coming (a refused payload, another provider, none left, or not FAILED).
+             * @description When this FAILED event is re-applied automatically (an event of any provider that failed processing);
+             *     null when no automatic re-apply is coming (a refused payload, none left, or not FAILED).
              * @example 2026-11-24T09:30:00.000Z
              */
             retry_at: string | null;
@@ -1312,8 +1312,8 @@ export interface components {
             source: "delivery" | "backfill";
             /**
              * Format: date-time
-             * @description When this FAILED event is re-applied automatically (a billing event that failed processing); null when
-             *     no automatic re-apply is coming (a refused payload, another provider, none left, or not FAILED).
+             * @description When this FAILED event is re-applied automatically (an event of any provider that failed processing);
+             *     null when no automatic re-apply is coming (a refused payload, none left, or not FAILED).
              * @example 2026-11-24T09:30:00.000Z
              */
             retry_at: string | null;

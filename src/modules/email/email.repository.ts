@@ -41,14 +41,21 @@ export class EmailRepository {
   /**
    * Records what the provider said after the send, on the message it sent under `providerMessageId`. A
    * later but weaker status never overwrites a stronger one (a late `delivered` does not hide a bounce):
-   * delivery_delayed / soft_bounced < delivered < bounced < complained. Returns how many rows changed.
+   * delivery_delayed / soft_bounced < delivered < bounced < complained. Between equal ranks the event time
+   * `at` decides, newer wins: applied late (an automatic re-apply, days later), an older `delivery_delayed`
+   * does not replace a newer `soft_bounced`, nor move `delivery_updated_at` back. Returns how many rows
+   * changed.
    */
   async recordDelivery(db: Db, providerMessageId: string, status: DeliveryStatus, at: Date): Promise<number> {
     return db.$executeRaw`
+      WITH ranks AS (SELECT ${DELIVERY_RANK}::jsonb AS r)
       UPDATE email_messages
       SET delivery_status = ${status}, delivery_updated_at = ${at}
+      FROM ranks
       WHERE provider_message_id = ${providerMessageId}
-        AND coalesce(${DELIVERY_RANK}::jsonb ->> delivery_status, '0')::int <= (${DELIVERY_RANK}::jsonb ->> ${status})::int`;
+        AND (coalesce(r ->> delivery_status, '0')::int < (r ->> ${status})::int
+          OR (coalesce(r ->> delivery_status, '0')::int = (r ->> ${status})::int
+            AND (delivery_updated_at IS NULL OR delivery_updated_at <= ${at})))`;
   }
 
   /** The messages the provider sent under this id (one, or one per batch member sharing none). */

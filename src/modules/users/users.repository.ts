@@ -159,11 +159,24 @@ export class UsersRepository {
   /**
    * Withdraws marketing consent when it is given (the unsubscribe link); returns the user when this call
    * changed it, null when there was nothing to change (already withdrawn, or no such user). Conditional,
-   * so concurrent clicks record one withdrawal.
+   * so concurrent clicks record one withdrawal. With `onlyIfGivenBefore` (a provider's event that happened
+   * at `at`, possibly applied days later), a consent given after `at` is newer and stays: null too.
    */
-  async withdrawMarketingConsent(db: Db, userId: string, source: string, at: Date): Promise<User | null> {
+  async withdrawMarketingConsent(
+    db: Db,
+    userId: string,
+    source: string,
+    at: Date,
+    options: { onlyIfGivenBefore?: boolean } = {},
+  ): Promise<User | null> {
     const { count } = await db.user.updateMany({
-      where: { id: userId, marketingConsentGiven: true },
+      where: {
+        id: userId,
+        marketingConsentGiven: true,
+        ...(options.onlyIfGivenBefore
+          ? { OR: [{ marketingConsentAt: null }, { marketingConsentAt: { lte: at } }] }
+          : {}),
+      },
       data: { marketingConsentGiven: false, marketingConsentAt: at, marketingConsentSource: source },
     });
     if (count === 0) return null;
@@ -201,6 +214,17 @@ export class UsersRepository {
   async identityUserIdOf(db: Db, userId: string): Promise<string | null> {
     const user = await db.user.findUnique({ where: { id: userId }, select: { identityUserId: true } });
     return user?.identityUserId ?? null;
+  }
+
+  /** The user's identity id and marketing consent as they stand; null when there is no such user. */
+  consentOf(
+    db: Db,
+    userId: string,
+  ): Promise<Pick<User, 'identityUserId' | 'marketingConsentGiven' | 'marketingConsentAt'> | null> {
+    return db.user.findUnique({
+      where: { id: userId },
+      select: { identityUserId: true, marketingConsentGiven: true, marketingConsentAt: true },
+    });
   }
 
   /**

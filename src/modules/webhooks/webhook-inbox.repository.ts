@@ -183,16 +183,16 @@ export class WebhookInboxRepository {
 
   /**
    * The last attempt failed (or the payload can never succeed): FAILED, and the claim is released so the
-   * provider's redelivery, or an operator's replay, is accepted again. A processing failure of an event of
-   * one of `reapplied` (the providers that opt in; empty for a payload that can never succeed) gets its
-   * next automatic re-apply time (`retryAt`, REAPPLY_DELAYS_HOURS after now) while re-applies are left. Null
-   * when the row was no longer RECEIVED (another job handled it).
+   * provider's redelivery, or an operator's replay, is accepted again. A processing failure (`reapply`;
+   * false for a payload that can never succeed) gets its next automatic re-apply time (`retryAt`,
+   * REAPPLY_DELAYS_HOURS after now) while re-applies are left, whatever the provider. Null when the row was
+   * no longer RECEIVED (another job handled it).
    */
   async markFailed(
     tx: Tx,
     id: string,
     error: string,
-    reapplied: readonly string[] = [],
+    reapply = false,
   ): Promise<(StoredEvent & { retryAt: Date | null; autoReapplies: number }) | null> {
     const delays = [...REAPPLY_DELAYS_HOURS];
     const rows = await tx.$queryRaw<
@@ -206,7 +206,7 @@ export class WebhookInboxRepository {
     >`
       UPDATE webhook_events
       SET status = 'FAILED'::"WebhookEventStatus", error = ${error}, attempts = attempts + 1, processed_at = NULL,
-          retry_at = CASE WHEN provider = ANY(${[...reapplied]}::text[]) AND auto_reapplies < ${delays.length}
+          retry_at = CASE WHEN ${reapply}::boolean AND auto_reapplies < ${delays.length}
             THEN now() + make_interval(hours => (${delays}::int[])[auto_reapplies + 1]) END
       WHERE id = ${id}::uuid AND status = 'RECEIVED'
       RETURNING provider, event_id, event_type, retry_at, auto_reapplies`;
@@ -519,10 +519,11 @@ export class WebhookInboxRepository {
    * When the user is erased, every e-mail archive row about one of the user's messages (`data.email_id`, the
    * provider message id) or sent to one of the user's addresses (`data.to`; the only link of a message whose
    * provider id we never learnt) keeps its row (dedupe history, status, type, times) and loses its payload,
-   * as the identity rows do. A row still RECEIVED (accepted, not yet applied) is scrubbed only when one of
-   * the user's message ids matches it (it is then the user's own; the worker archives it SKIPPED,
-   * ERASED_REASON): matched by an address alone, it may be another account's event at an address the erased
-   * user once had (a bounce or complaint that must still suppress it), so it is left for the worker.
+   * as the identity rows do. A row still to be applied (RECEIVED, or FAILED with an automatic re-apply to
+   * come) is scrubbed only when one of the user's message ids matches it (it is then the user's own; the
+   * worker archives it SKIPPED, ERASED_REASON): matched by an address alone, it may be another account's
+   * event at an address the erased user once had (a bounce or complaint that must still suppress it), so it
+   * is left for the worker.
    * Addresses are compared trimmed and lower-cased (the archive holds Resend's raw events, whose recipients
    * keep the case they were sent with), through the keys index (SCRUB_EMAIL_ARCHIVE_SQL), not a scan of
    * every e-mail row. The caller collects the ids and addresses before the delete cascades the user's
@@ -559,8 +560,9 @@ export class WebhookInboxRepository {
  * raw event's keys, `id:<email_id>` and `to:<recipient, trimmed and lower-cased>`, and also computes the
  * keys of the erased user's addresses, so both sides are normalized by one definition. Two overlap probes of
  * the index, OR-ed into one bitmap: the message ids in every status, the addresses only on rows no longer
- * RECEIVED (`own`, see scrubEmailArchive). The status is re-checked on a row the worker held, so a row it
- * applied meanwhile is scrubbed as PROCESSED. Exported for the plan check in
+ * waiting to be applied (`own`, see scrubEmailArchive): neither RECEIVED nor FAILED with an automatic
+ * re-apply to come (`retry_at`, set only on FAILED rows). The status is re-checked on a row the worker
+ * held, so a row it applied meanwhile is scrubbed as PROCESSED. Exported for the plan check in
  * test/users/account-deletion.e2e-spec.ts.
  */
 export const SCRUB_EMAIL_ARCHIVE_SQL = `
@@ -570,7 +572,7 @@ export const SCRUB_EMAIL_ARCHIVE_SQL = `
     email_archive_keys(w.payload) && ARRAY(SELECT 'id:' || id FROM unnest($1::text[]) AS id)
     OR (email_archive_keys(w.payload)
           && email_archive_keys(jsonb_build_object('data', jsonb_build_object('to', to_jsonb($2::text[]))))
-        AND w.status <> 'RECEIVED'::"WebhookEventStatus"))`;
+        AND w.status <> 'RECEIVED'::"WebhookEventStatus" AND w.retry_at IS NULL))`;
 
 /**
  * The billing archive scrub (scrubBillingArchive), through the partial index

@@ -38,7 +38,13 @@ export interface Acceptance {
   id?: string;
 }
 
-/** Applies one stored event inside the worker's unit of work (its outbox jobs are pushed after commit). */
+/**
+ * Applies one stored event inside the worker's unit of work (its outbox jobs are pushed after commit). It
+ * must converge whatever the order of the provider's events and however late one is applied: an event that
+ * failed processing is re-applied automatically for days (WebhookInboxService.reapplyDue), after newer
+ * events of the same user or message were applied. A payload it can never apply is refused with a 4xx
+ * AppError (never re-applied).
+ */
 export type StoredEventHandler = (tx: Tx, event: StoredEvent) => Promise<HandlerOutcome>;
 
 /**
@@ -190,8 +196,6 @@ export class WebhookInboxService {
     string,
     { apply: StoredEventHandler; prepare: StoredEventsPreparer | undefined }
   >();
-  /** Providers whose events that failed processing for good are re-applied automatically (reapplyDue). */
-  private readonly reapplied = new Set<string>();
   /**
    * Concurrent deliveries share one intake statement (one commit); a lone delivery goes out at once. The
    * accepted rows of the statements started within a few milliseconds get one job (see joinGroup).
@@ -240,19 +244,12 @@ export class WebhookInboxService {
   ) {}
 
   /**
-   * Each provider's module registers how its stored events are applied (in both processes). With
-   * `reapplyFailed`, an event of the provider that failed processing through all its attempts is re-applied
-   * automatically later (reapplyDue): the provider's handlers must converge whatever the order and delay.
+   * Each provider's module registers how its stored events are applied (in both processes). An event of
+   * any provider that failed processing through all its attempts is re-applied automatically later
+   * (reapplyDue), so the handler must converge whatever the order and delay (StoredEventHandler).
    */
-  register(
-    provider: WebhookProvider,
-    apply: StoredEventHandler,
-    prepare?: StoredEventsPreparer,
-    options: { reapplyFailed?: boolean } = {},
-  ): void {
+  register(provider: WebhookProvider, apply: StoredEventHandler, prepare?: StoredEventsPreparer): void {
     this.handlers.set(provider, { apply, prepare });
-    if (options.reapplyFailed) this.reapplied.add(provider);
-    else this.reapplied.delete(provider);
   }
 
   /** Intake: one statement, then the push. Throws only when the database refuses the statement. */
@@ -667,13 +664,13 @@ export class WebhookInboxService {
   }
 
   /**
-   * The automatic re-apply (release 0.2: "converge on the provider's truth by itself"): FAILED events whose
-   * failure was a processing failure (not a refused payload) of a provider registered with `reapplyFailed`
-   * are reopened when their `retry_at` has come (REAPPLY_DELAYS_HOURS after each failure, at most that many
-   * times) and applied by the worker through the exactly-once path of an operator's bulk replay, with the
-   * whole retry chain. Each is audited `webhook.replayed` (actor `system:webhook-reapply`, `source`
-   * `automatic`, `count` = which re-apply) and counted (`webhook_events_total{outcome="reapplied"}`). Run by
-   * the relay; `now` is its clock (tests pass a later one). Returns how many were reopened.
+   * The automatic re-apply (release 0.2: "converge on the provider's truth by itself"): FAILED events of
+   * every provider whose failure was a processing failure (not a refused payload) are reopened when their
+   * `retry_at` has come (REAPPLY_DELAYS_HOURS after each failure, at most that many times) and applied by
+   * the worker through the exactly-once path of an operator's bulk replay, with the whole retry chain.
+   * Each is audited `webhook.replayed` (actor `system:webhook-reapply`, `source` `automatic`, `count` =
+   * which re-apply) and counted (`webhook_events_total{outcome="reapplied"}`). Run by the relay; `now` is
+   * its clock (tests pass a later one). Returns how many were reopened.
    */
   async reapplyDue(now: Date = new Date(), limit = RELAY_BATCH): Promise<number> {
     const rows = await this.prisma.$transaction(async (tx) => {
@@ -757,13 +754,13 @@ export class WebhookInboxService {
   /**
    * FAILED, the claim released and `webhook.failed` audited, in one transaction; false when another job
    * applied the event meanwhile or the database is unreachable (the relay retries then). A `retryable`
-   * failure of a provider that opts in gets its automatic re-apply time (reapplyDue).
+   * failure (a processing failure, not a refused payload) gets its automatic re-apply time (reapplyDue).
    */
   private async recordFailure(id: string, err: unknown, retryable: boolean): Promise<boolean> {
     const message = recordableError(err);
     try {
       const recorded = await this.prisma.$transaction(async (tx) => {
-        const event = await this.inbox.markFailed(tx, id, message, retryable ? [...this.reapplied] : []);
+        const event = await this.inbox.markFailed(tx, id, message, retryable);
         if (!event) return null;
         await this.auditFailure(
           tx,

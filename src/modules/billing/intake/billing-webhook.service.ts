@@ -68,7 +68,6 @@ export class BillingWebhookService implements OnModuleInit {
       'billing',
       (tx, stored) => this.apply(tx, stored),
       (tx, batch) => this.prepare(tx, batch),
-      { reapplyFailed: true },
     );
   }
 

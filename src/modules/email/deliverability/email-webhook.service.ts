@@ -151,19 +151,31 @@ export class EmailWebhookService implements OnModuleInit {
         for (const user of await this.consent.usersWithAddress(tx, address)) userIds.add(user.id);
     }
     for (const userId of userIds) {
-      const withdrawn = await this.consent.withdrawMarketingConsent(tx, userId, COMPLAINT_SOURCE, at);
-      const identityUserId = withdrawn?.identityUserId ?? (await this.identityOf(tx, userId));
+      // Newer wins, as everywhere in the handlers: a complaint applied late (an automatic re-apply, days
+      // after it happened) does not withdraw a consent the user gave after it.
+      const withdrawn = await this.consent.withdrawMarketingConsent(tx, userId, COMPLAINT_SOURCE, at, {
+        onlyIfGivenBefore: true,
+      });
+      const current = withdrawn ? null : await this.consent.consentOf(tx, userId);
+      const kept = current?.marketingConsentGiven === true;
       await this.audit.record(tx, {
         actor: webhookActor('email'),
         action: 'email.complaint',
-        userId: identityUserId,
+        userId: withdrawn?.identityUserId ?? current?.identityUserId ?? null,
         resourceType: 'email',
         resourceId: rows.find((row) => row.userId === userId)?.id ?? data.email_id,
         details: {
           event_id: eventId,
           source: COMPLAINT_SOURCE,
-          consent_given: false,
-          ...(withdrawn ? { consent_at: at.toISOString() } : { reason: 'consent already withdrawn' }),
+          consent_given: kept,
+          ...(withdrawn
+            ? { consent_at: at.toISOString() }
+            : kept
+              ? {
+                  consent_at: current?.marketingConsentAt?.toISOString() ?? null,
+                  reason: 'consent given after the complaint',
+                }
+              : { reason: 'consent already withdrawn' }),
         },
       });
     }

@@ -80,8 +80,8 @@ export class WebhookItemDto {
   @ApiEnum(['delivery', 'backfill'])
   source!: string;
   /**
-   * When this FAILED event is re-applied automatically (a billing event that failed processing); null when
-   * no automatic re-apply is coming (a refused payload, another provider, none left, or not FAILED).
+   * When this FAILED event is re-applied automatically (an event of any provider that failed processing);
+   * null when no automatic re-apply is coming (a refused payload, none left, or not FAILED).
    */
   @ApiTimestamp()
   retry_at!: string | null;
