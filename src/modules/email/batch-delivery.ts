@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { OutboundEmail } from './email.types.js';
 import { EmailProvider, EmailSendError } from './providers/email-provider.js';
-import { budgetSpentError, EmailSendBudget } from './send-budget.js';
+import { EmailSendBudget } from './send-budget.js';
 
 /** What the provider made of one message of a batch. */
 export type DeliveryOutcome =
@@ -63,16 +63,17 @@ export class EmailBatchDelivery {
     outcomes: Map<string, DeliveryOutcome>,
     signal?: AbortSignal,
   ): Promise<BatchAnswer> {
-    const used = await this.budget.used(key);
-    if (used >= this.budget.limit) {
-      this.giveUp(messages, key, outcomes, used);
+    // Nothing left either once the provider's idempotency window has passed (send-budget.ts).
+    const budget = await this.budget.state(key);
+    if (budget.spent) {
+      this.giveUp(messages, key, outcomes, budget.spent);
       return { result: 'spent' };
     }
     try {
       const results = await this.provider.sendBatch(
         messages.map(({ message }) => message),
         key,
-        { signal, maxRequests: this.budget.limit - used, onRequest: () => this.budget.count(key) },
+        { signal, maxRequests: budget.left, onRequest: () => this.budget.count(key) },
       );
       messages.forEach(({ id }, i) =>
         outcomes.set(id, { status: 'sent', providerId: results[i]?.id ?? null }),
@@ -87,9 +88,9 @@ export class EmailBatchDelivery {
       }
       if (err.kind === 'rejected') return { result: 'refused' };
       // No definitive answer and no request left: the batch failed, as a single e-mail does.
-      const spent = await this.budget.used(key);
-      if (spent >= this.budget.limit) {
-        this.giveUp(messages, key, outcomes, spent, err.message);
+      const { spent } = await this.budget.state(key, err.message);
+      if (spent) {
+        this.giveUp(messages, key, outcomes, spent);
         return { result: 'gave_up', cause: err };
       }
       // Nothing settled: the pending batch is resent under the same key, with what is left, by the next attempt.
@@ -101,10 +102,8 @@ export class EmailBatchDelivery {
     messages: { id: string }[],
     key: string,
     outcomes: Map<string, DeliveryOutcome>,
-    used: number,
-    lastAnswer?: string,
+    error: string,
   ): void {
-    const error = budgetSpentError(used, lastAnswer);
     for (const { id } of messages) outcomes.set(id, { status: 'failed', error });
     this.logger.warn({ batch_key: key, messages: messages.length, err: error }, 'e-mail batch failed');
   }
@@ -126,15 +125,15 @@ export class EmailBatchDelivery {
     let streak = 0;
     for (const [index, { id: recipientId, message }] of messages.entries()) {
       const key = message.idempotencyKey;
-      const used = await this.budget.used(key);
-      if (used >= this.budget.limit) {
-        outcomes.set(recipientId, { status: 'failed', error: budgetSpentError(used) });
+      const budget = await this.budget.state(key);
+      if (budget.spent) {
+        outcomes.set(recipientId, { status: 'failed', error: budget.spent });
         continue;
       }
       try {
         const { id } = await this.provider.send(message, {
           signal,
-          maxRequests: this.budget.limit - used,
+          maxRequests: budget.left,
           onRequest: () => this.budget.count(key),
         });
         outcomes.set(recipientId, { status: 'sent', providerId: id });
@@ -144,9 +143,9 @@ export class EmailBatchDelivery {
         else if (err.kind === 'rejected') outcomes.set(recipientId, { status: 'failed', error: err.message });
         else {
           // No definitive answer: resent under its key by a later attempt while it has requests left.
-          const spent = await this.budget.used(key);
-          if (spent < this.budget.limit) throw new DeliveryInterrupted(err);
-          outcomes.set(recipientId, { status: 'failed', error: budgetSpentError(spent, err.message) });
+          const { spent } = await this.budget.state(key, err.message);
+          if (!spent) throw new DeliveryInterrupted(err);
+          outcomes.set(recipientId, { status: 'failed', error: spent });
           streak += 1;
           if (streak >= OUTAGE_STREAK && index < messages.length - 1) throw new DeliveryInterrupted(err);
           continue;
