@@ -24,9 +24,10 @@ export class DeliveryInterrupted extends Error {
  * `refused` (400/422: nothing delivered; the messages go out one by one), `gave_up` (this attempt spent
  * the key's budget of 1 + EMAIL_SEND_RETRIES requests without a definitive answer: every message `failed`,
  * and the provider is failing now), `spent` (an earlier attempt spent it: every message `failed`, no request
- * made now).
+ * made now), `unknown` (400/422 to a batch whose key an earlier attempt had used: that request may have
+ * delivered another body, so the messages are not sent alone; every message `failed`).
  */
-export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up' | 'spent';
+export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up' | 'spent' | 'unknown';
 
 /** A batch's result; `gave_up` carries the provider's last error (an outage's error keeps the run resumable). */
 export type BatchAnswer =
@@ -86,7 +87,16 @@ export class EmailBatchDelivery {
         for (const { id } of messages) outcomes.set(id, { status: 'sent', providerId: null });
         return { result: 'sent_before' };
       }
-      if (err.kind === 'rejected') return { result: 'refused' };
+      if (err.kind === 'rejected') {
+        // Nothing of this body was delivered, but an earlier attempt's request under the key (another
+        // body: the batch was gated again, an address changed) may have been: sent alone now, its members
+        // could get it twice. Its outcome is unknown: failed, as with a spent budget (at most once).
+        if (budget.used > 0) {
+          this.giveUp(messages, key, outcomes, refusedAfterRequestError(err.message, budget.used));
+          return { result: 'unknown' };
+        }
+        return { result: 'refused' };
+      }
       // No definitive answer and no request left: the batch failed, as a single e-mail does.
       const { spent } = await this.budget.state(key, err.message);
       if (spent) {
@@ -154,4 +164,12 @@ export class EmailBatchDelivery {
       streak = 0;
     }
   }
+}
+
+/** Why the members of a resent batch the provider refused are recorded failed instead of sent alone. */
+function refusedAfterRequestError(answer: string, earlier: number): string {
+  return (
+    `${answer}; outcome unknown: ${earlier} earlier provider request(s) under the batch key may have ` +
+    'delivered it, so it is not sent one by one'
+  );
 }
