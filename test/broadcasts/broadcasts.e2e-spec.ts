@@ -144,6 +144,23 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
       expect(res.body.errors[0].field).toBe('template_key');
     }
     expect(await api.prisma.broadcastRun.count()).toBe(before);
+
+    // A run of such a template created before the check ends failed in the dispatcher, sending nothing.
+    const legacy = await api.prisma.broadcastRun.create({
+      data: {
+        templateKey: 'payment_failed',
+        kind: 'transactional',
+        audience: {},
+        bypassConsent: true,
+        createdBy: 'user:user_admin',
+      },
+    });
+    expect(await worker.get(BroadcastDispatcher).run(legacy.id)).toMatchObject({ status: 'failed' });
+    expect(await api.prisma.broadcastRun.findUniqueOrThrow({ where: { id: legacy.id } })).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('needs per-recipient data'),
+    });
+    expect(fake.requests).toHaveLength(0);
   });
 
   it('refuses an audience date in an ISO 8601 form Date cannot read with 400 naming it', async () => {
