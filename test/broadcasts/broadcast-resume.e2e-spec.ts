@@ -328,6 +328,42 @@ describe('broadcast resume: a worker restart or crash mid-run sends nobody twice
       });
     };
 
+    it('does not split a resent batch the provider refuses when an earlier request under its key may have delivered it', async () => {
+      const { createdAt, audience } = day(7);
+      const members = await createAudience(api.prisma, 'refused-resend', 5, { consent: true, createdAt });
+      const queued = await queuedRun(audience);
+      // The provider takes the batch (and delivers it); its answer never comes and the worker stops.
+      fake.hangAfter(0);
+      const stop = new AbortController();
+      const first = dispatcher.run(queued.id, stop.signal);
+      await waitFor(async () => fake.hungCount === 1, 10_000);
+      stop.abort();
+      await expect(first).rejects.toBeInstanceOf(DispatchInterrupted);
+      fake.stopHanging();
+      expect(fake.deliveries).toHaveLength(5);
+
+      // Before the resume a member's address changes to one the provider refuses: the resent body differs,
+      // and the provider answers it 422 (nothing of this request delivered; the earlier one was).
+      const changed = members[2];
+      const refused = `refused-${changed.email}`;
+      await api.prisma.user.update({ where: { id: changed.id }, data: { email: refused } });
+      fake.rejectAddress(refused);
+
+      const outcome = await dispatcher.run(queued.id);
+      // Nobody twice: sent one by one under their own keys, the other four would get it again.
+      for (const m of members) expect(fake.deliveredTo(m.email)).toHaveLength(1);
+      expect(fake.deliveries).toHaveLength(5);
+      expect(fake.requests.map((r) => `${r.path} ${r.status}`)).toEqual([
+        '/emails/batch hung',
+        '/emails/batch 422',
+      ]);
+      // The outcome of the earlier request is unknown: recorded failed, as a spent budget is.
+      expect(outcome).toMatchObject({ status: 'failed', counts: { sent: 0, failed: 5 } });
+      expect((await recorded(queued.id, members)).map(([status]) => status)).toEqual(
+        members.map(() => 'failed'),
+      );
+    });
+
     it('gates a batch that never reached the provider again on resume: no mail to who unsubscribed or was suppressed since', async () => {
       const { createdAt, audience } = day(5);
       const members = await createAudience(api.prisma, 'regate', 6, { consent: true, createdAt });

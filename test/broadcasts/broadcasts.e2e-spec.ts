@@ -128,6 +128,41 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
     }
   });
 
+  it('refuses a template that needs data of its own per recipient: a broadcast would send it with blanks', async () => {
+    // payment_failed asks every user to update a payment method at {{data.update_url}}; a broadcast has
+    // no such link (nor a tier, a balance or a confirmation link): it went out with an empty one.
+    const before = await api.prisma.broadcastRun.count();
+    for (const template_key of [
+      'payment_failed',
+      'confirm_subscription',
+      'low_balance',
+      'subscription_welcome',
+    ]) {
+      const res = await create({ template_key, audience: {}, bypass_consent: true });
+      expect([template_key, res.status, res.body.code]).toEqual([template_key, 400, 'template_needs_data']);
+      expect(res.headers['content-type']).toMatch(/problem\+json/);
+      expect(res.body.errors[0].field).toBe('template_key');
+    }
+    expect(await api.prisma.broadcastRun.count()).toBe(before);
+
+    // A run of such a template created before the check ends failed in the dispatcher, sending nothing.
+    const legacy = await api.prisma.broadcastRun.create({
+      data: {
+        templateKey: 'payment_failed',
+        kind: 'transactional',
+        audience: {},
+        bypassConsent: true,
+        createdBy: 'user:user_admin',
+      },
+    });
+    expect(await worker.get(BroadcastDispatcher).run(legacy.id)).toMatchObject({ status: 'failed' });
+    expect(await api.prisma.broadcastRun.findUniqueOrThrow({ where: { id: legacy.id } })).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('needs per-recipient data'),
+    });
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it('refuses an audience date in an ISO 8601 form Date cannot read with 400 naming it', async () => {
     for (const at of ISO_FORMS_DATE_CANNOT_READ) {
       const res = await create({

@@ -164,6 +164,14 @@ export class FakeEmailApi {
     this.recorded.set(path, queue);
   }
 
+  /**
+   * The provider's idempotency window has passed (Resend keeps a key 24 h): every key it held is
+   * forgotten, so a request under one of them is a new request and delivers again.
+   */
+  expireIdempotencyKeys(): void {
+    this.replays.clear();
+  }
+
   /** Deliveries per recipient address. */
   deliveredTo(address: string): Delivery[] {
     return this.deliveries.filter((d) => d.to === address.toLowerCase());

@@ -6206,7 +6206,7 @@ export interface operations {
                     "application/json": components["schemas"]["BroadcastResponseDto"];
                 };
             };
-            /** @description validation_failed: an invalid body, an unknown tier, an empty date range; unknown_template: no such e-mail template; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body, an unknown tier, an empty date range; unknown_template: no such e-mail template; template_needs_data: a template that needs values of its own per recipient (payment_failed, low_balance, ...); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;

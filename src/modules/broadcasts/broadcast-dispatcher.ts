@@ -50,6 +50,15 @@ export class BroadcastDispatcher {
       await this.fail(run.id, new Error(`template ${run.templateKey} no longer exists`));
       return { runId, status: 'failed' };
     }
+    // Created before BroadcastsService refused such templates: each message would go out with blanks.
+    const { data } = this.templates.get(run.templateKey);
+    if (data.length > 0) {
+      await this.fail(
+        run.id,
+        new Error(`template ${run.templateKey} needs per-recipient data: ${data.join(', ')}`),
+      );
+      return { runId, status: 'failed' };
+    }
     const audience = storedAudience(run.audience);
     if (run.status === 'queued') {
       const audienceSize = await this.repository.countAudience(audience);

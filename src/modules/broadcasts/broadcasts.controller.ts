@@ -37,7 +37,7 @@ export class BroadcastsController {
   })
   @ApiBadRequestResponse({
     description:
-      'validation_failed: an invalid body, an unknown tier, an empty date range; unknown_template: no such e-mail template',
+      'validation_failed: an invalid body, an unknown tier, an empty date range; unknown_template: no such e-mail template; template_needs_data: a template that needs values of its own per recipient (payment_failed, low_balance, ...)',
   })
   @ApiConflictResponse({ description: 'A marketing template with bypass_consent true.' })
   create(@CurrentUser() admin: User, @Body() body: CreateBroadcastDto): Promise<BroadcastResponseDto> {

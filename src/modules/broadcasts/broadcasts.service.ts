@@ -60,7 +60,15 @@ export class BroadcastsService {
         'unknown_template',
       );
     }
-    const { kind } = this.templates.get(dto.template_key);
+    const { kind, data } = this.templates.get(dto.template_key);
+    // Rendered without per-recipient values, such a template went out with blanks (an empty payment link).
+    if (data.length > 0) {
+      throw new ValidationError(
+        'This e-mail template needs values of its own for each recipient and cannot be broadcast.',
+        [{ field: 'template_key', message: `needs ${data.map((name) => `data.${name}`).join(', ')}` }],
+        'template_needs_data',
+      );
+    }
     const bypassConsent = dto.bypass_consent ?? false;
     if (kind === 'marketing' && bypassConsent) {
       throw new ConflictError(

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { OutboundEmail } from './email.types.js';
 import { EmailProvider, EmailSendError } from './providers/email-provider.js';
-import { budgetSpentError, EmailSendBudget } from './send-budget.js';
+import { EmailSendBudget } from './send-budget.js';
 
 /** What the provider made of one message of a batch. */
 export type DeliveryOutcome =
@@ -24,9 +24,10 @@ export class DeliveryInterrupted extends Error {
  * `refused` (400/422: nothing delivered; the messages go out one by one), `gave_up` (this attempt spent
  * the key's budget of 1 + EMAIL_SEND_RETRIES requests without a definitive answer: every message `failed`,
  * and the provider is failing now), `spent` (an earlier attempt spent it: every message `failed`, no request
- * made now).
+ * made now), `unknown` (400/422 to a batch whose key an earlier attempt had used: that request may have
+ * delivered another body, so the messages are not sent alone; every message `failed`).
  */
-export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up' | 'spent';
+export type BatchResult = 'sent' | 'sent_before' | 'refused' | 'gave_up' | 'spent' | 'unknown';
 
 /** A batch's result; `gave_up` carries the provider's last error (an outage's error keeps the run resumable). */
 export type BatchAnswer =
@@ -63,16 +64,17 @@ export class EmailBatchDelivery {
     outcomes: Map<string, DeliveryOutcome>,
     signal?: AbortSignal,
   ): Promise<BatchAnswer> {
-    const used = await this.budget.used(key);
-    if (used >= this.budget.limit) {
-      this.giveUp(messages, key, outcomes, used);
+    // Nothing left either once the provider's idempotency window has passed (send-budget.ts).
+    const budget = await this.budget.state(key);
+    if (budget.spent) {
+      this.giveUp(messages, key, outcomes, budget.spent);
       return { result: 'spent' };
     }
     try {
       const results = await this.provider.sendBatch(
         messages.map(({ message }) => message),
         key,
-        { signal, maxRequests: this.budget.limit - used, onRequest: () => this.budget.count(key) },
+        { signal, maxRequests: budget.left, onRequest: () => this.budget.count(key) },
       );
       messages.forEach(({ id }, i) =>
         outcomes.set(id, { status: 'sent', providerId: results[i]?.id ?? null }),
@@ -85,11 +87,20 @@ export class EmailBatchDelivery {
         for (const { id } of messages) outcomes.set(id, { status: 'sent', providerId: null });
         return { result: 'sent_before' };
       }
-      if (err.kind === 'rejected') return { result: 'refused' };
+      if (err.kind === 'rejected') {
+        // Nothing of this body was delivered, but an earlier attempt's request under the key (another
+        // body: the batch was gated again, an address changed) may have been: sent alone now, its members
+        // could get it twice. Its outcome is unknown: failed, as with a spent budget (at most once).
+        if (budget.used > 0) {
+          this.giveUp(messages, key, outcomes, refusedAfterRequestError(err.message, budget.used));
+          return { result: 'unknown' };
+        }
+        return { result: 'refused' };
+      }
       // No definitive answer and no request left: the batch failed, as a single e-mail does.
-      const spent = await this.budget.used(key);
-      if (spent >= this.budget.limit) {
-        this.giveUp(messages, key, outcomes, spent, err.message);
+      const { spent } = await this.budget.state(key, err.message);
+      if (spent) {
+        this.giveUp(messages, key, outcomes, spent);
         return { result: 'gave_up', cause: err };
       }
       // Nothing settled: the pending batch is resent under the same key, with what is left, by the next attempt.
@@ -101,10 +112,8 @@ export class EmailBatchDelivery {
     messages: { id: string }[],
     key: string,
     outcomes: Map<string, DeliveryOutcome>,
-    used: number,
-    lastAnswer?: string,
+    error: string,
   ): void {
-    const error = budgetSpentError(used, lastAnswer);
     for (const { id } of messages) outcomes.set(id, { status: 'failed', error });
     this.logger.warn({ batch_key: key, messages: messages.length, err: error }, 'e-mail batch failed');
   }
@@ -126,15 +135,15 @@ export class EmailBatchDelivery {
     let streak = 0;
     for (const [index, { id: recipientId, message }] of messages.entries()) {
       const key = message.idempotencyKey;
-      const used = await this.budget.used(key);
-      if (used >= this.budget.limit) {
-        outcomes.set(recipientId, { status: 'failed', error: budgetSpentError(used) });
+      const budget = await this.budget.state(key);
+      if (budget.spent) {
+        outcomes.set(recipientId, { status: 'failed', error: budget.spent });
         continue;
       }
       try {
         const { id } = await this.provider.send(message, {
           signal,
-          maxRequests: this.budget.limit - used,
+          maxRequests: budget.left,
           onRequest: () => this.budget.count(key),
         });
         outcomes.set(recipientId, { status: 'sent', providerId: id });
@@ -144,9 +153,9 @@ export class EmailBatchDelivery {
         else if (err.kind === 'rejected') outcomes.set(recipientId, { status: 'failed', error: err.message });
         else {
           // No definitive answer: resent under its key by a later attempt while it has requests left.
-          const spent = await this.budget.used(key);
-          if (spent < this.budget.limit) throw new DeliveryInterrupted(err);
-          outcomes.set(recipientId, { status: 'failed', error: budgetSpentError(spent, err.message) });
+          const { spent } = await this.budget.state(key, err.message);
+          if (!spent) throw new DeliveryInterrupted(err);
+          outcomes.set(recipientId, { status: 'failed', error: spent });
           streak += 1;
           if (streak >= OUTAGE_STREAK && index < messages.length - 1) throw new DeliveryInterrupted(err);
           continue;
@@ -155,4 +164,12 @@ export class EmailBatchDelivery {
       streak = 0;
     }
   }
+}
+
+/** Why the members of a resent batch the provider refused are recorded failed instead of sent alone. */
+function refusedAfterRequestError(answer: string, earlier: number): string {
+  return (
+    `${answer}; outcome unknown: ${earlier} earlier provider request(s) under the batch key may have ` +
+    'delivered it, so it is not sent one by one'
+  );
 }

@@ -5,7 +5,7 @@ import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { EmailMessage, User } from '../../generated/prisma/client.js';
 import { EmailRecorder, type StoredBody } from './email-recorder.js';
 import { EmailRepository } from './email.repository.js';
-import { budgetSpentError, EmailSendBudget } from './send-budget.js';
+import { EmailSendBudget } from './send-budget.js';
 import { EmailTemplates } from './email.templates.js';
 import type { EmailKind, OutboundEmail, SendEmailJob } from './email.types.js';
 import { EmailProvider, EmailSendError } from './providers/email-provider.js';
@@ -104,14 +104,13 @@ export class EmailService {
 
     const message = this.compose(user, this.withLinks(user, job));
     // 1 + EMAIL_SEND_RETRIES provider requests per e-mail in total, whatever the job attempt (issue 13).
-    const used = await this.budget.used(job.idempotencyKey);
-    if (used >= this.budget.limit) {
-      return this.failed(user, job, template.kind, message.subject, budgetSpentError(used));
-    }
+    // Nothing left either once the provider's idempotency window has passed (send-budget.ts).
+    const budget = await this.budget.state(job.idempotencyKey);
+    if (budget.spent) return this.failed(user, job, template.kind, message.subject, budget.spent);
     let providerMessageId: string | null;
     try {
       ({ id: providerMessageId } = await this.provider.send(message, {
-        maxRequests: this.budget.limit - used,
+        maxRequests: budget.left,
         onRequest: () => this.budget.count(job.idempotencyKey),
       }));
     } catch (err) {
@@ -156,7 +155,7 @@ export class EmailService {
 
   /** True when the e-mail has no provider request left: a retry of the job could not send it. */
   private async budgetSpent(job: SendEmailJob): Promise<boolean> {
-    return (await this.budget.used(job.idempotencyKey)) >= this.budget.limit;
+    return (await this.budget.state(job.idempotencyKey)).spent !== null;
   }
 
   /** Renders a template for a user, with List-Unsubscribe headers and the footer on marketing mail. */

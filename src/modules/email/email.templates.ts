@@ -18,6 +18,11 @@ export interface EmailTemplate {
   key: string;
   kind: EmailKind;
   locales: string[];
+  /**
+   * The `data.<name>` placeholders of any of its locales: values only the sender of one e-mail has (a
+   * payment link, a tier, a balance). A broadcast has none of them, so such a template cannot be broadcast.
+   */
+  data: string[];
 }
 
 interface LocaleParts {
@@ -80,15 +85,21 @@ function readParts(dir: string, locale: string, withSubject: boolean): LocalePar
   };
 }
 
-/** Placeholders must be known names or `data.<key>`, so a typo fails at boot, not in a customer's inbox. */
-function checkPlaceholders(where: string, parts: LocaleParts): void {
+/**
+ * Placeholders must be known names or `data.<key>`, so a typo fails at boot, not in a customer's inbox.
+ * Returns the `data.<key>` names used.
+ */
+function checkPlaceholders(where: string, parts: LocaleParts): string[] {
+  const data: string[] = [];
   for (const source of [parts.subject, parts.html, parts.text]) {
     for (const [, name] of source.matchAll(PLACEHOLDER)) {
-      if (!KNOWN_VARIABLES.has(name) && !name.startsWith('data.')) {
+      if (name.startsWith('data.')) data.push(name.slice('data.'.length));
+      else if (!KNOWN_VARIABLES.has(name)) {
         throw new Error(`e-mail template ${where}: unknown placeholder {{${name}}}`);
       }
     }
   }
+  return data;
 }
 
 function loadDirectory(root: string): { templates: Map<string, LoadedTemplate>; footer: LoadedTemplate } {
@@ -106,20 +117,21 @@ function loadDirectory(root: string): { templates: Map<string, LoadedTemplate>; 
       throw new Error(`e-mail template ${key}: the ${FALLBACK_LOCALE} locale is required`);
     }
     const parts = new Map<string, LocaleParts>();
+    const data = new Set<string>();
     for (const locale of locales) {
       const localeParts = readParts(dir, locale, !partial);
-      checkPlaceholders(`${key}/${locale}`, localeParts);
+      for (const name of checkPlaceholders(`${key}/${locale}`, localeParts)) data.add(name);
       parts.set(locale, localeParts);
     }
     if (partial) {
-      if (key === FOOTER_KEY) footer = { key, kind: 'marketing', locales, parts };
+      if (key === FOOTER_KEY) footer = { key, kind: 'marketing', locales, parts, data: [...data].sort() };
       continue;
     }
     const meta = JSON.parse(readFileSync(join(dir, 'template.json'), 'utf8')) as { kind?: unknown };
     if (!KINDS.includes(meta.kind as EmailKind)) {
       throw new Error(`e-mail template ${key}: template.json must declare kind transactional or marketing`);
     }
-    templates.set(key, { key, kind: meta.kind as EmailKind, locales, parts });
+    templates.set(key, { key, kind: meta.kind as EmailKind, locales, parts, data: [...data].sort() });
   }
   if (!footer) throw new Error(`e-mail templates: ${FOOTER_KEY} is missing in ${root}`);
   return { templates, footer };
@@ -143,7 +155,7 @@ export class EmailTemplates {
   get(key: string): EmailTemplate {
     const template = this.templates.get(key);
     if (!template) throw new NotFoundError(`Unknown e-mail template ${key}.`, 'unknown_template');
-    return { key: template.key, kind: template.kind, locales: template.locales };
+    return { key: template.key, kind: template.kind, locales: template.locales, data: template.data };
   }
 
   has(key: string): boolean {
