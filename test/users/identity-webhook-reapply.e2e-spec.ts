@@ -179,6 +179,51 @@ describe('identity webhooks: automatic re-apply of events that failed processing
     expect(await userOf(id)).toMatchObject({ deletedAt: expect.any(Date), deletedVia: 'identity_webhook' });
   });
 
+  it('a user.deleted waiting for its re-apply still keeps an older user.created from creating the account', async () => {
+    // The provider deleted a person we never saw, and archiving that (SKIPPED, unknown user) failed: a
+    // database fault on the archive row's final status stands in for any processing failure.
+    await api.prisma.$executeRawUnsafe(`
+      CREATE FUNCTION reapply_refuse_skip() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.status = 'SKIPPED' AND EXISTS (
+          SELECT 1 FROM reapply_refuse WHERE identity_user_id = NEW.payload->'data'->>'id') THEN
+          RAISE EXCEPTION 'test: database refused';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await api.prisma.$executeRawUnsafe(
+      `CREATE TRIGGER reapply_refuse_skip BEFORE UPDATE ON webhook_events FOR EACH ROW EXECUTE FUNCTION reapply_refuse_skip()`,
+    );
+    const id = 'user_reapply_deletion_pending';
+    await refuse(id);
+    const deleted = signIdentityEvent(
+      clerkUserEvent('user.deleted', id, { at: new Date(Date.now() - MINUTE) }),
+    );
+    expect((await deliverIdentity(api, deleted)).outcome).toBe('failed');
+    await lift();
+    await api.prisma.$executeRawUnsafe(`DROP TRIGGER reapply_refuse_skip ON webhook_events`);
+    expect(await archived(deleted.id)).toMatchObject({ status: 'FAILED', retryAt: expect.any(Date) });
+
+    // Svix retries the earlier user.created before the deletion's re-apply is due: nothing is created.
+    const created = signIdentityEvent(
+      clerkUserEvent('user.created', id, {
+        email: 'pending@example.org',
+        at: new Date(Date.now() - 2 * MINUTE),
+      }),
+    );
+    expect((await deliverIdentity(api, created)).outcome).toBe('skipped');
+    expect(await archived(created.id)).toMatchObject({
+      error: 'stale event: not newer than the identity provider deleting the user',
+    });
+    expect(await userOf(id)).toBeNull();
+
+    // Its re-apply archives it as before (no one to delete), and leaves nothing due for the next test.
+    const pending = await archived(deleted.id);
+    expect(await inbox().reapplyDue(pending.retryAt!)).toBe(1);
+    expect(await untilSettled(deleted.id, 1)).toMatchObject({ status: 'SKIPPED' });
+    expect(await userOf(id)).toBeNull();
+  });
+
   it('never re-applies a refused identity payload', async () => {
     const event = clerkUserEvent('user.created', 'user_reapply_refused', {
       email: 'refused@example.org',

@@ -503,15 +503,18 @@ export class WebhookInboxRepository {
 
   /**
    * When the identity provider last deleted this identity user, as far as the archive knows: the newest
-   * event time of its archived `user.deleted` events (applied, skipped or still waiting; not a FAILED one,
-   * which was refused or never applied), null when there is none within the archive's retention. Found
-   * through the partial index on the identity rows' `data.id` (webhook_events_identity_user_idx).
+   * event time of its archived `user.deleted` events (applied, skipped or still waiting, also one that failed
+   * processing: it waits for its automatic re-apply (`retry_at`) or has had them (`auto_reapplies`), and the
+   * provider deleted the user all the same; not a refused payload, FAILED with neither), null when there is
+   * none within the archive's retention. Found through the partial index on the identity rows' `data.id`
+   * (webhook_events_identity_user_idx).
    */
   async latestIdentityDeletion(tx: Tx, identityUserId: string): Promise<Date | null> {
     const rows = await tx.$queryRaw<{ at: Date | null }[]>`
       SELECT max(occurred_at) AS at FROM webhook_events
       WHERE provider = 'identity' AND payload->'data'->>'id' = ${identityUserId}
-        AND event_type = 'user.deleted' AND status <> 'FAILED'::"WebhookEventStatus"`;
+        AND event_type = 'user.deleted'
+        AND (status <> 'FAILED'::"WebhookEventStatus" OR retry_at IS NOT NULL OR auto_reapplies > 0)`;
     return rows[0]?.at ?? null;
   }
 
