@@ -1038,7 +1038,8 @@ export interface components {
         };
         UpdateMeDto: {
             /**
-             * @description BCP 47 language tag, e.g. `en` or `de-CH`; stored in canonical case (`EN-us` becomes `en-US`).
+             * @description BCP 47 language tag, e.g. `en` or `de-CH`; stored in canonical form: canonical case (`EN-us` becomes
+             *     `en-US`) and deprecated codes replaced (`iw` becomes `he`, `in` becomes `id`).
              * @example de-CH
              */
             locale?: string;
