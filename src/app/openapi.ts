@@ -175,7 +175,7 @@ const HTTP_LAYER = {
   webhookTooLarge: 'the body is over BODY_LIMIT_LARGE_KB kilobytes (a server setting)',
   formTooLarge: `the form body is over ${FORM_BODY_LIMIT.replace('kb', ' KB')}`,
   jsonMediaType:
-    'a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8',
+    'a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8',
 };
 
 const JSON_TYPE = 'application/json';

@@ -2657,7 +2657,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2738,7 +2738,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3151,7 +3151,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3598,7 +3598,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3759,7 +3759,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3990,7 +3990,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4151,7 +4151,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4382,7 +4382,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4544,7 +4544,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4823,7 +4823,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4913,7 +4913,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5004,7 +5004,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5163,7 +5163,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5272,7 +5272,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5381,7 +5381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5661,7 +5661,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6252,7 +6252,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
