@@ -45,8 +45,8 @@ route reads (a form or \`text/plain\` on a JSON route, or none) or in a charset 
 that does not arrive in time 408 \`request_timeout\`, an \`Expect\` other than \`100-continue\` 417
 \`expectation_failed\`, on any route; those are not repeated on each operation.
 
-**Rate limits**: writes are limited per user (120 a minute, bursts of 30) and unauthenticated requests per
-client address (60 a minute); a 429 carries \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`,
+**Rate limits**: writes are limited per user (120 a minute, bursts of 30), unauthenticated requests per
+client address (60 a minute) and the e-mail links per user their token names (20 a minute); a 429 carries \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`,
 \`RateLimit-Reset\`. Metered completions send the \`RateLimit-*\` headers on every answer.
 
 **Retries**: \`POST /api/v1/ai/completions\` takes an \`Idempotency-Key\` header; a retry with the same key and body
@@ -175,7 +175,7 @@ const HTTP_LAYER = {
   webhookTooLarge: 'the body is over BODY_LIMIT_LARGE_KB kilobytes (a server setting)',
   formTooLarge: `the form body is over ${FORM_BODY_LIMIT.replace('kb', ' KB')}`,
   jsonMediaType:
-    'a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8',
+    'a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8',
 };
 
 const JSON_TYPE = 'application/json';

@@ -121,6 +121,9 @@ export abstract class AppConfig {
     ipPerMinute: number;
     /** admin.unauthorized audit rows per user and hour (the 403 is answered regardless). */
     adminUnauthorizedAuditPerHour: number;
+    /** E-mail link requests per user their token names, per window (EMAIL_LINK_LIMIT, not from the env). */
+    emailLinksPerUser: number;
+    emailLinkWindowSeconds: number;
     /** Express `trust proxy` hop count: how many reverse proxies add X-Forwarded-For in front of the API. */
     trustProxyHops: number;
   };

@@ -453,11 +453,22 @@ export function loadConfig(
       userWritesBurst: e.RATE_LIMIT_WRITES_BURST,
       ipPerMinute: e.RATE_LIMIT_PUBLIC_PER_MINUTE,
       adminUnauthorizedAuditPerHour: e.ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR,
+      emailLinksPerUser: EMAIL_LINK_LIMIT.perUser,
+      emailLinkWindowSeconds: EMAIL_LINK_LIMIT.windowSeconds,
       trustProxyHops: e.TRUST_PROXY_HOPS,
     },
     testing: e.TESTING === '1',
   };
 }
+
+/**
+ * Requests to the e-mail links (unsubscribe and confirm, GET and POST) per user their token names, per
+ * window: a valid token is served beyond the per-IP limit (mail providers POST one-click unsubscribes for
+ * many recipients from a few servers), so this bounds a leaked link's replay. One recipient's mail
+ * provider POSTs once, a person opens the page and presses its button (2), link scanners fetch the page a
+ * few times. Not an environment variable: a security bound, changed here (docs/decisions/security.md).
+ */
+export const EMAIL_LINK_LIMIT = { perUser: 20, windowSeconds: 60 } as const;
 
 /** The maintained upstream blocklist (the disposable-email-domains project), refreshed daily when deployed. */
 export const DEFAULT_DISPOSABLE_DOMAINS_URL =

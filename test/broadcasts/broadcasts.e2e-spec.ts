@@ -417,6 +417,24 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
     expect(fake.deliveries.map((d) => d.to).sort()).toEqual([patched.email, legacy.email].sort());
   });
 
+  it('reaches users who sent an alias (stored as its replacement) and rows stored with the alias before', async () => {
+    await onlyNew();
+    const patched = await createMember(api.prisma, 'loc-iw', { consent: true, locale: 'en' });
+    const res = await api.http
+      .patch('/api/v1/me')
+      .set('Authorization', await api.bearer(patched.identityUserId, patched.email))
+      .send({ locale: 'iw-IL' });
+    expect(res.body.locale).toBe('he-IL');
+    const legacy = await createMember(api.prisma, 'loc-iw-legacy', { consent: true, locale: 'iw' });
+    await createMember(api.prisma, 'loc-yi', { consent: true, locale: 'yi' });
+
+    const run = await create({ template_key: 'newsletter', audience: { locales: ['IW'] } });
+    // The stored audience is what the admin wrote; matching adds the replacement.
+    expect(run.body.audience).toEqual({ locales: ['iw'] });
+    expect((await finished(run.body.id)).sentCount).toBe(2);
+    expect(fake.deliveries.map((d) => d.to).sort()).toEqual([patched.email, legacy.email].sort());
+  });
+
   it('retries a failing batch with the same idempotency key and isolates a permanently rejected recipient', async () => {
     await onlyNew();
     const members = await createAudience(api.prisma, 'retry', 5, { consent: true, tier: 'TEAM' });

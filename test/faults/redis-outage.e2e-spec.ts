@@ -4,6 +4,7 @@ import type { User } from '../../src/generated/prisma/client.js';
 import { OutboxService } from '../../src/infra/queue/outbox.service.js';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
+import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
 import { createAudience } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
@@ -113,6 +114,25 @@ describe('fault injection: Redis goes away and comes back', () => {
       expect(res.body).toMatchObject({ status: 503, code: 'rate_limiter_unavailable' });
       expect(llm.requests).toHaveLength(0);
       expect(await api.prisma.creditTransaction.count({ where: { userId: customer.user.id } })).toBe(1);
+    });
+
+    it('still unsubscribes through a valid one-click link: the per-user e-mail link bound fails open', async () => {
+      const member = await createUser(api.prisma, {
+        identityUserId: 'user_redis_unsubscribe',
+        email: 'redis-unsubscribe@example.com',
+        marketingConsentGiven: true,
+      });
+      const token = api.app.get(UnsubscribeTokens).sign(member.id);
+      const { value: res, ms } = await timed(() =>
+        api.http
+          .post(`/api/v1/email/unsubscribe?t=${encodeURIComponent(token)}`)
+          .type('form')
+          .send('List-Unsubscribe=One-Click'),
+      );
+      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { unsubscribed: true } });
+      expect(ms).toBeLessThan(3000);
+      const after = await api.prisma.user.findUniqueOrThrow({ where: { id: member.id } });
+      expect(after.marketingConsentGiven).toBe(false);
     });
 
     it('accepts a billing webhook within the provider timeout; the archive row waits for the worker', async () => {

@@ -26,8 +26,11 @@ interface RawAnswer {
   closedAfterMs: number;
 }
 
-/** Writes these exact bytes on a new connection and reads one answer until the server closes it. */
-function raw(port: number, bytes: string, timeoutMs = 5_000): Promise<RawAnswer> {
+/**
+ * Writes these exact bytes on a new connection (a list: each part 200 ms after the one before) and reads
+ * one answer until the server closes it.
+ */
+function raw(port: number, bytes: string | string[], timeoutMs = 5_000): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     const started = Date.now();
@@ -51,7 +54,8 @@ function raw(port: number, bytes: string, timeoutMs = 5_000): Promise<RawAnswer>
         closedAfterMs: Date.now() - started,
       });
     });
-    socket.write(bytes);
+    const parts = typeof bytes === 'string' ? [bytes] : bytes;
+    parts.forEach((part, i) => setTimeout(() => socket.writable && socket.write(part), i * 200));
   });
 }
 
@@ -172,18 +176,53 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
           'Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\nf\r\n{"locale":"fr"}\r\n0\r\n\r\n',
       );
       expectProblem('chunked text/plain', chunked, 415, 'unsupported_media_type');
+      // Chunked without any Content-Type: refused once its first chunk shows it is not empty, whether
+      // the chunk comes with the headers or after them; a JSON request pipelined behind it never runs.
+      const head =
+        `PATCH /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\n` +
+        'Transfer-Encoding: chunked\r\n\r\n';
+      const feedback = JSON.stringify({ message: 'pipelined behind a refused body' });
+      const pipelined =
+        `POST /api/v1/feedback HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${feedback.length}\r\n\r\n${feedback}`;
+      for (const [label, parts] of [
+        ['chunked, no Content-Type', [`${head}f\r\n{"locale":"fr"}\r\n0\r\n\r\n`]],
+        [
+          'chunked, no Content-Type, a request behind',
+          [`${head}f\r\n{"locale":"fr"}\r\n0\r\n\r\n${pipelined}`],
+        ],
+        ['chunked, no Content-Type, the chunk later', [head, 'f\r\n{"locale":"fr"}\r\n', '0\r\n\r\n']],
+        ['chunked, no Content-Type, one byte', [head, '1\r\n \r\n0\r\n\r\n']],
+      ] as const) {
+        const answer = await raw(port, [...parts]);
+        const problem = expectProblem(label, answer, 415, 'unsupported_media_type');
+        expect(problem.detail).toContain('application/json');
+        expect({ label, connection: answer.headers.connection }).toEqual({ label, connection: 'close' });
+        expect(answer.body).not.toMatch(/HTTP\/1\.1 \d{3}/);
+      }
+      // A pipelined request that ran would still be authenticating when its connection closed.
+      await new Promise((resolve) => setTimeout(resolve, 500));
       expect(await snapshot()).toEqual(before);
     });
 
     it('lets an empty chunked body without Content-Type through (proxies re-framing HTTP/2 send one)', async () => {
-      const answer = await raw(
-        port,
-        `POST /api/v1/account/me/restore HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ${auth}\r\n` +
-          'Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
-      );
-      expect({ status: answer.status, body: answer.body }).not.toMatchObject({ status: 415 });
-      expect(answer.body).not.toContain('unsupported_media_type');
-      expect(answer.status).toBeLessThan(500);
+      const head = (method: string, path: string) =>
+        `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ${auth}\r\n` +
+        'Transfer-Encoding: chunked\r\n\r\n';
+      // Its end may come with the headers or after them: the route waits for it.
+      for (const [label, parts] of [
+        ['restore, one write', [`${head('POST', '/api/v1/account/me/restore')}0\r\n\r\n`]],
+        ['restore, the end later', [head('POST', '/api/v1/account/me/restore'), '0\r\n\r\n']],
+      ] as const) {
+        const answer = await raw(port, [...parts]);
+        expect({ label, status: answer.status, body: answer.body }).not.toMatchObject({ status: 415 });
+        expect(answer.body).not.toContain('unsupported_media_type');
+        expect({ label, status: answer.status < 500 }).toEqual({ label, status: true });
+      }
+      // A route that answers 200 to an empty body runs as with no body at all.
+      const patched = await raw(port, [head('PATCH', '/api/v1/me'), '0\r\n\r\n']);
+      expect(patched.status).toBe(200);
+      expect(JSON.parse(patched.body)).toMatchObject({ identity_user_id: 'user_edge' });
     });
 
     it('closes the connection after refusing a body it did not read, instead of draining the upload', async () => {
@@ -191,8 +230,13 @@ describe('HTTP edge: what Node and Express answer before a route does', () => {
       const start = (type: string, length: number) =>
         `POST /api/v1/feedback HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: ${type}\r\n` +
         `Content-Length: ${length}\r\n\r\n{"message":"`;
+      // A chunk of 1 MB announced, its first bytes sent: the first chunk decides, the rest is never read.
+      const chunked =
+        `POST /api/v1/feedback HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\n` +
+        `Transfer-Encoding: chunked\r\n\r\n100000\r\n{"message":"`;
       for (const [label, bytes, status, code] of [
         ['415 text/plain', start('text/plain', 500_000), 415, 'unsupported_media_type'],
+        ['415 chunked without Content-Type', chunked, 415, 'unsupported_media_type'],
         ['413 over the limit', start('application/json', 50_000_000), 413, 'payload_too_large'],
       ] as const) {
         const answer = await raw(port, bytes, 3_000);

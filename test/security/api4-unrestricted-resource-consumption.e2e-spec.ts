@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { takesLargeBody } from '../../src/common/http/body-limits.js';
 import { MAX_FIELD_ERRORS } from '../../src/common/errors/app-error.js';
+import { EMAIL_LINK_LIMIT } from '../../src/config/env.js';
 import { RequestRateLimiter } from '../../src/modules/auth/request-rate-limit.js';
 import { UnsubscribeTokens } from '../../src/modules/email/unsubscribe-tokens.js';
 import { grantCredits } from '../support/credits.js';
@@ -442,7 +443,10 @@ describe('API4 key-count bound, capped validation errors and the general rate li
       // RFC 8058: the recipients' mail provider POSTs the one-click unsubscribes from a few servers.
       const tokens = limited.app.get(UnsubscribeTokens);
       const provider = from('203.0.113.40');
-      const recipients = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => world.user(`one-click-${i}`)));
+      // More recipients than one user's e-mail link bound: that bound is per user, never per address.
+      const recipients = await Promise.all(
+        Array.from({ length: EMAIL_LINK_LIMIT.perUser + 4 }, (_, i) => world.user(`one-click-${i}`)),
+      );
       for (const recipient of recipients) {
         const res = await limited.http
           .post(`/api/v1/email/unsubscribe?t=${encodeURIComponent(tokens.sign(recipient.user.id))}`)
@@ -469,6 +473,80 @@ describe('API4 key-count bound, capped validation errors and the general rate li
         .get(`/api/v1/email/unsubscribe?t=${encodeURIComponent(tokens.sign(late.user.id))}`)
         .set(provider);
       expect(page.status).toBe(200);
+    });
+
+    it('bounds the requests of valid e-mail links per user they name: a leaked link is not replayed without end', async () => {
+      const tokens = limited.app.get(UnsubscribeTokens);
+      const victim = await world.user('leaked-link');
+      await limited.prisma.user.update({
+        where: { id: victim.user.id },
+        data: { marketingConsentGiven: true, marketingConsentSource: 'account_settings' },
+      });
+      const link = (purpose: 'marketing' | 'confirm', userId: string) =>
+        `/api/v1/email/${purpose === 'marketing' ? 'unsubscribe' : 'confirm'}?t=${encodeURIComponent(
+          tokens.sign(userId, purpose, purpose === 'confirm' ? new Date(Date.now() + 86_400_000) : undefined),
+        )}`;
+      // The page of the leaked link, fetched from ever new addresses (the per-IP limit never sees it).
+      const statuses: number[] = [];
+      for (let i = 0; i < EMAIL_LINK_LIMIT.perUser; i += 1) {
+        statuses.push(
+          (await limited.http.get(link('marketing', victim.user.id)).set(from(`198.51.100.${i + 1}`))).status,
+        );
+      }
+      expect(statuses).toEqual(Array(EMAIL_LINK_LIMIT.perUser).fill(200));
+      const over = await limited.http
+        .post(link('marketing', victim.user.id))
+        .type('form')
+        .set(from('198.51.100.200'))
+        .send('List-Unsubscribe=One-Click');
+      expect429(over);
+      expect(Number(over.headers['retry-after'])).toBeLessThanOrEqual(EMAIL_LINK_LIMIT.windowSeconds);
+      expect(over.headers['ratelimit-limit']).toBe(String(EMAIL_LINK_LIMIT.perUser));
+      // Refused before the route ran: still subscribed, nothing audited.
+      const after = await limited.prisma.user.findUniqueOrThrow({ where: { id: victim.user.id } });
+      expect(after.marketingConsentGiven).toBe(true);
+      expect(
+        await limited.prisma.auditLog.count({ where: { action: 'email.unsubscribed', userId: victim.sub } }),
+      ).toBe(0);
+      // One budget per user for both links and every method.
+      expect429(await limited.http.get(link('confirm', victim.user.id)).set(from('198.51.100.201')));
+      expect429(await limited.http.post(link('confirm', victim.user.id)).set(from('198.51.100.202')));
+      // Another user's links are served, from the same addresses.
+      const other = await world.user('other-link');
+      expect(
+        (await limited.http.get(link('marketing', other.user.id)).set(from('198.51.100.200'))).status,
+      ).toBe(200);
+      const unsubscribed = await limited.http
+        .post(link('marketing', other.user.id))
+        .type('form')
+        .set(from('198.51.100.200'))
+        .send('List-Unsubscribe=One-Click');
+      expect({ status: unsubscribed.status, body: unsubscribed.body }).toEqual({
+        status: 200,
+        body: { unsubscribed: true },
+      });
+      // A forged or tampered token names nobody: it is the route's 400, counted for its address only.
+      const forged = await limited.http.get('/api/v1/email/unsubscribe?t=forged').set(from('198.51.100.203'));
+      expect(forged.status).toBe(400);
+    });
+
+    it("resets a user's e-mail link bound when its window ends", async () => {
+      const config = world.env.configWith({ TRUST_PROXY_HOPS: '1' });
+      // The same code with a bound of 2 in a 1 s window, so the test does not wait a minute.
+      config.limits.emailLinksPerUser = 2;
+      config.limits.emailLinkWindowSeconds = 1;
+      const short = await world.env.startApi({ config });
+      const tokens = short.app.get(UnsubscribeTokens);
+      const user = await world.user('link-window');
+      const page = () =>
+        short.http.get(`/api/v1/email/unsubscribe?t=${encodeURIComponent(tokens.sign(user.user.id))}`);
+      expect([(await page()).status, (await page()).status]).toEqual([200, 200]);
+      const over = await page();
+      expect429(over);
+      expect(over.headers['retry-after']).toBe('1');
+      // Served again once the window has ended (a poll with a deadline, not a fixed sleep).
+      const served = await waitFor(async () => ((await page()).status === 200 ? true : null), 5_000);
+      expect(served).toBe(true);
     });
 
     it('writes at most ADMIN_UNAUTHORIZED_AUDIT_PER_HOUR admin.unauthorized rows per user, still answering 403', async () => {

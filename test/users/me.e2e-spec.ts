@@ -132,6 +132,51 @@ describe('current user: /me, PATCH /me, signup metadata', () => {
       expect(await audits()).toHaveLength(6);
     });
 
+    it('stores the replacement of a deprecated or legacy code, not the alias sent', async () => {
+      const stored = async () =>
+        (await api.prisma.user.findUniqueOrThrow({ where: { identityUserId: 'user_locale_alias' } })).locale;
+      // What Intl.getCanonicalLocales answers in Node 24 (CLDR 48), each the code's documented replacement.
+      for (const [sent, canonical] of [
+        ['iw', 'he'],
+        ['IW-il', 'he-IL'],
+        ['in', 'id'],
+        ['ji', 'yi'],
+        ['jw', 'jv'],
+        ['mo', 'ro'],
+        ['en-UK', 'en-GB'],
+        ['sh-ba', 'sr-Latn-BA'],
+        // Norwegian is not an alias (nb and nn are its written standards, not replacements).
+        ['no', 'no'],
+        // Intl's replacement would carry an extension (en-US-u-va-posix), which PATCH /me does not take:
+        // the subtags are kept, in canonical case, so what /me shows can be sent back.
+        ['EN-us-POSIX', 'en-US-posix'],
+      ]) {
+        const res = await patch('user_locale_alias', { locale: sent });
+        expect({ sent, status: res.status, locale: res.body.locale }).toEqual({
+          sent,
+          status: 200,
+          locale: canonical,
+        });
+        expect({ sent, stored: await stored() }).toEqual({ sent, stored: canonical });
+        // What is stored is accepted back as it is.
+        const again = await patch('user_locale_alias', { locale: canonical });
+        expect({ sent, again: again.body.locale }).toEqual({ sent, again: canonical });
+      }
+      // The alias of the stored tag is the same language: nothing changes, nothing is audited.
+      await patch('user_locale_alias', { locale: 'he' });
+      const audits = () =>
+        api.prisma.auditLog.count({ where: { action: 'user.updated', userId: 'user_locale_alias' } });
+      const before = await audits();
+      expect((await patch('user_locale_alias', { locale: 'iw' })).body.locale).toBe('he');
+      expect(await audits()).toBe(before);
+      const [last] = await api.prisma.auditLog.findMany({
+        where: { action: 'user.updated', userId: 'user_locale_alias' },
+        orderBy: { createdAt: 'desc' },
+        take: 1,
+      });
+      expect(last.details).toEqual({ fields_changed: ['locale'], locale: 'he' });
+    });
+
     it('canonicalizes a row stored before in another case on its next write, and only then', async () => {
       await me('user_locale_legacy');
       await api.prisma.user.update({

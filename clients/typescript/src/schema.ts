@@ -1038,7 +1038,8 @@ export interface components {
         };
         UpdateMeDto: {
             /**
-             * @description BCP 47 language tag, e.g. `en` or `de-CH`; stored in canonical case (`EN-us` becomes `en-US`).
+             * @description BCP 47 language tag, e.g. `en` or `de-CH`; stored in canonical form: canonical case (`EN-us` becomes
+             *     `en-US`) and deprecated codes replaced (`iw` becomes `he`, `in` becomes `id`).
              * @example de-CH
              */
             locale?: string;
@@ -2656,7 +2657,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2737,7 +2738,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3150,7 +3151,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3597,7 +3598,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3758,7 +3759,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3989,7 +3990,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4150,7 +4151,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4381,7 +4382,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4543,7 +4544,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4822,7 +4823,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4912,7 +4913,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5003,7 +5004,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5162,7 +5163,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5271,7 +5272,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5380,7 +5381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5660,7 +5661,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6251,7 +6252,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a sized body without Content-Type) or is declared in a charset other than UTF-8 */
+            /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;

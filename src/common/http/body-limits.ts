@@ -18,6 +18,7 @@ import {
 import { MAX_INPUT_DEPTH } from '../validation/validation.pipe.js';
 import { BAD_PATH_ESCAPE, sendProblem, toProblem } from '../filters/problem-details.filter.js';
 import { API_PREFIX } from './api-prefix.js';
+import { markClosing } from './closing-connections.js';
 import { isSignedLinkRoute, routePath } from './signed-link-routes.js';
 
 /** Form bodies: only the routes that document one take it (the signed-link routes, `isSignedLinkRoute`), and none decodes it. */
@@ -217,6 +218,12 @@ function pathTextRefusal(req: Request): ValidationError | null {
   return new ValidationError(BAD_PATH_ESCAPE);
 }
 
+/** The 415 of a body that is not JSON on a JSON route. */
+const notJsonRefusal = () =>
+  new UnsupportedMediaTypeError(
+    'This route reads JSON: send the body as application/json (Content-Type: application/json).',
+  );
+
 /**
  * A body on an API route that is not JSON (a form, text/plain, multipart, no Content-Type with a
  * Content-Length above 0): 415
@@ -225,12 +232,47 @@ function pathTextRefusal(req: Request): ValidationError | null {
  */
 function mediaTypeRefusal(req: Request): UnsupportedMediaTypeError | null {
   if (!announcesBody(req) || isJson(req) || !isApiRoute(req.path) || takesForm(req.path)) return null;
-  // No Content-Type on a chunked body: proxies that re-frame HTTP/2 send an empty POST so. It is not
-  // read (the JSON parser ignores it) and the route's validation decides; with a length, it is refused.
+  // No Content-Type and no length (a chunked body): empty or not is known only once it arrives
+  // (`untypedChunkedBody`, decided by `peekBody`).
   if (req.headers['content-type'] === undefined && !(Number(req.headers['content-length']) > 0)) return null;
-  return new UnsupportedMediaTypeError(
-    'This route reads JSON: send the body as application/json (Content-Type: application/json).',
-  );
+  return notJsonRefusal();
+}
+
+/**
+ * A chunked body without Content-Type on an API route that reads JSON. Proxies that re-frame HTTP/2 send
+ * an empty POST so, which must pass; one that holds a byte is a body that is not JSON (415, like a sized
+ * one). Its size is unknown until it arrives, so `peekBody` waits for its first chunk or its end.
+ */
+const untypedChunkedBody = (req: Request): boolean =>
+  req.headers['transfer-encoding'] !== undefined &&
+  req.headers['content-type'] === undefined &&
+  isApiRoute(req.path) &&
+  !takesForm(req.path);
+
+/**
+ * Waits for a body's first bytes or its end and tells which came first: `decide(true)` when it holds a
+ * byte (the request is paused then: nothing more is read than the first chunk the socket delivered, at
+ * most one socket read), `decide(false)` when it ended empty (nothing was read; the request is complete).
+ * A request whose connection goes away first is never decided (there is no one to answer).
+ */
+function peekBody(req: Request, decide: (hasBytes: boolean) => void): void {
+  const settle = (hasBytes: boolean | null) => {
+    req.off('data', onData);
+    req.off('end', onEnd);
+    req.off('close', onGone);
+    req.off('error', onGone);
+    if (hasBytes) req.pause();
+    if (hasBytes !== null) decide(hasBytes);
+  };
+  const onData = (chunk: Buffer) => {
+    if (chunk.length > 0) settle(true);
+  };
+  const onEnd = () => settle(false);
+  const onGone = () => settle(null);
+  req.on('data', onData);
+  req.once('end', onEnd);
+  req.once('close', onGone);
+  req.once('error', onGone);
 }
 
 /**
@@ -242,7 +284,8 @@ function mediaTypeRefusal(req: Request): UnsupportedMediaTypeError | null {
  * before authentication and before any DTO transformation. Before any body is read: a path or a query
  * string whose percent-escapes are not UTF-8 is 400 `validation_failed`, and a body that is not JSON on an
  * API route is 415 `unsupported_media_type` (forms only where the signed-link routes document one, read as bytes and
- * never decoded). The webhook receivers keep their raw bytes and their own rules; the probes read nothing.
+ * never decoded; a chunked body without Content-Type once its first chunk holds a byte). The webhook
+ * receivers keep their raw bytes and their own rules; the probes read nothing.
  */
 export function installBodyParsers(app: NestExpressApplication, config: AppConfig): void {
   const { bodyBytes, largeBodyBytes, jsonMaxNodes, jsonMaxObjectKeys } = config.limits;
@@ -276,7 +319,16 @@ export function installBodyParsers(app: NestExpressApplication, config: AppConfi
   app.use((req: Request, res: Response, next: NextFunction) => {
     const refusal =
       pathTextRefusal(req) ?? queryTextRefusal(req) ?? mediaTypeRefusal(req) ?? declaredSizeRefusal(req);
-    return refusal ? refuse(req, res, refusal) : next();
+    if (refusal) return refuse(req, res, refusal);
+    if (!untypedChunkedBody(req)) return next();
+    peekBody(req, (hasBytes) => {
+      if (!hasBytes) return next();
+      // The rest of the body is never read: the connection closes after the answer, even when the
+      // first chunk happened to hold all of it.
+      res.setHeader('Connection', 'close');
+      markClosing(req.socket);
+      refuse(req, res, notJsonRefusal());
+    });
   });
   app.useBodyParser('raw', { limit: largeBodyBytes, type: (req: unknown) => reads(req as Request, true) });
   app.useBodyParser('raw', { limit: bodyBytes, type: (req: unknown) => reads(req as Request, false) });

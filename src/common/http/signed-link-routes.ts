@@ -5,7 +5,7 @@ import { API_PREFIX } from './api-prefix.js';
  * a signed token in `t` is their only authentication. Mail clients POST them as forms (RFC 8058 one-click)
  * from their providers' servers, so many recipients share a few addresses: a valid token authenticates
  * the request (the per-IP limit is for unauthenticated requests only, DESIGN 5c) and only a refused one
- * counts for its address.
+ * counts for its address. A valid one counts for the user it names instead (EmailLinkLimitGuard).
  */
 const SIGNED_LINK_ROUTES = new Set([`/${API_PREFIX}/email/unsubscribe`, `/${API_PREFIX}/email/confirm`]);
 

@@ -9,11 +9,12 @@ describe('canonicalLocale', () => {
     expect(canonicalLocale('sr-latn')).toBe('sr-Latn');
     expect(canonicalLocale('DE-CH-1996')).toBe('de-CH-1996');
     expect(canonicalLocale('es-419')).toBe('es-419');
-    expect(canonicalLocale('sl-ROZAJ-biske')).toBe('sl-rozaj-biske');
+    // Intl's canonical form also puts variants in alphabetical order (UTS 35): one form per locale.
+    expect(canonicalLocale('sl-ROZAJ-biske')).toBe('sl-biske-rozaj');
     expect(canonicalLocale('de-CH')).toBe('de-CH');
   });
 
-  it('agrees with Intl.getCanonicalLocales on every tag Intl does not replace by an alias', () => {
+  it('agrees with Intl.getCanonicalLocales on every tag whose canonical form has the stored shape', () => {
     const tags = [
       'en',
       'EN-gb',
@@ -39,21 +40,53 @@ describe('canonicalLocale', () => {
       'gsw-CH',
       'fil-PH',
       'haw-US',
+      'iw',
+      'in-ID',
+      'ji',
+      'mo-MD',
+      'tl-ph',
+      'sh',
+      'heb',
+      'cmn-Hans',
+      'en-UK',
+      'de-DD',
     ];
     for (const tag of tags) {
-      const intl = Intl.getCanonicalLocales(tag)[0];
-      if (intl.toLowerCase() !== tag.toLowerCase()) continue;
-      expect({ tag, canonical: canonicalLocale(tag) }).toEqual({ tag, canonical: intl });
+      expect({ tag, canonical: canonicalLocale(tag) }).toEqual({
+        tag,
+        canonical: Intl.getCanonicalLocales(tag)[0],
+      });
     }
   });
 
-  it('keeps the subtags: no alias replacement, so a stored tag is accepted again as it is', () => {
-    // Intl would give he, fil, id and en-US-u-va-posix.
-    expect(canonicalLocale('IW')).toBe('iw');
-    expect(canonicalLocale('tl-ph')).toBe('tl-PH');
-    expect(canonicalLocale('in')).toBe('in');
+  it('replaces deprecated and legacy codes by their replacement (Node 24, CLDR 48)', () => {
+    for (const [tag, canonical] of [
+      ['iw', 'he'],
+      ['IW-il', 'he-IL'],
+      ['in', 'id'],
+      ['ji', 'yi'],
+      ['jw', 'jv'],
+      ['mo', 'ro'],
+      ['tl-ph', 'fil-PH'],
+      ['sh-BA', 'sr-Latn-BA'],
+      ['en-UK', 'en-GB'],
+      ['iw-IL-1996-1901', 'he-IL-1901-1996'],
+      // Not aliases: Norwegian (nb and nn are written standards of it), and the replacements themselves.
+      ['no', 'no'],
+      ['he', 'he'],
+      ['id', 'id'],
+    ]) {
+      expect({ tag, canonical: canonicalLocale(tag) }).toEqual({ tag, canonical });
+    }
+  });
+
+  it('keeps the subtags when the replacement is not of the stored shape, so what is stored is accepted back', () => {
+    // Intl: en-US-u-va-posix (an extension) and sr-Latn-BA-1901-1996 (four subtags after the language).
     expect(canonicalLocale('en-us-posix')).toBe('en-US-posix');
-    for (const tag of ['iw', 'tl-PH', 'en-US-posix']) expect(canonicalLocale(tag)).toBe(tag);
+    expect(canonicalLocale('sh-ba-1996-1901')).toBe('sh-BA-1996-1901');
+    for (const tag of ['he', 'he-IL', 'sr-Latn-BA', 'en-US-posix', 'sh-BA-1996-1901', 'zh-Hant-TW']) {
+      expect({ tag, again: canonicalLocale(tag) }).toEqual({ tag, again: tag });
+    }
   });
 
   it('refuses what is not a well-formed tag of the stored shape', () => {

@@ -25,8 +25,9 @@ type Outcome = { ok: true } | { ok: false; error: RateLimitedError };
 /**
  * The general request limits (issue 14 item 2), counted in Redis like the AI limit so every replica
  * shares them: per user for authenticated writes, per client IP for unauthenticated requests (public
- * routes, and every request answered 401). Unlike the AI limit it fails open: a Redis outage must not
- * refuse every write (the outbox keeps writes working without Redis); it is logged.
+ * routes, and every request answered 401), per user a valid e-mail link names (EmailLinkLimitGuard).
+ * Unlike the AI limit it fails open: a Redis outage must not refuse every write (the outbox keeps writes
+ * working without Redis); it is logged.
  */
 @Injectable()
 export class RequestRateLimiter {
@@ -36,12 +37,20 @@ export class RequestRateLimiter {
   private readonly userBurst: RateLimiterRedis | null;
   private readonly ip: RateLimiterRedis | null;
   private readonly adminAudit: RateLimiterRedis | null;
+  /** Per user a valid e-mail link names: a leaked link's replay (the per-IP limit serves valid tokens). */
+  private readonly emailLink: RateLimiterRedis | null;
   /** IPs over their limit, learned from a 401: refused before authentication until the window ends. */
   private readonly blockedIps = new Map<string, number>();
 
   constructor(config: AppConfig, redis: RedisService) {
-    const { userWritesPerMinute, userWritesBurst, ipPerMinute, adminUnauthorizedAuditPerHour } =
-      config.limits;
+    const {
+      userWritesPerMinute,
+      userWritesBurst,
+      ipPerMinute,
+      adminUnauthorizedAuditPerHour,
+      emailLinksPerUser,
+      emailLinkWindowSeconds,
+    } = config.limits;
     const limiter = (name: string, points: number, duration: number) =>
       points > 0
         ? new RateLimiterRedis({
@@ -63,6 +72,7 @@ export class RequestRateLimiter {
         : null;
     this.ip = limiter('ip', ipPerMinute, 60);
     this.adminAudit = limiter('admin-unauthorized-audit', adminUnauthorizedAuditPerHour, 3600);
+    this.emailLink = limiter('email-link', emailLinksPerUser, emailLinkWindowSeconds);
   }
 
   async consumeUser(userId: string): Promise<Outcome> {
@@ -81,6 +91,15 @@ export class RequestRateLimiter {
       this.blockedIps.set(ip, Date.now() + Number(outcome.error.headers['Retry-After']) * 1000);
     }
     return outcome;
+  }
+
+  /**
+   * Counts one request to an e-mail link whose token is valid, for the user it names (both links, every
+   * method, share the budget). Fails open like the other general limits: an unsubscribe must work while
+   * Redis is down.
+   */
+  consumeEmailLink(userId: string): Promise<Outcome> {
+    return this.consume(this.emailLink, userId, 'Too many requests with this e-mail link; try again later.');
   }
 
   /** The remaining block of an IP that went over its limit (on this replica), or null. */
@@ -166,7 +185,8 @@ export const clientIp = (req: Request): string => req.ip ?? req.socket.remoteAdd
  * links (isSignedLinkRoute) are alike: their token is their credential, and mail providers' servers POST
  * the one-click unsubscribe of many recipients from a few addresses. A link request from a blocked address
  * goes on with the block held (`res.locals`); a valid token is served, a refused one is answered the 429
- * by the problem filter. Every refused link request (any 4xx but a 429) counts for its address.
+ * by the problem filter. Every refused link request (any 4xx but a 429) counts for its address; a valid
+ * one counts for the user it names (consumeEmailLink).
  */
 export function requestRateLimitMiddleware(limiter: RequestRateLimiter) {
   return (req: Request, res: Response, next: NextFunction): void => {

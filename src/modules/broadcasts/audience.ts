@@ -1,4 +1,5 @@
 import { ValidationError } from '../../common/errors/app-error.js';
+import { localeMatchKeys } from '../../common/validation/locale.js';
 import { SqlParams } from '../../infra/prisma/sql-params.js';
 
 /** The stored audience of a run (snake_case, as on the wire). Never SQL: it becomes a Prisma filter. */
@@ -58,16 +59,18 @@ export { SqlParams };
 /**
  * SQL conditions on `users u` for an audience: active (not soft-deleted) users matching every given
  * criterion. Values only ever travel as parameters; the SQL text is fixed here. A language locale (`de`)
- * also matches its regional variants (`de-AT`, `de_AT`); `signed_up_before` is exclusive.
+ * also matches its regional variants (`de-AT`, `de_AT`), and an alias its replacement (`iw`: `he` too,
+ * `localeMatchKeys`); `signed_up_before` is exclusive.
  */
 export function audienceConditions(audience: Audience, params: SqlParams): string[] {
   const conditions = ['u.deleted_at IS NULL'];
   if (audience.tiers) conditions.push(`u.current_tier = ANY(${params.add(audience.tiers)}::text[])`);
   if (audience.locales) {
     const locale = `lower(replace(u.locale, '_', '-'))`;
+    const keys = unique(audience.locales.flatMap(localeMatchKeys));
     conditions.push(
-      `(${locale} = ANY(${params.add(audience.locales)}::text[]) OR ${locale} LIKE ANY(${params.add(
-        audience.locales.map((l) => `${l}-%`),
+      `(${locale} = ANY(${params.add(keys)}::text[]) OR ${locale} LIKE ANY(${params.add(
+        keys.map((l) => `${l}-%`),
       )}::text[]))`,
     );
   }

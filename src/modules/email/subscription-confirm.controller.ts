@@ -11,6 +11,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
+import { EmailLinkRoutes } from './email-link-limit.guard.js';
 import { SubscribedDto } from './dto/consent-links.dto.js';
 import { SubscriptionConfirmService } from './subscription-confirm.service.js';
 import { confirmSubscriptionPage, pageOrJson, subscriptionConfirmedPage } from './unsubscribe.pages.js';
@@ -25,6 +26,7 @@ const TOKEN_QUERY = {
 /** Public: the token in `t` is the only authentication, as for unsubscribe. */
 @ApiTags('email')
 @Public()
+@EmailLinkRoutes('confirm')
 @Controller('email')
 export class SubscriptionConfirmController {
   constructor(private readonly confirmations: SubscriptionConfirmService) {}

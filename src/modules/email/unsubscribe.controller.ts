@@ -11,6 +11,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
+import { EmailLinkRoutes } from './email-link-limit.guard.js';
 import { UnsubscribedDto } from './dto/consent-links.dto.js';
 import { UnsubscribeService } from './unsubscribe.service.js';
 import { confirmationPage, pageOrJson, unsubscribedPage } from './unsubscribe.pages.js';
@@ -25,6 +26,7 @@ const TOKEN_QUERY = {
 /** Public: the token in `t` is the only authentication (spec: the one public route under /api/v1). */
 @ApiTags('email')
 @Public()
+@EmailLinkRoutes('marketing')
 @Controller('email')
 export class UnsubscribeController {
   constructor(private readonly unsubscribe: UnsubscribeService) {}

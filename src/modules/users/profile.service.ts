@@ -104,7 +104,7 @@ export class ProfileService {
     return this.me(actor.id);
   }
 
-  /** The locale as stored: canonical case (canonicalLocale); the DTO has refused what it cannot take. */
+  /** The locale as stored (canonicalLocale: canonical case, aliases replaced); the DTO has refused the rest. */
   private localeOf(tag: string): string {
     const locale = canonicalLocale(tag);
     if (locale === null) {

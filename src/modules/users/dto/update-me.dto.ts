@@ -11,7 +11,10 @@ const SOURCE = /^[A-Za-z0-9_.:-]+$/;
 
 /** The only fields of the profile a user may change (spec rule 4). */
 export class UpdateMeDto {
-  /** BCP 47 language tag, e.g. `en` or `de-CH`; stored in canonical case (`EN-us` becomes `en-US`). */
+  /**
+   * BCP 47 language tag, e.g. `en` or `de-CH`; stored in canonical form: canonical case (`EN-us` becomes
+   * `en-US`) and deprecated codes replaced (`iw` becomes `he`, `in` becomes `id`).
+   */
   @IsOptionalNotNull()
   @IsString()
   // A literal: the OpenAPI metadata generator reads maxLength only from one (LOCALE_MAX_LENGTH, 35).
