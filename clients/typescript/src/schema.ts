@@ -2575,7 +2575,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2584,13 +2584,32 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description user_not_found: the account was erased (its deletion grace period was over) while the request ran */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2620,7 +2639,7 @@ export interface operations {
                     "application/json": components["schemas"]["MeResponseDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body: an unknown field, a locale that is not a BCP 47 tag, marketing_consent_source without marketing_consent_given; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2629,7 +2648,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2638,7 +2657,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description account_deleted: the account is scheduled for deletion; api_key_not_allowed: consent changed with an API key */
+            /** @description api_key_not_allowed: marketing consent changed with an API key (the locale may be); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2665,13 +2684,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2710,7 +2739,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2746,13 +2775,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2840,7 +2879,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2849,7 +2888,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2858,13 +2897,32 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description user_not_found: the account was erased (its deletion grace period was over) while the request ran */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2899,7 +2957,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2908,7 +2966,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description account_deleted: already scheduled for deletion; api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: already scheduled for deletion */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2917,13 +2975,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2958,7 +3026,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2967,7 +3035,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2976,7 +3044,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description restore_window_closed: the grace period is over */
+            /** @description user_not_found: the account was erased (its deletion grace period was over) while the request ran */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description restore_window_closed: the grace period is over and the account is being erased; deleted_by_identity_provider: the account was deleted at the identity provider (user.deleted), which alone can bring it back */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2985,13 +3062,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3055,7 +3142,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_payload: signed but malformed; archived as FAILED */
+            /** @description invalid_payload: a verified body that breaks the provider contract (not JSON, no event id, a payload off its schema): archived as FAILED, or traced in the audit log when no archive row can hold it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3064,7 +3151,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description invalid_signature: bad, missing or expired signature; nothing stored */
+            /** @description invalid_signature: bad, missing or expired signature, nothing stored */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3085,6 +3172,7 @@ export interface operations {
             /** @description webhook_not_configured: IDENTITY_WEBHOOK_SECRET is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3114,7 +3202,7 @@ export interface operations {
                     "application/json": components["schemas"]["FeedbackResponseDto"];
                 };
             };
-            /** @description validation_failed; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3123,7 +3211,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3159,13 +3247,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3202,7 +3300,7 @@ export interface operations {
                     "application/json": components["schemas"]["AdminUserListDto"];
                 };
             };
-            /** @description validation_failed: e.g. page_size out of range */
+            /** @description validation_failed: an unknown query parameter or tier, or page_size out of range */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3211,7 +3309,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3229,13 +3327,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3277,7 +3385,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditListDto"];
                 };
             };
-            /** @description validation_failed: e.g. page_size out of range */
+            /** @description validation_failed: an unknown or invalid query parameter, page_size out of range, or from after to */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3286,7 +3394,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3304,13 +3412,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3349,7 +3467,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookListDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed: an unknown or invalid filter, page_size out of range, or from after to */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3358,7 +3476,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3376,13 +3494,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3410,7 +3538,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDetailDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3419,7 +3547,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3437,7 +3565,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description not_found */
+            /** @description not_found: no archived event has this id */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3446,13 +3574,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3480,7 +3618,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReplayResultDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3489,7 +3627,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3507,7 +3645,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description not_found */
+            /** @description not_found: no archived event has this id */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3525,13 +3663,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3561,7 +3709,7 @@ export interface operations {
                     "application/json": components["schemas"]["BulkReplayResultDto"];
                 };
             };
-            /** @description validation_failed; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body (status FAILED or SKIPPED), or from after to; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3570,7 +3718,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3606,13 +3754,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3659,7 +3817,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3677,13 +3835,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3722,7 +3890,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3740,7 +3908,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description limit_reached: the caller holds as many saved searches as their plan allows; delete one or upgrade */
+            /** @description limit_reached: the caller holds as many saved searches as their plan allows (delete one or upgrade) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3767,13 +3935,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3810,7 +3988,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3828,7 +4006,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3837,13 +4015,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3879,7 +4067,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3897,7 +4085,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3906,13 +4094,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3953,7 +4151,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3971,7 +4169,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3998,13 +4196,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4051,7 +4259,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4069,13 +4277,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4114,7 +4332,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4132,7 +4350,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description limit_reached: the caller holds as many workspaces as their plan allows; delete one or upgrade */
+            /** @description limit_reached: the caller holds as many workspaces as their plan allows (delete one or upgrade) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4159,13 +4377,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4202,7 +4430,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4220,7 +4448,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4229,13 +4457,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4271,7 +4509,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4289,7 +4527,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4298,13 +4536,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4345,7 +4593,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4363,7 +4611,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4390,13 +4638,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4443,7 +4701,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4461,13 +4719,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4498,7 +4766,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedApiKeyDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body, or expires_at not in the future; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4507,7 +4775,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4516,7 +4784,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key: a key cannot mint or revoke keys; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4525,7 +4793,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description limit_reached: the caller holds as many active API keys as their plan allows; delete one or upgrade */
+            /** @description limit_reached: the caller holds as many active API keys as their plan allows (delete one or upgrade) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4552,13 +4820,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4595,7 +4873,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4613,7 +4891,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4622,13 +4900,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4664,7 +4952,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4673,7 +4961,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key: a key cannot mint or revoke keys; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4682,7 +4970,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4691,13 +4979,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4732,7 +5030,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4750,13 +5048,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4786,7 +5094,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreditPackCheckoutResponseDto"];
                 };
             };
-            /** @description unknown_credit_pack: the price is not a configured pack; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description unknown_credit_pack: the price is not a configured pack; validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4795,7 +5103,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4804,7 +5112,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4831,13 +5139,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description billing_not_configured: BILLING_WEBHOOK_SECRET is not set: no checkout token can be signed; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4867,7 +5185,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutTokenResponseDto"];
                 };
             };
-            /** @description validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body, FREE or an unknown tier, or a billing_cycle the tier has no price for (`errors[]` names the field); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4876,7 +5194,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4885,7 +5203,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4894,7 +5212,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The user already has a live subscription */
+            /** @description subscription_exists: the user already has a live subscription (active, trialing, past due or paused), which POST /api/v1/billing/subscription/change changes */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4921,13 +5239,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description billing_not_configured: BILLING_WEBHOOK_SECRET is not set: no checkout token can be signed; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4958,7 +5286,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutResponseDto"];
                 };
             };
-            /** @description validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body, FREE or an unknown tier, or a billing_cycle the tier has no price for (`errors[]` names the field); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4967,7 +5295,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4976,7 +5304,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4985,7 +5313,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The user already has a live subscription */
+            /** @description subscription_exists: the user already has a live subscription (active, trialing, past due or paused), which POST /api/v1/billing/subscription/change changes */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5012,13 +5340,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description billing_not_configured: BILLING_WEBHOOK_SECRET is not set: no checkout token can be signed; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5053,7 +5391,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5071,7 +5409,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No current subscription */
+            /** @description no_subscription: the user has no subscription, or only expired ones */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5080,13 +5418,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5126,7 +5474,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5135,7 +5483,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5171,7 +5519,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5184,7 +5532,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider refused or answered invalidly */
+            /** @description billing_rejected: the provider refused the request; upstream_invalid_response: the provider answered off its contract; upstream_response_too_large: the provider answered with too large a body */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5193,9 +5541,10 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider is unavailable after 3 attempts */
+            /** @description billing_unavailable: the provider is unavailable or rate limiting after 3 attempts, or cannot be reached (retry after `Retry-After` seconds); billing_not_configured: BILLING_API_URL or BILLING_API_KEY is not set; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5226,7 +5575,7 @@ export interface operations {
                     "application/json": components["schemas"]["BillingActionResponseDto"];
                 };
             };
-            /** @description validation_failed: an unknown tier; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body or an unknown tier; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5235,7 +5584,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5244,7 +5593,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5253,7 +5602,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Same tier, no subscription that can be changed, cancel_already_scheduled (a cancel at the end of the period is scheduled), or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription */
+            /** @description same_tier: the target is the tier the subscription bills next (without a live subscription: the current tier); no_recoverable_subscription: no live subscription to change (a FREE user starts one through POST /api/v1/billing/checkout); subscription_paused: the subscription is paused: resume it first, or cancel it; subscription_past_due: a payment is past due: update the payment method first, or cancel; cancel_already_scheduled: a change to FREE while a cancel at the end of the period is already scheduled; no_price_for_cycle: the target tier has no price for the billing cycle of the subscription */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5280,7 +5629,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5293,7 +5642,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider refused or answered invalidly */
+            /** @description billing_rejected: the provider refused the request; upstream_invalid_response: the provider answered off its contract; upstream_response_too_large: the provider answered with too large a body */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5302,9 +5651,10 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider is unavailable after 3 attempts */
+            /** @description billing_unavailable: the provider is unavailable or rate limiting after 3 attempts, or cannot be reached (retry after `Retry-After` seconds); billing_not_configured: BILLING_API_URL or BILLING_API_KEY is not set; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5344,7 +5694,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5353,7 +5703,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5362,7 +5712,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No paused subscription */
+            /** @description not_paused: no paused subscription to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5389,7 +5739,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5402,7 +5752,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider refused or answered invalidly */
+            /** @description billing_rejected: the provider refused the request; upstream_invalid_response: the provider answered off its contract; upstream_response_too_large: the provider answered with too large a body */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5411,9 +5761,10 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider is unavailable after 3 attempts */
+            /** @description billing_unavailable: the provider is unavailable or rate limiting after 3 attempts, or cannot be reached (retry after `Retry-After` seconds); billing_not_configured: BILLING_API_URL or BILLING_API_KEY is not set; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5474,7 +5825,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_payload: a verified body that does not match the provider contract */
+            /** @description invalid_payload: a verified body that breaks the provider contract (not JSON, no event id, a payload off its schema): archived as FAILED, or traced in the audit log when no archive row can hold it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5483,7 +5834,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description invalid_signature: missing, stale or wrong Paddle-Signature; nothing stored */
+            /** @description invalid_signature: missing, stale or wrong Paddle-Signature, nothing stored */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5501,9 +5852,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description webhook_processing_failed: the verified event could not be stored for a reason other than the database being down (the provider retries) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description billing_not_configured: BILLING_WEBHOOK_SECRET is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5543,7 +5904,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5561,13 +5922,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5606,7 +5977,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompletionResponseDto"];
                 };
             };
-            /** @description validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body (`errors[]` lists the fields); max_tokens_exceeded: max_tokens is over the plan's limit per request; invalid_idempotency_key: the Idempotency-Key is not 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; completion_rejected: the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter). `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded, and the same request will be refused again; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5615,7 +5986,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5624,7 +5995,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description insufficient_credits (problem+json with balance and required) */
+            /** @description insufficient_credits: the balance does not cover the request (`balance` and `required` say by how much) */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -5633,7 +6004,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description ai_not_in_plan: the caller's plan includes no language-model requests; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5642,7 +6013,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description request_in_progress or idempotency_key_reused */
+            /** @description request_in_progress: a request with this Idempotency-Key is still running; idempotency_key_reused: the request with this Idempotency-Key failed (its credits were refunded), or completed and its answer is no longer kept: send a new key */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5669,7 +6040,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description idempotency_key_mismatch */
+            /** @description idempotency_key_mismatch: this Idempotency-Key was used with a different body */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5678,7 +6049,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited, with Retry-After and RateLimit-* headers */
+            /** @description rate_limited: the plan's language-model requests per minute or per day, or the account's writes per minute, are used up (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5691,7 +6062,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description upstream_error (the provider refused our credentials or configuration, or our account with it is out of quota), upstream_invalid_response or upstream_response_too_large; the credits were refunded */
+            /** @description upstream_error: the provider refused our credentials or configuration, or our account with it is out of quota (the credits were refunded); upstream_invalid_response: the provider answered off its contract (the credits were refunded); upstream_response_too_large: the provider answered with too large a body (the credits were refunded) */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5700,7 +6071,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description upstream_rate_limited (the provider is rate limiting this service), upstream_unavailable (it kept failing) or upstream_unreachable (it could not be reached), the credits refunded; or rate_limiter_unavailable, nothing charged. Retry after `Retry-After` seconds; after an upstream_* failure with a new Idempotency-Key (the failed one answers 409 idempotency_key_reused) */
+            /** @description upstream_rate_limited: the provider is rate limiting this service. The credits were refunded: retry with a new Idempotency-Key after `Retry-After` seconds (the failed one answers 409 idempotency_key_reused); upstream_unavailable: the provider kept failing. The credits were refunded: retry with a new Idempotency-Key after `Retry-After` seconds; upstream_unreachable: the provider could not be reached. The credits were refunded: retry with a new Idempotency-Key after `Retry-After` seconds; rate_limiter_unavailable: the rate limiter (Redis) is unavailable, nothing was charged; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5731,7 +6102,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_unsubscribe_token: invalid or tampered token; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_unsubscribe_token: a missing, malformed or tampered token; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5740,7 +6111,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5788,7 +6159,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnsubscribedDto"];
                 };
             };
-            /** @description invalid_unsubscribe_token: invalid or tampered token (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_unsubscribe_token: a missing, malformed or tampered token (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5806,13 +6177,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description dependency_unavailable: the database is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5840,7 +6221,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_confirmation_token: invalid, tampered or expired link; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_confirmation_token: a missing, tampered or expired link; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5849,7 +6230,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5891,7 +6272,7 @@ export interface operations {
                     "application/json": components["schemas"]["SubscribedDto"];
                 };
             };
-            /** @description invalid_confirmation_token: invalid, tampered or expired link (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_confirmation_token: a missing, tampered or expired link (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5909,13 +6290,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description dependency_unavailable: the database is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5947,7 +6338,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_payload: signed but malformed; archived as FAILED */
+            /** @description invalid_payload: a verified body that breaks the provider contract (not JSON, no event id, a payload off its schema): archived as FAILED, or traced in the audit log when no archive row can hold it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5956,7 +6347,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description invalid_signature: bad, missing or expired signature; nothing stored */
+            /** @description invalid_signature: bad, missing or expired signature, nothing stored */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5977,6 +6368,7 @@ export interface operations {
             /** @description webhook_not_configured: EMAIL_WEBHOOK_SECRET is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6008,7 +6400,7 @@ export interface operations {
                     "application/json": components["schemas"]["SuppressionListDto"];
                 };
             };
-            /** @description validation_failed: page_size out of range or unknown reason */
+            /** @description validation_failed: page_size out of range, an unknown reason or query parameter */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6017,7 +6409,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6035,13 +6427,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6068,7 +6470,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description validation_failed: no entry can have this value (entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased); any other value not on the list is a 404 */
+            /** @description validation_failed: no entry can have this value: entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased (any other value not on the list is a 404) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6077,7 +6479,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6104,13 +6506,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6151,7 +6563,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6169,13 +6581,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6215,7 +6637,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6233,7 +6655,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description A marketing template with bypass_consent true. */
+            /** @description consent_required: a marketing template with bypass_consent true */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6260,13 +6682,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6303,7 +6735,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6321,6 +6753,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description not_found: no broadcast has this id */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6329,13 +6762,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6370,7 +6813,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6388,13 +6831,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6429,7 +6882,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6447,13 +6900,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6488,7 +6951,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6515,13 +6978,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
