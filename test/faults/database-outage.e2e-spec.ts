@@ -11,7 +11,14 @@ import { ProbeModule } from '../support/probe.module.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 import { withOutcome } from '../support/webhooks.js';
-import { directDb, startWorkerProcess, sweepRoutes, timed, type WorkerProcess } from './fault-helpers.js';
+import {
+  directDb,
+  startWorkerProcess,
+  sweepRoutes,
+  timed,
+  undocumentedOutcomes,
+  type WorkerProcess,
+} from './fault-helpers.js';
 
 /**
  * PostgreSQL goes away under a running API and a running worker process (a TCP proxy between them and
@@ -114,6 +121,8 @@ describe('fault injection: the database goes away and comes back', () => {
     it('answers every documented route within seconds, never 500, never a success that needs the database', async () => {
       const outcomes = await sweepRoutes(api, sweeper);
       expect(outcomes.filter((o) => o.status === 0 || o.status === 500 || o.ms > 6000)).toEqual([]);
+      // Every answer is one openapi.json documents for its route, code included.
+      expect(await undocumentedOutcomes(api, outcomes)).toEqual([]);
       expect(outcomes.filter((o) => o.status < 300).map((o) => o.route)).toEqual([
         'GET /health',
         'GET /status',

@@ -99,3 +99,26 @@ export async function sweepRoutes(
   }
   return Promise.all(calls);
 }
+
+/**
+ * The outcomes whose error answer openapi.json does not document for its route: an error status the
+ * operation does not list, or a code its `x-problem-codes` does not name. A documented JSON answer that
+ * is no problem (the readiness report's 503) is its route's own.
+ */
+export async function undocumentedOutcomes(api: ApiApp, outcomes: RouteOutcome[]): Promise<string[]> {
+  const doc = (await api.http.get('/docs/openapi.json')).body as {
+    paths: Record<
+      string,
+      Record<string, { responses: Record<string, { content?: object; 'x-problem-codes'?: string[] }> }>
+    >;
+  };
+  return outcomes
+    .filter((o) => o.status >= 400)
+    .filter((o) => {
+      const [method, template] = o.route.split(' ');
+      const response = doc.paths[template]?.[method.toLowerCase()]?.responses[String(o.status)];
+      if (response?.content && 'application/json' in response.content) return false;
+      return o.code === undefined || !(response?.['x-problem-codes'] ?? []).includes(o.code);
+    })
+    .map((o) => `${o.route} answered ${o.status} ${o.code}`);
+}

@@ -16,7 +16,13 @@ import { identityUserEvent, signIdentityEvent } from '../support/identity-webhoo
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 import { settled } from '../support/webhooks.js';
-import { startWorkerProcess, sweepRoutes, timed, type WorkerProcess } from './fault-helpers.js';
+import {
+  startWorkerProcess,
+  sweepRoutes,
+  timed,
+  undocumentedOutcomes,
+  type WorkerProcess,
+} from './fault-helpers.js';
 
 const COMPLETION = { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 10 };
 
@@ -224,6 +230,8 @@ describe('fault injection: Redis goes away and comes back', () => {
     it('answers every documented route within seconds, never 500', async () => {
       const outcomes = await sweepRoutes(api, sweeper);
       expect(outcomes.filter((o) => o.status === 0 || o.status === 500 || o.ms > 6000)).toEqual([]);
+      // Every answer is one openapi.json documents for its route, code included.
+      expect(await undocumentedOutcomes(api, outcomes)).toEqual([]);
     });
 
     it('keeps the worker process alive, logging the outage as structured warnings', async () => {

@@ -3,18 +3,22 @@
  * regenerates it and the client's schema), and the document follows the conventions a frontend relies on.
  * No database or Redis: the application is built in preview mode.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import type { Type } from '@nestjs/common';
-import { METHOD_METADATA } from '@nestjs/common/constants.js';
+import { Controller, Get, Module, type Type } from '@nestjs/common';
+import { GUARDS_METADATA, METHOD_METADATA } from '@nestjs/common/constants.js';
 import { MetadataScanner, ModulesContainer, NestFactory } from '@nestjs/core';
-import type { OpenAPIObject } from '@nestjs/swagger';
+import { ApiNotFoundResponse, type OpenAPIObject } from '@nestjs/swagger';
 import { getMetadataStorage } from 'class-validator';
 import { ApiModule } from '../../src/app/api.module.js';
+import { createOpenApiDocument } from '../../src/app/openapi.js';
 import { generateOpenApiDocument, openApiText } from '../../src/app/openapi-generate.js';
 import { ALLOW_DELETED } from '../../src/common/decorators/allow-deleted.decorator.js';
 import { IS_PUBLIC } from '../../src/common/decorators/public.decorator.js';
+import { REFUSE_API_KEYS } from '../../src/common/decorators/refuse-api-keys.decorator.js';
+import { ERROR_CODES, isErrorCodeOf } from '../../src/common/errors/error-codes.js';
+import { AdminGuard } from '../../src/modules/auth/admin.guard.js';
 import { loadConfig } from '../../src/config/env.js';
 // @ts-expect-error -- a plain .mjs script shared with `npm run openapi` (no type declarations)
 import { clientSchemaText } from '../../scripts/openapi-client.mjs';
@@ -29,7 +33,12 @@ type Operation = {
   security?: unknown[];
   responses: Record<
     string,
-    { description?: string; content?: Record<string, { schema?: { $ref?: string } }>; headers?: object }
+    {
+      description?: string;
+      content?: Record<string, { schema?: { $ref?: string } }>;
+      headers?: object;
+      'x-problem-codes'?: string[];
+    }
   >;
   parameters?: { name: string; in: string; schema?: { format?: string } }[];
   requestBody?: { content?: Record<string, unknown> };
@@ -39,14 +48,16 @@ type Operation = {
  * What the authentication guard reads for each handler (handler first, then its controller), keyed by the
  * document's operationId (`<Controller>_<method>`), from the module graph of a preview application.
  */
-async function guardFlags(): Promise<Map<string, { isPublic: boolean; allowDeleted: boolean }>> {
+type GuardFlags = { isPublic: boolean; allowDeleted: boolean; refuseApiKeys: boolean; admin: boolean };
+
+async function guardFlags(): Promise<Map<string, GuardFlags>> {
   const app = await NestFactory.create(ApiModule.forRoot(loadConfig({ APP_ENV: 'development' })), {
     preview: true,
     logger: false,
     abortOnError: false,
   });
   try {
-    const flags = new Map<string, { isPublic: boolean; allowDeleted: boolean }>();
+    const flags = new Map<string, GuardFlags>();
     const scanner = new MetadataScanner();
     for (const module of app.get(ModulesContainer).values()) {
       for (const wrapper of module.controllers.values()) {
@@ -57,9 +68,15 @@ async function guardFlags(): Promise<Map<string, { isPublic: boolean; allowDelet
           if (Reflect.getMetadata(METHOD_METADATA, handler) === undefined) continue;
           const flag = (key: string) =>
             Boolean(Reflect.getMetadata(key, handler) ?? Reflect.getMetadata(key, controller));
+          const guards = [
+            ...((Reflect.getMetadata(GUARDS_METADATA, handler) as unknown[] | undefined) ?? []),
+            ...((Reflect.getMetadata(GUARDS_METADATA, controller) as unknown[] | undefined) ?? []),
+          ];
           flags.set(`${controller.name}_${name}`, {
             isPublic: flag(IS_PUBLIC),
             allowDeleted: flag(ALLOW_DELETED),
+            refuseApiKeys: flag(REFUSE_API_KEYS),
+            admin: guards.includes(AdminGuard),
           });
         }
       }
@@ -258,6 +275,131 @@ describe('openapi.json', () => {
     expect(forbidden('post /api/v1/billing/checkout')).toMatch(/api_key_not_allowed.*account_deleted/);
     expect(forbidden('get /api/v1/account/me/export')).not.toContain('account_deleted');
     expect(forbidden('get /api/v1/account/me/export')).toContain('api_key_not_allowed');
+  });
+
+  it('names the codes of every error response, each registered under its status in ERROR_CODES', () => {
+    // A frontend reads which `code` values a route can answer from here: an error response that names none
+    // (a bare "No or invalid Bearer token", an owned resource's 404) left it guessing.
+    const errors = operations.flatMap(([key, op]) =>
+      Object.entries(op.responses)
+        .filter(([status]) => /^[45]/.test(status))
+        // Readiness answers its report with the 503 (a monitor reads which check failed), not a problem.
+        .filter(([status]) => !(key === 'get /health/ready' && status === '503'))
+        .map(([status, response]) => ({ where: `${key} ${status}`, status, response })),
+    );
+    expect(errors.length).toBeGreaterThan(250);
+    // The description is `code: when; code: when`, one segment per code in x-problem-codes, in its order.
+    const named = (description: string) => description.split('; ').map((part) => part.split(':')[0]);
+    const unnamed = errors
+      .filter(({ response }) => {
+        const listed = response['x-problem-codes'] ?? [];
+        return listed.length === 0 || named(response.description ?? '').join() !== listed.join();
+      })
+      .map(({ where, response }) => `${where}: ${response.description}`);
+    expect(unnamed).toEqual([]);
+    const unregistered = errors.flatMap(({ where, status, response }) =>
+      named(response.description ?? '')
+        .filter((code) => !isErrorCodeOf(Number(status), code))
+        .map((code) => `${where}: ${code}`),
+    );
+    expect(unregistered).toEqual([]);
+  });
+
+  it('names only codes the source answers with: every registered code is thrown or answered in src', () => {
+    // ERROR_CODES is the one list the error classes take a code from (the compiler holds every throw to it);
+    // a code in it that no source file names could only be documented, never answered.
+    const sources = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+        entry.isDirectory()
+          ? entry.name === 'generated'
+            ? []
+            : sources(join(dir, entry.name))
+          : entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts')
+            ? [join(dir, entry.name)]
+            : [],
+      );
+    const registry = join(ROOT, 'src', 'common', 'errors', 'error-codes.ts');
+    // Neither the registry itself nor the documentation counts (ApiErrors names codes as unquoted keys).
+    const documentation = [
+      registry,
+      join(ROOT, 'src', 'app', 'openapi.ts'),
+      join(ROOT, 'src', 'metadata.ts'),
+    ];
+    const answering = sources(join(ROOT, 'src'))
+      .filter((file) => !documentation.includes(file) && !file.includes(join('src', 'common', 'openapi')))
+      .map((file) => readFileSync(file, 'utf8'))
+      .join('\n');
+    const unanswered = Object.entries(ERROR_CODES).flatMap(([status, codes]) =>
+      (codes as readonly string[])
+        .filter((code) => !answering.includes(`'${code}'`))
+        .map((code) => `${status} ${code}`),
+    );
+    expect({ unanswered, files: relative(ROOT, registry) }).toEqual({
+      unanswered: [],
+      files: 'src/common/errors/error-codes.ts',
+    });
+  });
+
+  it('documents the refusals of the guards on every route they guard', async () => {
+    const flags = await guardFlags();
+    const codes = (op: Operation, status: string) => op.responses[status]?.['x-problem-codes'] ?? [];
+    const routes = operations.map(([key, op]) => ({ key, op, flags: flags.get(op.operationId ?? '')! }));
+    const missing = (pick: (f: GuardFlags) => boolean, status: string, code: string) =>
+      routes.filter((r) => pick(r.flags) && !codes(r.op, status).includes(code)).map((r) => r.key);
+    const secured = (f: GuardFlags) => !f.isPublic;
+    // The authentication guard's 401s and its 503s (the key set, the database it reads the user from).
+    for (const code of [
+      'unauthenticated',
+      'invalid_token',
+      'token_expired',
+      'unknown_user',
+      'invalid_api_key',
+    ])
+      expect({ code, missing: missing(secured, '401', code) }).toEqual({ code, missing: [] });
+    for (const code of ['identity_unavailable', 'dependency_unavailable'])
+      expect({ code, missing: missing(secured, '503', code) }).toEqual({ code, missing: [] });
+    // A public route answers none of them: its credential is a signature or a signed link, if any.
+    expect(
+      routes
+        .filter((r) => r.flags.isPublic)
+        .filter(
+          (r) =>
+            codes(r.op, '401').some((c) => c !== 'invalid_signature') ||
+            codes(r.op, '503').includes('identity_unavailable'),
+        )
+        .map((r) => r.key),
+    ).toEqual([]);
+    // @RefuseApiKeys() and the admin allowlist.
+    const refusing = routes.filter((r) => r.flags.refuseApiKeys).map((r) => r.key);
+    expect(refusing.length).toBeGreaterThanOrEqual(9);
+    expect(missing((f) => f.refuseApiKeys, '403', 'api_key_not_allowed')).toEqual([]);
+    expect(routes.filter((r) => r.flags.admin).length).toBeGreaterThan(10);
+    expect(missing((f) => f.admin, '403', 'admin_required')).toEqual([]);
+    expect(missing((f) => f.admin, '403', 'api_key_not_allowed')).toEqual([]);
+    expect(
+      routes.filter((r) => !r.flags.admin && codes(r.op, '403').includes('admin_required')).map((r) => r.key),
+    ).toEqual([]);
+  });
+
+  it('refuses to build a document with an error response that names no code', async () => {
+    @Controller('undocumented')
+    class UndocumentedController {
+      @Get()
+      @ApiNotFoundResponse({ description: 'No such thing' })
+      get() {
+        return {};
+      }
+    }
+    @Module({ controllers: [UndocumentedController] })
+    class UndocumentedModule {}
+    const app = await NestFactory.create(UndocumentedModule, { preview: true, logger: false });
+    try {
+      await expect(createOpenApiDocument(app)).rejects.toThrow(
+        /GET \/undocumented documents a 404 without its codes/,
+      );
+    } finally {
+      await app.close();
+    }
   });
 
   it('documents the Idempotency-Key, the webhook signature headers and uuid path ids', () => {

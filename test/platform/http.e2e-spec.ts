@@ -79,7 +79,7 @@ describe('HTTP surface: problem+json, request ids, body limits', () => {
   it('maps domain errors to their status and code', async () => {
     const res = await api.http.get('/api/v1/probe/conflict');
     expect(res.status).toBe(409);
-    expect(res.body).toMatchObject({ code: 'already_exists', detail: 'Already there.', title: 'Conflict' });
+    expect(res.body).toMatchObject({ code: 'limit_reached', detail: 'Already there.', title: 'Conflict' });
   });
 
   it('answers a value too long for its column with a 400, stores nothing and warns in the log', async () => {

@@ -66,7 +66,7 @@ class ProbeController {
   @Public()
   @Get('conflict')
   conflict() {
-    throw new ConflictError('Already there.', 'already_exists');
+    throw new ConflictError('Already there.', 'limit_reached');
   }
 }
 

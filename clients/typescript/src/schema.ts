@@ -2576,7 +2576,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2585,13 +2585,32 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description user_not_found: the account was erased (its deletion grace period was over) while the request ran */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2621,7 +2640,7 @@ export interface operations {
                     "application/json": components["schemas"]["MeResponseDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body: an unknown field, a locale that is not a BCP 47 tag, marketing_consent_source without marketing_consent_given; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2630,7 +2649,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2639,7 +2658,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description account_deleted: the account is scheduled for deletion; api_key_not_allowed: consent changed with an API key */
+            /** @description api_key_not_allowed: marketing consent changed with an API key (the locale may be); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2666,13 +2685,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2711,7 +2740,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2747,13 +2776,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2841,7 +2880,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2850,7 +2889,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2859,13 +2898,32 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description user_not_found: the account was erased (its deletion grace period was over) while the request ran */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2900,7 +2958,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2909,7 +2967,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description account_deleted: already scheduled for deletion; api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: already scheduled for deletion */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2918,13 +2976,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2959,7 +3027,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2968,7 +3036,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2977,7 +3045,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description restore_window_closed: the grace period is over */
+            /** @description user_not_found: the account was erased (its deletion grace period was over) while the request ran */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description restore_window_closed: the grace period is over and the account is being erased; deleted_by_identity_provider: the account was deleted at the identity provider (user.deleted), which alone can bring it back */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2986,13 +3063,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3056,7 +3143,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_payload: signed but malformed; archived as FAILED */
+            /** @description invalid_payload: a verified body that breaks the provider contract (not JSON, no event id, a payload off its schema): archived as FAILED, or traced in the audit log when no archive row can hold it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3065,7 +3152,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description invalid_signature: bad, missing or expired signature; nothing stored */
+            /** @description invalid_signature: bad, missing or expired signature, nothing stored */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3086,6 +3173,7 @@ export interface operations {
             /** @description webhook_not_configured: IDENTITY_WEBHOOK_SECRET is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3115,7 +3203,7 @@ export interface operations {
                     "application/json": components["schemas"]["FeedbackResponseDto"];
                 };
             };
-            /** @description validation_failed; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3124,7 +3212,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3160,13 +3248,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3203,7 +3301,7 @@ export interface operations {
                     "application/json": components["schemas"]["AdminUserListDto"];
                 };
             };
-            /** @description validation_failed: e.g. page_size out of range */
+            /** @description validation_failed: an unknown query parameter or tier, or page_size out of range */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3212,7 +3310,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3230,13 +3328,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3278,7 +3386,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditListDto"];
                 };
             };
-            /** @description validation_failed: e.g. page_size out of range */
+            /** @description validation_failed: an unknown or invalid query parameter, page_size out of range, or from after to */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3287,7 +3395,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3305,13 +3413,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3350,7 +3468,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookListDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed: an unknown or invalid filter, page_size out of range, or from after to */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3359,7 +3477,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3377,13 +3495,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3411,7 +3539,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDetailDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3420,7 +3548,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3438,7 +3566,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description not_found */
+            /** @description not_found: no archived event has this id */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3447,13 +3575,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3481,7 +3619,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReplayResultDto"];
                 };
             };
-            /** @description validation_failed */
+            /** @description validation_failed: the query string holds a percent-escape that does not encode UTF-8 text, or a path segment holds a percent-escape that does not decode */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3490,7 +3628,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3508,7 +3646,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description not_found */
+            /** @description not_found: no archived event has this id */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3526,13 +3664,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3562,7 +3710,7 @@ export interface operations {
                     "application/json": components["schemas"]["BulkReplayResultDto"];
                 };
             };
-            /** @description validation_failed; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body (status FAILED or SKIPPED), or from after to; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3571,7 +3719,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3607,13 +3755,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3660,7 +3818,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3678,13 +3836,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3723,7 +3891,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3741,7 +3909,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description limit_reached: the caller holds as many saved searches as their plan allows; delete one or upgrade */
+            /** @description limit_reached: the caller holds as many saved searches as their plan allows (delete one or upgrade) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3768,13 +3936,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3811,7 +3989,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3829,7 +4007,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3838,13 +4016,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3880,7 +4068,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3898,7 +4086,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3907,13 +4095,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3954,7 +4152,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3972,7 +4170,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3999,13 +4197,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4052,7 +4260,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4070,13 +4278,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4115,7 +4333,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4133,7 +4351,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description limit_reached: the caller holds as many workspaces as their plan allows; delete one or upgrade */
+            /** @description limit_reached: the caller holds as many workspaces as their plan allows (delete one or upgrade) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4160,13 +4378,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4203,7 +4431,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4221,7 +4449,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4230,13 +4458,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4272,7 +4510,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4290,7 +4528,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4299,13 +4537,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4346,7 +4594,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4364,7 +4612,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4391,13 +4639,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4444,7 +4702,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4462,13 +4720,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4499,7 +4767,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedApiKeyDto"];
                 };
             };
-            /** @description validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body, or expires_at not in the future; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4508,7 +4776,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4517,7 +4785,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key: a key cannot mint or revoke keys; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4526,7 +4794,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description limit_reached: the caller holds as many active API keys as their plan allows; delete one or upgrade */
+            /** @description limit_reached: the caller holds as many active API keys as their plan allows (delete one or upgrade) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4553,13 +4821,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4596,7 +4874,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4614,7 +4892,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4623,13 +4901,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4665,7 +4953,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4674,7 +4962,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key: a key cannot mint or revoke keys; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4683,7 +4971,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No such id, malformed id, or a row of another user (same answer) */
+            /** @description not_found: no such id, a malformed id, or a row of another user (the same answer) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4692,13 +4980,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4733,7 +5031,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4751,13 +5049,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4787,7 +5095,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreditPackCheckoutResponseDto"];
                 };
             };
-            /** @description unknown_credit_pack: the price is not a configured pack; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description unknown_credit_pack: the price is not a configured pack; validation_failed: the body or query is invalid (`errors[]` lists the fields); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4796,7 +5104,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4805,7 +5113,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4832,13 +5140,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description billing_not_configured: BILLING_WEBHOOK_SECRET is not set: no checkout token can be signed; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4868,7 +5186,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutTokenResponseDto"];
                 };
             };
-            /** @description validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body, FREE or an unknown tier, or a billing_cycle the tier has no price for (`errors[]` names the field); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4877,7 +5195,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4886,7 +5204,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4895,7 +5213,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The user already has a live subscription */
+            /** @description subscription_exists: the user already has a live subscription (active, trialing, past due or paused), which POST /api/v1/billing/subscription/change changes */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4922,13 +5240,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description billing_not_configured: BILLING_WEBHOOK_SECRET is not set: no checkout token can be signed; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4959,7 +5287,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutResponseDto"];
                 };
             };
-            /** @description validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body, FREE or an unknown tier, or a billing_cycle the tier has no price for (`errors[]` names the field); bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4968,7 +5296,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4977,7 +5305,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4986,7 +5314,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The user already has a live subscription */
+            /** @description subscription_exists: the user already has a live subscription (active, trialing, past due or paused), which POST /api/v1/billing/subscription/change changes */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5013,13 +5341,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description billing_not_configured: BILLING_WEBHOOK_SECRET is not set: no checkout token can be signed; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5054,7 +5392,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5072,7 +5410,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No current subscription */
+            /** @description no_subscription: the user has no subscription, or only expired ones */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5081,13 +5419,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5127,7 +5475,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5136,7 +5484,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5172,7 +5520,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5185,7 +5533,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider refused or answered invalidly */
+            /** @description billing_rejected: the provider refused the request; upstream_invalid_response: the provider answered off its contract; upstream_response_too_large: the provider answered with too large a body */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5194,9 +5542,10 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider is unavailable after 3 attempts */
+            /** @description billing_unavailable: the provider is unavailable or rate limiting after 3 attempts, or cannot be reached (retry after `Retry-After` seconds); billing_not_configured: BILLING_API_URL or BILLING_API_KEY is not set; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5227,7 +5576,7 @@ export interface operations {
                     "application/json": components["schemas"]["BillingActionResponseDto"];
                 };
             };
-            /** @description validation_failed: an unknown tier; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body or an unknown tier; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5236,7 +5585,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5245,7 +5594,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5254,7 +5603,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Same tier, no subscription that can be changed, cancel_already_scheduled (a cancel at the end of the period is scheduled), or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription */
+            /** @description same_tier: the target is the tier the subscription bills next (without a live subscription: the current tier); no_recoverable_subscription: no live subscription to change (a FREE user starts one through POST /api/v1/billing/checkout); subscription_paused: the subscription is paused: resume it first, or cancel it; subscription_past_due: a payment is past due: update the payment method first, or cancel; cancel_already_scheduled: a change to FREE while a cancel at the end of the period is already scheduled; no_price_for_cycle: the target tier has no price for the billing cycle of the subscription */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5281,7 +5630,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5294,7 +5643,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider refused or answered invalidly */
+            /** @description billing_rejected: the provider refused the request; upstream_invalid_response: the provider answered off its contract; upstream_response_too_large: the provider answered with too large a body */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5303,9 +5652,10 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider is unavailable after 3 attempts */
+            /** @description billing_unavailable: the provider is unavailable or rate limiting after 3 attempts, or cannot be reached (retry after `Retry-After` seconds); billing_not_configured: BILLING_API_URL or BILLING_API_KEY is not set; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5345,7 +5695,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5354,7 +5704,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description api_key_not_allowed: called with an API key; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description api_key_not_allowed: called with an API key (sign in to do this); account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5363,7 +5713,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No paused subscription */
+            /** @description not_paused: no paused subscription to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5390,7 +5740,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5403,7 +5753,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider refused or answered invalidly */
+            /** @description billing_rejected: the provider refused the request; upstream_invalid_response: the provider answered off its contract; upstream_response_too_large: the provider answered with too large a body */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5412,9 +5762,10 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description The provider is unavailable after 3 attempts */
+            /** @description billing_unavailable: the provider is unavailable or rate limiting after 3 attempts, or cannot be reached (retry after `Retry-After` seconds); billing_not_configured: BILLING_API_URL or BILLING_API_KEY is not set; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5475,7 +5826,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_payload: a verified body that does not match the provider contract */
+            /** @description invalid_payload: a verified body that breaks the provider contract (not JSON, no event id, a payload off its schema): archived as FAILED, or traced in the audit log when no archive row can hold it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5484,7 +5835,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description invalid_signature: missing, stale or wrong Paddle-Signature; nothing stored */
+            /** @description invalid_signature: missing, stale or wrong Paddle-Signature, nothing stored */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5502,9 +5853,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description webhook_processing_failed: the verified event could not be stored for a reason other than the database being down (the provider retries) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description billing_not_configured: BILLING_WEBHOOK_SECRET is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5544,7 +5905,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5562,13 +5923,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5607,7 +5978,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompletionResponseDto"];
                 };
             };
-            /** @description validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again; bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body (`errors[]` lists the fields); max_tokens_exceeded: max_tokens is over the plan's limit per request; invalid_idempotency_key: the Idempotency-Key is not 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; completion_rejected: the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter). `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded, and the same request will be refused again; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5616,7 +5987,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5625,7 +5996,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description insufficient_credits (problem+json with balance and required) */
+            /** @description insufficient_credits: the balance does not cover the request (`balance` and `required` say by how much) */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -5634,7 +6005,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
+            /** @description ai_not_in_plan: the caller's plan includes no language-model requests; account_deleted: the account is scheduled for deletion (GET /api/v1/me, the export and POST /api/v1/account/me/restore still answer) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5643,7 +6014,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description request_in_progress or idempotency_key_reused */
+            /** @description request_in_progress: a request with this Idempotency-Key is still running; idempotency_key_reused: the request with this Idempotency-Key failed (its credits were refunded), or completed and its answer is no longer kept: send a new key */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5670,7 +6041,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description idempotency_key_mismatch */
+            /** @description idempotency_key_mismatch: this Idempotency-Key was used with a different body */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5679,7 +6050,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited, with Retry-After and RateLimit-* headers */
+            /** @description rate_limited: the plan's language-model requests per minute or per day, or the account's writes per minute, are used up (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5692,7 +6063,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description upstream_error (the provider refused our credentials or configuration, or our account with it is out of quota), upstream_invalid_response or upstream_response_too_large; the credits were refunded */
+            /** @description upstream_error: the provider refused our credentials or configuration, or our account with it is out of quota (the credits were refunded); upstream_invalid_response: the provider answered off its contract (the credits were refunded); upstream_response_too_large: the provider answered with too large a body (the credits were refunded) */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5701,7 +6072,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description upstream_rate_limited (the provider is rate limiting this service), upstream_unavailable (it kept failing) or upstream_unreachable (it could not be reached), the credits refunded; or rate_limiter_unavailable, nothing charged. Retry after `Retry-After` seconds; after an upstream_* failure with a new Idempotency-Key (the failed one answers 409 idempotency_key_reused) */
+            /** @description upstream_rate_limited: the provider is rate limiting this service. The credits were refunded: retry with a new Idempotency-Key after `Retry-After` seconds (the failed one answers 409 idempotency_key_reused); upstream_unavailable: the provider kept failing. The credits were refunded: retry with a new Idempotency-Key after `Retry-After` seconds; upstream_unreachable: the provider could not be reached. The credits were refunded: retry with a new Idempotency-Key after `Retry-After` seconds; rate_limiter_unavailable: the rate limiter (Redis) is unavailable, nothing was charged; identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5732,7 +6103,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_unsubscribe_token: invalid or tampered token; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_unsubscribe_token: a missing, malformed or tampered token; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5741,7 +6112,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5789,7 +6160,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnsubscribedDto"];
                 };
             };
-            /** @description invalid_unsubscribe_token: invalid or tampered token (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_unsubscribe_token: a missing, malformed or tampered token (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5807,13 +6178,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description dependency_unavailable: the database is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5841,7 +6222,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_confirmation_token: invalid, tampered or expired link; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_confirmation_token: a missing, tampered or expired link; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5850,7 +6231,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -5892,7 +6273,7 @@ export interface operations {
                     "application/json": components["schemas"]["SubscribedDto"];
                 };
             };
-            /** @description invalid_confirmation_token: invalid, tampered or expired link (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_confirmation_token: a missing, tampered or expired link (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5910,13 +6291,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description dependency_unavailable: the database is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5948,7 +6339,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_payload: signed but malformed; archived as FAILED */
+            /** @description invalid_payload: a verified body that breaks the provider contract (not JSON, no event id, a payload off its schema): archived as FAILED, or traced in the audit log when no archive row can hold it */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5957,7 +6348,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description invalid_signature: bad, missing or expired signature; nothing stored */
+            /** @description invalid_signature: bad, missing or expired signature, nothing stored */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5978,6 +6369,7 @@ export interface operations {
             /** @description webhook_not_configured: EMAIL_WEBHOOK_SECRET is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6009,7 +6401,7 @@ export interface operations {
                     "application/json": components["schemas"]["SuppressionListDto"];
                 };
             };
-            /** @description validation_failed: page_size out of range or unknown reason */
+            /** @description validation_failed: page_size out of range, an unknown reason or query parameter */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6018,7 +6410,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6036,13 +6428,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6069,7 +6471,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description validation_failed: no entry can have this value (entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased); any other value not on the list is a 404 */
+            /** @description validation_failed: no entry can have this value: entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased (any other value not on the list is a 404) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6078,7 +6480,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6105,13 +6507,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6152,7 +6564,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6170,13 +6582,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6216,7 +6638,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6234,7 +6656,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description A marketing template with bypass_consent true. */
+            /** @description consent_required: a marketing template with bypass_consent true */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6261,13 +6683,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6304,7 +6736,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6322,6 +6754,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description not_found: no broadcast has this id */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6330,13 +6763,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6371,7 +6814,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6389,13 +6832,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6430,7 +6883,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description unauthenticated: no, invalid or expired Bearer token (or API key) */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6448,13 +6901,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6489,7 +6952,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description No or invalid Bearer token */
+            /** @description unauthenticated: no Bearer token (or API key); invalid_token: the token is malformed, not signed by the identity provider, not yet valid, issued by or for someone else, or lacks a required claim; token_expired: the token has expired, or is older than the accepted maximum age; unknown_user: a valid token for a user this service has no account for and cannot create (no verified e-mail in the token, or deleted at the identity provider); invalid_api_key: the API key is unknown, revoked or expired; auth_not_configured: the server has no IDENTITY_JWKS_URL to verify tokens with (a deployed server refuses to start without it) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6516,13 +6979,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description rate_limited: too many requests; wait `Retry-After` seconds */
+            /** @description rate_limited: too many requests (wait `Retry-After` seconds) */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description identity_unavailable: the identity provider's key set cannot be fetched (retry after `Retry-After` seconds); dependency_unavailable: the database or Redis is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {

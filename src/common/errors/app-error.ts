@@ -1,3 +1,5 @@
+import type { ErrorCode, ErrorCodeOf } from './error-codes.js';
+
 export interface FieldError {
   field: string;
   message: string;
@@ -10,14 +12,15 @@ export interface FieldError {
 export abstract class AppError extends Error {
   abstract readonly status: number;
   abstract readonly title: string;
-  readonly code: string;
+  /** Registered in ERROR_CODES (error-codes.ts) under this error's status. */
+  readonly code: ErrorCode;
   /** Extra members of the problem document (e.g. errors[] for validation). */
   readonly extensions: Record<string, unknown>;
   /** Response headers the error implies (e.g. Retry-After). */
   readonly headers: Record<string, string>;
 
   constructor(
-    code: string,
+    code: ErrorCode,
     detail: string,
     options: { extensions?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
@@ -46,7 +49,7 @@ export class ValidationError extends AppError {
   constructor(
     detail: string,
     errors: FieldError[] = [],
-    code = 'validation_failed',
+    code: ErrorCodeOf<400> = 'validation_failed',
     extensions: Record<string, unknown> = {},
   ) {
     const shown = errors
@@ -66,7 +69,7 @@ export class ValidationError extends AppError {
 export class UnauthenticatedError extends AppError {
   readonly status = 401;
   readonly title = 'Authentication required';
-  constructor(detail = 'A valid Bearer token is required.', code = 'unauthenticated') {
+  constructor(detail = 'A valid Bearer token is required.', code: ErrorCodeOf<401> = 'unauthenticated') {
     super(code, detail, { headers: { 'WWW-Authenticate': 'Bearer' } });
   }
 }
@@ -74,7 +77,7 @@ export class UnauthenticatedError extends AppError {
 export class ForbiddenError extends AppError {
   readonly status = 403;
   readonly title = 'Forbidden';
-  constructor(detail = 'You are not allowed to do this.', code = 'forbidden') {
+  constructor(detail = 'You are not allowed to do this.', code: ErrorCodeOf<403> = 'forbidden') {
     super(code, detail);
   }
 }
@@ -82,7 +85,7 @@ export class ForbiddenError extends AppError {
 export class NotFoundError extends AppError {
   readonly status = 404;
   readonly title = 'Not found';
-  constructor(detail = 'The resource does not exist.', code = 'not_found') {
+  constructor(detail = 'The resource does not exist.', code: ErrorCodeOf<404> = 'not_found') {
     super(code, detail);
   }
 }
@@ -90,7 +93,7 @@ export class NotFoundError extends AppError {
 export class ConflictError extends AppError {
   readonly status = 409;
   readonly title = 'Conflict';
-  constructor(detail: string, code = 'conflict') {
+  constructor(detail: string, code: ErrorCodeOf<409> = 'conflict') {
     super(code, detail);
   }
 }
@@ -140,7 +143,7 @@ export class RateLimitedError extends AppError {
 export class BadGatewayError extends AppError {
   readonly status = 502;
   readonly title = 'Upstream provider error';
-  constructor(detail: string, code = 'upstream_error', cause?: unknown) {
+  constructor(detail: string, code: ErrorCodeOf<502> = 'upstream_error', cause?: unknown) {
     super(code, detail, { cause });
   }
 }
@@ -154,7 +157,7 @@ export class DependencyError extends AppError {
   readonly title = 'Service unavailable';
   constructor(
     detail: string,
-    code = 'dependency_unavailable',
+    code: ErrorCodeOf<503> = 'dependency_unavailable',
     cause?: unknown,
     retryAfterSeconds = DEFAULT_RETRY_AFTER_SECONDS,
   ) {

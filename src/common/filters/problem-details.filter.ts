@@ -2,6 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger 
 import type { Request, Response } from 'express';
 import { AppError, DependencyError, NotFoundError, ValidationError } from '../errors/app-error.js';
 import { isValueTooLong } from '../errors/database-errors.js';
+import type { ErrorCode } from '../errors/error-codes.js';
 import { isDependencyFailure } from '../errors/dependency-failure.js';
 import { markClosing } from '../http/closing-connections.js';
 import { HELD_IP_BLOCK } from '../http/signed-link-routes.js';
@@ -30,7 +31,7 @@ export interface ProblemDocument {
   [extension: string]: unknown;
 }
 
-const TITLES: Record<number, [string, string]> = {
+const TITLES: Record<number, [string, ErrorCode]> = {
   400: ['Invalid request', 'bad_request'],
   401: ['Authentication required', 'unauthenticated'],
   403: ['Forbidden', 'forbidden'],
@@ -57,7 +58,7 @@ export function buildProblem(
   requestId: string | undefined,
   overrides: { title?: string; code?: string; extensions?: Record<string, unknown> } = {},
 ): ProblemDocument {
-  const [title, code] =
+  const [title, code]: [string, ErrorCode] =
     TITLES[status] ?? (status >= 500 ? TITLES[500] : ['Request failed', 'request_failed']);
   const finalCode = overrides.code ?? code;
   return {

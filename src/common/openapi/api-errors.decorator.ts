@@ -1,26 +1,39 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiResponse } from '@nestjs/swagger';
+import { ApiExtension } from '@nestjs/swagger';
+import type { ErrorCodeOf, ErrorStatus } from '../errors/error-codes.js';
 
 /** The one error schema (RFC 9457 problem+json); its definition lives in app/openapi.ts. */
 export const PROBLEM_SCHEMA_REF = '#/components/schemas/ProblemDetails';
 
-export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 502 | 503;
+/**
+ * The operation extension each documented code travels in, `x-problem:<status>:<order>:<code>`, until the
+ * document builder (app/openapi.ts) turns them into the operation's responses and removes them. One key per
+ * code, so decorators on the controller and on the route add up instead of replacing each other's entry for
+ * a status; `order` keeps the codes in the order they were written (decorators are evaluated top down).
+ */
+export const PROBLEM_EXTENSION_PREFIX = 'x-problem:';
+
+let written = 0;
+
+/** Per status, the codes a route answers with it (from ERROR_CODES) and when. */
+export type ApiErrorMap = { [S in ErrorStatus]?: { [C in ErrorCodeOf<S>]?: string } };
 
 /**
- * The error answers of a route, in one line: `@ApiErrors({ 404: 'not_found: ...', 409: 'conflict: ...' })`.
- * Each becomes an `application/problem+json` response with the ProblemDetails schema; name the `code`s
- * the route can answer in the description. 401 (secured routes), 429 (rate-limited routes), 400 (routes with a
- * body or query) and what the HTTP layer refuses before a route runs (400 `validation_failed`/`bad_request`,
- * 413, 415) are added to every operation they apply to by the document builder (app/openapi.ts), merged code
- * by code into the route's own entries, so list them only to say something more specific.
+ * The error answers of a route, code by code: `@ApiErrors({ 409: { no_active_subscription: 'nothing to
+ * cancel' } })`. The compiler only takes codes registered under their status in ERROR_CODES (the list the
+ * error classes throw from); each status becomes one `application/problem+json` response whose description
+ * names every code (`code: when; code: when`) and whose `x-problem-codes` lists them. The authentication
+ * guard's 401s, 403 `account_deleted` and 503s (secured routes), 429 (rate-limited routes), 400
+ * `validation_failed` (routes whose body or query a DTO validates) and what the HTTP layer refuses before a
+ * route runs (400 `validation_failed`/`bad_request`, 413, 415) are added by the document builder to every
+ * operation they apply to, so list them only to say something more specific (the route's explanation wins).
+ * Name only codes the route can answer: follow its throws.
  */
-export const ApiErrors = (errors: Partial<Record<ErrorStatus, string>>) =>
+export const ApiErrors = (errors: ApiErrorMap) =>
   applyDecorators(
-    ...Object.entries(errors).map(([status, description]) =>
-      ApiResponse({
-        status: Number(status),
-        description,
-        content: { 'application/problem+json': { schema: { $ref: PROBLEM_SCHEMA_REF } } },
-      }),
+    ...Object.entries(errors).flatMap(([status, codes]) =>
+      Object.entries((codes ?? {}) as Record<string, string>).map(([code, explanation]) =>
+        ApiExtension(`${PROBLEM_EXTENSION_PREFIX}${status}:${written++}:${code}`, explanation),
+      ),
     ),
   );

@@ -22,12 +22,26 @@ const receipt = (withEventId: boolean) => ({
 });
 
 /**
- * A receiver whose secret is unset refuses every delivery with 503 (nothing stored), so the provider retries
+ * What every receiver answers besides its success: a bad signature is refused before anything is stored, a
+ * verified body that breaks the provider's contract is refused and traced (a `webhook.failed` entry), and a
+ * receiver whose secret is unset refuses every delivery with 503 (nothing stored), so the provider retries
  * until it is configured; a store that is down is a 503 too.
  */
-const ApiWebhookUnavailable = (code: string, secretName: string) =>
+const ApiWebhookErrors = (
+  notConfigured: 'billing_not_configured' | 'webhook_not_configured',
+  secretName: string,
+  signature: string,
+) =>
   ApiErrors({
-    503: `${code}: ${secretName} is not set, nothing stored; dependency_unavailable: the database is unavailable (the provider retries)`,
+    400: {
+      invalid_payload:
+        'a verified body that breaks the provider contract (not JSON, no event id, a payload off its schema): archived as FAILED, or traced in the audit log when no archive row can hold it',
+    },
+    401: { invalid_signature: `${signature}, nothing stored` },
+    503: {
+      [notConfigured]: `${secretName} is not set, nothing stored`,
+      dependency_unavailable: 'the database is unavailable (the provider retries)',
+    },
   });
 
 /** POST /webhooks/billing: Paddle Billing events, `Paddle-Signature: ts=...;h1=...`. */
@@ -79,7 +93,17 @@ export const ApiBillingWebhook = () =>
       description: 'Stored (or a duplicate); the worker applies it shortly.',
       schema: receipt(false),
     }),
-    ApiWebhookUnavailable('billing_not_configured', 'BILLING_WEBHOOK_SECRET'),
+    ApiWebhookErrors(
+      'billing_not_configured',
+      'BILLING_WEBHOOK_SECRET',
+      'missing, stale or wrong Paddle-Signature',
+    ),
+    ApiErrors({
+      500: {
+        webhook_processing_failed:
+          'the verified event could not be stored for a reason other than the database being down (the provider retries)',
+      },
+    }),
   );
 
 const standardWebhookHeader = (
@@ -100,7 +124,7 @@ const standardWebhookHeader = (
  */
 export const ApiStandardWebhookHeaders = (secretName: string) =>
   applyDecorators(
-    ApiWebhookUnavailable('webhook_not_configured', secretName),
+    ApiWebhookErrors('webhook_not_configured', secretName, 'bad, missing or expired signature'),
     standardWebhookHeader('id', 'The delivery id (the event id).', 'msg_2bH9XhZxQkzN3q7Lw5tYcVdE1fG'),
     standardWebhookHeader('timestamp', 'Unix seconds; more than 5 minutes off is refused.', '1732435200'),
     standardWebhookHeader(

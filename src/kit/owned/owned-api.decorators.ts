@@ -1,11 +1,6 @@
 import { applyDecorators, type Type } from '@nestjs/common';
-import {
-  ApiConflictResponse,
-  ApiExtraModels,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  getSchemaPath,
-} from '@nestjs/swagger';
+import { ApiExtraModels, ApiOkResponse, getSchemaPath } from '@nestjs/swagger';
+import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 
 /** Documents the `{items, total, page, page_size}` list response of an owned resource. */
 export const ApiOwnedPageResponse = (item: Type<unknown>) =>
@@ -28,9 +23,10 @@ export const ApiOwnedPageResponse = (item: Type<unknown>) =>
 
 /** The create route's 409 when the caller's tier limit for the resource is reached (OwnedResourceService). */
 export const ApiOwnedLimitReached = (plural: string) =>
-  ApiConflictResponse({
-    description: `limit_reached: the caller holds as many ${plural} as their plan allows; delete one or upgrade`,
+  ApiErrors({
+    409: { limit_reached: `the caller holds as many ${plural} as their plan allows (delete one or upgrade)` },
   });
 
+/** Missing, malformed and other users' ids alike (OwnedResourceService.notFound: spec rule 1, never 403). */
 export const ApiOwnedNotFound = () =>
-  ApiNotFoundResponse({ description: 'No such id, malformed id, or a row of another user (same answer)' });
+  ApiErrors({ 404: { not_found: 'no such id, a malformed id, or a row of another user (the same answer)' } });

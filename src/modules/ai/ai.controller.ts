@@ -1,7 +1,8 @@
 import { Body, Controller, Headers, HttpCode, Post, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AiRateLimiter } from './ai-rate-limiter.js';
 import { CompletionsService } from './completions.service.js';
@@ -50,25 +51,44 @@ export class AiController {
       },
     },
   })
-  @ApiResponse({
-    status: 400,
-    description:
-      'validation_failed (`errors[]` lists the fields), max_tokens_exceeded, invalid_idempotency_key, or completion_rejected: the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter); `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded; the same request will be refused again',
-  })
-  @ApiResponse({ status: 402, description: 'insufficient_credits (problem+json with balance and required)' })
-  @ApiResponse({ status: 409, description: 'request_in_progress or idempotency_key_reused' })
-  @ApiResponse({ status: 422, description: 'idempotency_key_mismatch' })
-  @ApiResponse({ status: 429, description: 'rate_limited, with Retry-After and RateLimit-* headers' })
-  @ApiResponse({
-    status: 502,
-    description:
-      'upstream_error (the provider refused our credentials or configuration, or our account with it is out of quota), upstream_invalid_response or upstream_response_too_large; the credits were refunded',
-  })
-  @ApiResponse({
-    status: 503,
-    description:
-      'upstream_rate_limited (the provider is rate limiting this service), upstream_unavailable (it kept failing) or upstream_unreachable (it could not be reached), the credits refunded; or rate_limiter_unavailable, nothing charged. Retry after `Retry-After` seconds; after an upstream_* failure with a new Idempotency-Key (the failed one answers 409 idempotency_key_reused)',
-    headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+  @ApiErrors({
+    400: {
+      validation_failed: 'an invalid body (`errors[]` lists the fields)',
+      max_tokens_exceeded: "max_tokens is over the plan's limit per request",
+      invalid_idempotency_key: 'the Idempotency-Key is not 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`',
+      completion_rejected:
+        'the language-model provider refused this request for its content (e.g. longer than the model takes, or refused by its content filter). `detail` quotes its reason and `provider_error` gives its `status`, `type`, `code` and `param`. The credits were refunded, and the same request will be refused again',
+    },
+    402: {
+      insufficient_credits:
+        'the balance does not cover the request (`balance` and `required` say by how much)',
+    },
+    403: { ai_not_in_plan: "the caller's plan includes no language-model requests" },
+    409: {
+      request_in_progress: 'a request with this Idempotency-Key is still running',
+      idempotency_key_reused:
+        'the request with this Idempotency-Key failed (its credits were refunded), or completed and its answer is no longer kept: send a new key',
+    },
+    422: { idempotency_key_mismatch: 'this Idempotency-Key was used with a different body' },
+    429: {
+      rate_limited:
+        "the plan's language-model requests per minute or per day, or the account's writes per minute, are used up (wait `Retry-After` seconds)",
+    },
+    502: {
+      upstream_error:
+        'the provider refused our credentials or configuration, or our account with it is out of quota (the credits were refunded)',
+      upstream_invalid_response: 'the provider answered off its contract (the credits were refunded)',
+      upstream_response_too_large: 'the provider answered with too large a body (the credits were refunded)',
+    },
+    503: {
+      upstream_rate_limited:
+        'the provider is rate limiting this service. The credits were refunded: retry with a new Idempotency-Key after `Retry-After` seconds (the failed one answers 409 idempotency_key_reused)',
+      upstream_unavailable:
+        'the provider kept failing. The credits were refunded: retry with a new Idempotency-Key after `Retry-After` seconds',
+      upstream_unreachable:
+        'the provider could not be reached. The credits were refunded: retry with a new Idempotency-Key after `Retry-After` seconds',
+      rate_limiter_unavailable: 'the rate limiter (Redis) is unavailable, nothing was charged',
+    },
   })
   async complete(
     @CurrentUser() user: User,

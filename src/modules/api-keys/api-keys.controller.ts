@@ -2,7 +2,6 @@ import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Query } f
 import {
   ApiBearerAuth,
   ApiCreatedResponse,
-  ApiForbiddenResponse,
   ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
@@ -19,8 +18,11 @@ import {
 import { ApiKeysService } from './api-keys.service.js';
 import { ApiKeyDto, CreateApiKeyDto, CreatedApiKeyDto } from './dto/api-key.dto.js';
 import { ApiUuidParam } from '../../common/openapi/api-fields.js';
+import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 
-const KEY_MANAGEMENT_REFUSED = 'api_key_not_allowed: called with an API key';
+/** ApiKeysService refuses an API key principal itself (the guard does not: reading the list is fine). */
+const ApiKeyManagementRefused = () =>
+  ApiErrors({ 403: { api_key_not_allowed: 'called with an API key: a key cannot mint or revoke keys' } });
 
 /** The owned-resource routes minus PATCH; DELETE revokes. Written out because create returns the secret. */
 @ApiTags('api keys')
@@ -38,7 +40,8 @@ export class ApiKeysController {
   // The body holds the secret: no cache may keep it.
   @Header('Cache-Control', 'no-store')
   @ApiCreatedResponse({ type: CreatedApiKeyDto, description: 'The full key is in `secret`, shown only here' })
-  @ApiForbiddenResponse({ description: KEY_MANAGEMENT_REFUSED })
+  @ApiKeyManagementRefused()
+  @ApiErrors({ 400: { validation_failed: 'an invalid body, or expires_at not in the future' } })
   @ApiOwnedLimitReached('active API keys')
   create(@CurrentPrincipal() principal: Principal, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyDto> {
     return this.apiKeys.create(principal, dto);
@@ -71,7 +74,7 @@ export class ApiKeysController {
   @Delete(':id')
   @HttpCode(204)
   @ApiNoContentResponse({ description: 'Revoked (also when it already was)' })
-  @ApiForbiddenResponse({ description: KEY_MANAGEMENT_REFUSED })
+  @ApiKeyManagementRefused()
   @ApiOwnedNotFound()
   async revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string): Promise<void> {
     await this.apiKeys.remove(principal, id);

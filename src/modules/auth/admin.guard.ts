@@ -6,11 +6,11 @@ import {
   Logger,
   UseGuards,
 } from '@nestjs/common';
-import { ApiForbiddenResponse } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { AppConfig } from '../../config/app-config.js';
 import { ForbiddenError, UnauthenticatedError } from '../../common/errors/app-error.js';
 import { isUniqueViolation } from '../../common/errors/database-errors.js';
+import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 import { canonicalEmail } from '../../common/validation/canonical-email.js';
 import { PrismaService } from '../../infra/prisma/prisma.service.js';
 import type { User } from '../../generated/prisma/client.js';
@@ -143,8 +143,10 @@ export class AdminGuard implements CanActivate {
 export const AdminOnly = () =>
   applyDecorators(
     UseGuards(AdminGuard),
-    ApiForbiddenResponse({
-      description:
-        'admin_required: not an allowlisted administrator (audited as admin.unauthorized); api_key_not_allowed: called with an API key, whoever owns it (audited as admin.unauthorized)',
+    ApiErrors({
+      403: {
+        admin_required: 'not an allowlisted administrator (audited as admin.unauthorized)',
+        api_key_not_allowed: 'called with an API key, whoever owns it (audited as admin.unauthorized)',
+      },
     }),
   );

@@ -9,6 +9,7 @@ import {
   ForbiddenError,
   UnauthenticatedError,
 } from '../../common/errors/app-error.js';
+import type { ErrorCodeOf } from '../../common/errors/error-codes.js';
 import { ALLOW_DELETED } from '../../common/decorators/allow-deleted.decorator.js';
 import { IS_PUBLIC } from '../../common/decorators/public.decorator.js';
 import { REFUSE_API_KEYS } from '../../common/decorators/refuse-api-keys.decorator.js';
@@ -22,7 +23,7 @@ import type { Principal } from '../../common/principal.js';
 
 type AuthRequest = Request & { principal?: Principal; user?: Principal };
 
-const TOKEN_REASONS: Record<string, [string, string]> = {
+const TOKEN_REASONS: Record<string, [string, ErrorCodeOf<401>]> = {
   TokenExpiredError: ['The token has expired.', 'token_expired'],
   NotBeforeError: ['The token is not valid yet.', 'invalid_token'],
 };

@@ -1,14 +1,6 @@
 import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBearerAuth,
-  ApiConflictResponse,
-  ApiCreatedResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AdminOnly } from '../auth/admin.guard.js';
@@ -35,11 +27,15 @@ export class BroadcastsController {
     type: BroadcastResponseDto,
     description: 'The run, queued; the dispatcher is enqueued.',
   })
-  @ApiBadRequestResponse({
-    description:
-      'validation_failed: an invalid body, an unknown tier, an empty date range; unknown_template: no such e-mail template; template_needs_data: a template that needs values of its own per recipient (payment_failed, low_balance, ...)',
+  @ApiErrors({
+    400: {
+      validation_failed: 'an invalid body, an unknown tier, an empty date range',
+      unknown_template: 'no such e-mail template',
+      template_needs_data:
+        'a template that needs values of its own per recipient (payment_failed, low_balance, ...)',
+    },
+    409: { consent_required: 'a marketing template with bypass_consent true' },
   })
-  @ApiConflictResponse({ description: 'A marketing template with bypass_consent true.' })
   create(@CurrentUser() admin: User, @Body() body: CreateBroadcastDto): Promise<BroadcastResponseDto> {
     return this.broadcasts.create(admin, body);
   }
@@ -55,7 +51,7 @@ export class BroadcastsController {
   @ApiUuidParam()
   @Get(':id')
   @ApiOkResponse({ type: BroadcastResponseDto })
-  @ApiNotFoundResponse()
+  @ApiErrors({ 404: { not_found: 'no broadcast has this id' } })
   get(@Param('id') id: string): Promise<BroadcastResponseDto> {
     return this.broadcasts.get(id);
   }

@@ -1,6 +1,5 @@
 import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import {
-  ApiBadRequestResponse,
   ApiBody,
   ApiConsumes,
   ApiOkResponse,
@@ -11,6 +10,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
+import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 import { EmailLinkRoutes } from './email-link-limit.guard.js';
 import { SubscribedDto } from './dto/consent-links.dto.js';
 import { SubscriptionConfirmService } from './subscription-confirm.service.js';
@@ -40,7 +40,7 @@ export class SubscriptionConfirmController {
   @ApiQuery(TOKEN_QUERY)
   @ApiProduces('text/html')
   @ApiOkResponse({ description: 'A page whose button POSTs; nothing changes on GET.' })
-  @ApiBadRequestResponse({ description: 'invalid_confirmation_token: invalid, tampered or expired link.' })
+  @ApiErrors({ 400: { invalid_confirmation_token: 'a missing, tampered or expired link' } })
   page(@Query('t') token: unknown, @Res({ passthrough: true }) res: Response): string {
     this.confirmations.check(token);
     res.type('html').setHeader('Cache-Control', 'no-store');
@@ -66,8 +66,9 @@ export class SubscriptionConfirmController {
     description:
       'Subscribed (also when already subscribed). No redirect. A browser form (Accept preferring text/html) gets a page instead of JSON.',
   })
-  @ApiBadRequestResponse({
-    description: 'invalid_confirmation_token: invalid, tampered or expired link (nothing changes)',
+  @ApiErrors({
+    400: { invalid_confirmation_token: 'a missing, tampered or expired link (nothing changes)' },
+    503: { dependency_unavailable: 'the database is unavailable (retry after `Retry-After` seconds)' },
   })
   async confirm(
     @Query('t') token: unknown,

@@ -1,6 +1,5 @@
 import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import {
-  ApiBadRequestResponse,
   ApiBody,
   ApiConsumes,
   ApiOkResponse,
@@ -11,6 +10,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
+import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 import { EmailLinkRoutes } from './email-link-limit.guard.js';
 import { UnsubscribedDto } from './dto/consent-links.dto.js';
 import { UnsubscribeService } from './unsubscribe.service.js';
@@ -39,7 +39,7 @@ export class UnsubscribeController {
   @ApiQuery(TOKEN_QUERY)
   @ApiProduces('text/html')
   @ApiOkResponse({ description: 'A confirmation page whose button POSTs; nothing changes on GET.' })
-  @ApiBadRequestResponse({ description: 'invalid_unsubscribe_token: invalid or tampered token.' })
+  @ApiErrors({ 400: { invalid_unsubscribe_token: 'a missing, malformed or tampered token' } })
   page(@Query('t') token: unknown, @Res({ passthrough: true }) res: Response): string {
     this.unsubscribe.check(token);
     res.type('html').setHeader('Cache-Control', 'no-store');
@@ -73,8 +73,9 @@ export class UnsubscribeController {
     description:
       'Unsubscribed (also when already unsubscribed). No redirect. A browser form (Accept preferring text/html) gets the confirmation page instead of JSON.',
   })
-  @ApiBadRequestResponse({
-    description: 'invalid_unsubscribe_token: invalid or tampered token (nothing changes)',
+  @ApiErrors({
+    400: { invalid_unsubscribe_token: 'a missing, malformed or tampered token (nothing changes)' },
+    503: { dependency_unavailable: 'the database is unavailable (retry after `Retry-After` seconds)' },
   })
   async oneClick(
     @Query('t') token: unknown,

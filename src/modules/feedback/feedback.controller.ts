@@ -1,12 +1,5 @@
 import { Body, Controller, Post } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBearerAuth,
-  ApiCreatedResponse,
-  ApiOperation,
-  ApiTags,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
 import { CreateFeedbackDto, FeedbackResponseDto } from './dto/create-feedback.dto.js';
@@ -14,7 +7,6 @@ import { FeedbackService } from './feedback.service.js';
 
 @ApiTags('feedback')
 @ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
 @Controller('feedback')
 export class FeedbackController {
   constructor(private readonly feedback: FeedbackService) {}
@@ -26,7 +18,6 @@ export class FeedbackController {
   })
   @Post()
   @ApiCreatedResponse({ type: FeedbackResponseDto })
-  @ApiBadRequestResponse({ description: 'validation_failed' })
   create(@CurrentUser() user: User, @Body() dto: CreateFeedbackDto): Promise<FeedbackResponseDto> {
     return this.feedback.create(user, dto);
   }

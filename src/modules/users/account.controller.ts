@@ -2,19 +2,17 @@ import { Body, Controller, Delete, Get, Header, HttpCode, Post, StreamableFile }
 import {
   ApiAcceptedResponse,
   ApiBearerAuth,
-  ApiConflictResponse,
-  ApiForbiddenResponse,
   ApiOkResponse,
   ApiOperation,
   ApiProduces,
   ApiTags,
-  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AllowDeleted } from '../../common/decorators/allow-deleted.decorator.js';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
 import { RefuseApiKeys } from '../../common/decorators/refuse-api-keys.decorator.js';
 import { sendProblem, toProblem } from '../../common/filters/problem-details.filter.js';
+import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AccountDeletionService } from './account-deletion.service.js';
 import { EXPORT_SECTIONS } from './account-export.repository.js';
@@ -22,6 +20,7 @@ import { AccountExportService } from './account-export.service.js';
 import { DeletionScheduledDto, MeResponseDto } from './dto/me-response.dto.js';
 import { SignupMetadataDto, SignupMetadataResultDto } from './dto/signup-metadata.dto.js';
 import { ProfileService } from './profile.service.js';
+import { USER_ERASED } from './me.controller.js';
 
 /**
  * The export's body, its sections read from EXPORT_SECTIONS so the document and the typed client name every
@@ -54,7 +53,6 @@ const EXPORT_BUNDLE_SCHEMA = {
 
 @ApiTags('current user')
 @ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
 @Controller('account/me')
 export class AccountController {
   constructor(
@@ -91,7 +89,7 @@ export class AccountController {
   @Get('export')
   @AllowDeleted()
   @RefuseApiKeys()
-  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
+  @ApiErrors({ 404: { user_not_found: USER_ERASED } })
   @Header('Cache-Control', 'no-store')
   @ApiProduces('application/json')
   @ApiOkResponse({
@@ -122,10 +120,7 @@ export class AccountController {
   @HttpCode(202)
   @RefuseApiKeys()
   @ApiAcceptedResponse({ type: DeletionScheduledDto })
-  @ApiForbiddenResponse({
-    description:
-      'account_deleted: already scheduled for deletion; api_key_not_allowed: called with an API key',
-  })
+  @ApiErrors({ 403: { account_deleted: 'already scheduled for deletion' } })
   async requestDeletion(@CurrentUser() user: User): Promise<DeletionScheduledDto> {
     const { deletedAt, hardDeleteAfter } = await this.deletion.requestDeletion(user);
     return { deleted_at: deletedAt.toISOString(), hard_delete_after: hardDeleteAfter.toISOString() };
@@ -145,9 +140,15 @@ export class AccountController {
   @HttpCode(200)
   @AllowDeleted()
   @RefuseApiKeys()
-  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @ApiOkResponse({ type: MeResponseDto })
-  @ApiConflictResponse({ description: 'restore_window_closed: the grace period is over' })
+  @ApiErrors({
+    404: { user_not_found: USER_ERASED },
+    409: {
+      restore_window_closed: 'the grace period is over and the account is being erased',
+      deleted_by_identity_provider:
+        'the account was deleted at the identity provider (user.deleted), which alone can bring it back',
+    },
+  })
   async restore(@CurrentUser() user: User): Promise<MeResponseDto> {
     await this.deletion.restore(user);
     return this.profile.me(user.id);

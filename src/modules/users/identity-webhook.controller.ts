@@ -1,5 +1,5 @@
 import { Controller, HttpCode, Post, type RawBodyRequest, Req } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiIdentityWebhook } from '../../common/openapi/webhook-docs.js';
 import type { Request } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
@@ -20,10 +20,6 @@ export class IdentityWebhookController {
       'Clerk user events signed per Standard Webhooks (`webhook-*` or `svix-*` headers). Verified events are stored and answered at once; the worker applies them shortly after.',
   })
   @ApiIdentityWebhook()
-  @ApiUnauthorizedResponse({
-    description: 'invalid_signature: bad, missing or expired signature; nothing stored',
-  })
-  @ApiBadRequestResponse({ description: 'invalid_payload: signed but malformed; archived as FAILED' })
   receive(@Req() req: RawBodyRequest<Request>): Promise<WebhookReceipt> {
     return this.webhooks.receive(req.rawBody, req.headers);
   }

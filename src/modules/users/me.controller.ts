@@ -1,24 +1,24 @@
 import { Body, Controller, Get, Patch } from '@nestjs/common';
-import {
-  ApiBearerAuth,
-  ApiForbiddenResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AllowDeleted } from '../../common/decorators/allow-deleted.decorator.js';
 import { CurrentPrincipal, CurrentUser } from '../../common/decorators/current-user.decorator.js';
 import { ForbiddenError } from '../../common/errors/app-error.js';
+import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 import type { Principal } from '../../common/principal.js';
 import type { User } from '../../generated/prisma/client.js';
 import { MeResponseDto } from './dto/me-response.dto.js';
 import { UpdateMeDto } from './dto/update-me.dto.js';
 import { ProfileService } from './profile.service.js';
 
+/**
+ * The guard has read the account, and a soft-deleted one still reaches the @AllowDeleted() routes: the
+ * daily job may erase it (its grace period over) before the route reads it again.
+ */
+export const USER_ERASED =
+  'the account was erased (its deletion grace period was over) while the request ran';
+
 @ApiTags('current user')
 @ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
 @Controller('me')
 export class MeController {
   constructor(private readonly profile: ProfileService) {}
@@ -32,6 +32,7 @@ export class MeController {
   @Get()
   @AllowDeleted()
   @ApiOkResponse({ type: MeResponseDto })
+  @ApiErrors({ 404: { user_not_found: USER_ERASED } })
   me(@CurrentUser() user: User): Promise<MeResponseDto> {
     return this.profile.me(user.id);
   }
@@ -47,9 +48,12 @@ export class MeController {
   })
   @Patch()
   @ApiOkResponse({ type: MeResponseDto })
-  @ApiForbiddenResponse({
-    description:
-      'account_deleted: the account is scheduled for deletion; api_key_not_allowed: consent changed with an API key',
+  @ApiErrors({
+    400: {
+      validation_failed:
+        'an invalid body: an unknown field, a locale that is not a BCP 47 tag, marketing_consent_source without marketing_consent_given',
+    },
+    403: { api_key_not_allowed: 'marketing consent changed with an API key (the locale may be)' },
   })
   update(@CurrentPrincipal() principal: Principal, @Body() dto: UpdateMeDto): Promise<MeResponseDto> {
     if (

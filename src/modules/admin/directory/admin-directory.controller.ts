@@ -1,12 +1,6 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBearerAuth,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../../../common/openapi/api-errors.decorator.js';
 import { AdminOnly } from '../../auth/admin.guard.js';
 import { AdminDirectoryService } from './admin-directory.service.js';
 import { ListAdminUsersQueryDto, ListAuditQueryDto } from './dto/admin-list.query.dto.js';
@@ -14,8 +8,6 @@ import { AdminUserListDto, AuditListDto } from './dto/admin-list.response.dto.js
 
 @ApiTags('admin')
 @ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
-@ApiBadRequestResponse({ description: 'validation_failed: e.g. page_size out of range' })
 @AdminOnly()
 @Controller('admin')
 export class AdminDirectoryController {
@@ -28,6 +20,7 @@ export class AdminDirectoryController {
   })
   @Get('users')
   @ApiOkResponse({ type: AdminUserListDto })
+  @ApiErrors({ 400: { validation_failed: 'an unknown query parameter or tier, or page_size out of range' } })
   users(@Query() query: ListAdminUsersQueryDto): Promise<AdminUserListDto> {
     return this.directory.users(query);
   }
@@ -40,6 +33,11 @@ export class AdminDirectoryController {
   })
   @Get('audit')
   @ApiOkResponse({ type: AuditListDto })
+  @ApiErrors({
+    400: {
+      validation_failed: 'an unknown or invalid query parameter, page_size out of range, or from after to',
+    },
+  })
   audit(@Query() query: ListAuditQueryDto): Promise<AuditListDto> {
     return this.directory.audit(query);
   }

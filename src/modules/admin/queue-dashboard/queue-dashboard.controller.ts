@@ -1,12 +1,6 @@
 import { Controller, HttpCode, Post } from '@nestjs/common';
-import {
-  ApiBearerAuth,
-  ApiCreatedResponse,
-  ApiNotFoundResponse,
-  ApiOperation,
-  ApiTags,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../../../common/openapi/api-errors.decorator.js';
 import { CurrentPrincipal } from '../../../common/decorators/current-user.decorator.js';
 import { AppConfig } from '../../../config/app-config.js';
 import { NotFoundError } from '../../../common/errors/app-error.js';
@@ -18,7 +12,6 @@ import { QueueDashboardLinkDto } from './dto/queue-dashboard.dto.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
 @AdminOnly()
 @Controller('admin/queue-dashboard')
 export class QueueDashboardController {
@@ -36,9 +29,7 @@ export class QueueDashboardController {
   @ApiOperation({ summary: 'A one-time link that signs a browser in to the queue dashboard (/admin/queues)' })
   @HttpCode(201)
   @ApiCreatedResponse({ type: QueueDashboardLinkDto })
-  @ApiNotFoundResponse({
-    description: 'queue_dashboard_disabled: QUEUE_DASHBOARD is off (production default)',
-  })
+  @ApiErrors({ 404: { queue_dashboard_disabled: 'QUEUE_DASHBOARD is off (production default)' } })
   async link(@CurrentPrincipal() principal: Principal): Promise<QueueDashboardLinkDto> {
     if (!this.config.queueDashboard)
       throw new NotFoundError(

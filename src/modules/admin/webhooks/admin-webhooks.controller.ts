@@ -1,15 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import {
-  ApiAcceptedResponse,
-  ApiBadRequestResponse,
-  ApiBearerAuth,
-  ApiConflictResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../../../common/openapi/api-errors.decorator.js';
 import { CurrentUser } from '../../../common/decorators/current-user.decorator.js';
 import type { User } from '../../../generated/prisma/client.js';
 import { AdminOnly } from '../../auth/admin.guard.js';
@@ -26,8 +17,6 @@ import { ApiUuidParam } from '../../../common/openapi/api-fields.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
-@ApiBadRequestResponse({ description: 'validation_failed' })
 @AdminOnly()
 @Controller('admin/webhooks')
 export class AdminWebhooksController {
@@ -40,6 +29,9 @@ export class AdminWebhooksController {
   })
   @Get()
   @ApiOkResponse({ type: WebhookListDto })
+  @ApiErrors({
+    400: { validation_failed: 'an unknown or invalid filter, page_size out of range, or from after to' },
+  })
   list(@Query() query: ListWebhooksQueryDto): Promise<WebhookListDto> {
     return this.webhooks.list(query);
   }
@@ -52,7 +44,7 @@ export class AdminWebhooksController {
   @ApiUuidParam()
   @Get(':id')
   @ApiOkResponse({ type: WebhookDetailDto })
-  @ApiNotFoundResponse({ description: 'not_found' })
+  @ApiErrors({ 404: { not_found: 'no archived event has this id' } })
   get(@Param('id') id: string): Promise<WebhookDetailDto> {
     return this.webhooks.get(id);
   }
@@ -67,11 +59,13 @@ export class AdminWebhooksController {
   @Post(':id/replay')
   @HttpCode(200)
   @ApiOkResponse({ type: ReplayResultDto })
-  @ApiConflictResponse({
-    description:
-      'already_processed: the event was processed; still_processing: the worker still holds it (RECEIVED)',
+  @ApiErrors({
+    404: { not_found: 'no archived event has this id' },
+    409: {
+      already_processed: 'the event was processed',
+      still_processing: 'the worker still holds it (RECEIVED)',
+    },
   })
-  @ApiNotFoundResponse({ description: 'not_found' })
   replay(@Param('id') id: string, @CurrentUser() admin: User): Promise<ReplayResultDto> {
     return this.webhooks.replay(id, admin);
   }
@@ -85,6 +79,7 @@ export class AdminWebhooksController {
   @Post('replay')
   @HttpCode(202)
   @ApiAcceptedResponse({ type: BulkReplayResultDto })
+  @ApiErrors({ 400: { validation_failed: 'an invalid body (status FAILED or SKIPPED), or from after to' } })
   replayMany(@Body() body: BulkReplayDto, @CurrentUser() admin: User): Promise<BulkReplayResultDto> {
     return this.webhooks.replayMany(body, admin);
   }

@@ -1,18 +1,8 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
-import {
-  ApiBadGatewayResponse,
-  ApiBadRequestResponse,
-  ApiBearerAuth,
-  ApiConflictResponse,
-  ApiForbiddenResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiServiceUnavailableResponse,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentUser } from '../../../common/decorators/current-user.decorator.js';
 import { RefuseApiKeys } from '../../../common/decorators/refuse-api-keys.decorator.js';
+import { type ApiErrorMap, ApiErrors } from '../../../common/openapi/api-errors.decorator.js';
 import type { User } from '../../../generated/prisma/client.js';
 import { BillingActionsService } from './billing-actions.service.js';
 import { CreditPacksService } from './credit-packs.service.js';
@@ -33,6 +23,38 @@ import {
   CheckoutTokenResponseDto,
   SubscriptionResponseDto,
 } from './dto/billing-response.dto.js';
+
+/** Signing a checkout token needs BILLING_WEBHOOK_SECRET (CheckoutTokenService). */
+const CHECKOUT_NOT_CONFIGURED: ApiErrorMap[503] = {
+  billing_not_configured: 'BILLING_WEBHOOK_SECRET is not set: no checkout token can be signed',
+};
+
+/** A second live subscription would bill the user twice (BillingActionsService.assertNoLiveSubscription). */
+const CHECKOUT_ERRORS: ApiErrorMap = {
+  400: {
+    validation_failed:
+      'an invalid body, FREE or an unknown tier, or a billing_cycle the tier has no price for (`errors[]` names the field)',
+  },
+  409: {
+    subscription_exists:
+      'the user already has a live subscription (active, trialing, past due or paused), which POST /api/v1/billing/subscription/change changes',
+  },
+  503: CHECKOUT_NOT_CONFIGURED,
+};
+
+/** What a call to the provider's API can end in (BillingApiClient, after its retries); nothing changed here. */
+const PROVIDER_ERRORS: ApiErrorMap = {
+  502: {
+    billing_rejected: 'the provider refused the request',
+    upstream_invalid_response: 'the provider answered off its contract',
+    upstream_response_too_large: 'the provider answered with too large a body',
+  },
+  503: {
+    billing_unavailable:
+      'the provider is unavailable or rate limiting after 3 attempts, or cannot be reached (retry after `Retry-After` seconds)',
+    billing_not_configured: 'BILLING_API_URL or BILLING_API_KEY is not set',
+  },
+};
 
 @ApiTags('billing')
 @ApiBearerAuth()
@@ -57,10 +79,12 @@ export class BillingController {
   /** What the checkout overlay needs to sell one pack to the caller (any tier, FREE included). */
   @Post('credit-packs/checkout')
   @RefuseApiKeys()
-  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: CreditPackCheckoutResponseDto })
-  @ApiBadRequestResponse({ description: 'unknown_credit_pack: the price is not a configured pack' })
+  @ApiErrors({
+    400: { unknown_credit_pack: 'the price is not a configured pack' },
+    503: CHECKOUT_NOT_CONFIGURED,
+  })
   creditPackCheckout(
     @CurrentUser() user: User,
     @Body() body: CreditPackCheckoutRequestDto,
@@ -75,13 +99,9 @@ export class BillingController {
   })
   @Post('checkout-token')
   @RefuseApiKeys()
-  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: CheckoutTokenResponseDto })
-  @ApiBadRequestResponse({
-    description: 'validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for',
-  })
-  @ApiConflictResponse({ description: 'The user already has a live subscription' })
+  @ApiErrors(CHECKOUT_ERRORS)
   checkoutToken(
     @CurrentUser() user: User,
     @Body() body: CheckoutRequestDto,
@@ -96,13 +116,9 @@ export class BillingController {
   })
   @Post('checkout')
   @RefuseApiKeys()
-  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: CheckoutResponseDto, description: 'What the checkout overlay needs' })
-  @ApiBadRequestResponse({
-    description: 'validation_failed: FREE or an unknown tier; a billing_cycle the tier has no price for',
-  })
-  @ApiConflictResponse({ description: 'The user already has a live subscription' })
+  @ApiErrors(CHECKOUT_ERRORS)
   checkout(@CurrentUser() user: User, @Body() body: CheckoutRequestDto): Promise<CheckoutResponseDto> {
     return this.billing.checkout(user, body.tier, body.billing_cycle);
   }
@@ -110,7 +126,7 @@ export class BillingController {
   @ApiOperation({ summary: 'Get the current subscription' })
   @Get('subscription')
   @ApiOkResponse({ type: SubscriptionResponseDto })
-  @ApiNotFoundResponse({ description: 'No current subscription' })
+  @ApiErrors({ 404: { no_subscription: 'the user has no subscription, or only expired ones' } })
   subscription(@CurrentUser() user: User): Promise<SubscriptionResponseDto> {
     return this.billing.current(user);
   }
@@ -122,18 +138,19 @@ export class BillingController {
   })
   @Post('subscription/cancel')
   @RefuseApiKeys()
-  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({
     type: BillingActionResponseDto,
     description: 'Accepted by the provider; the webhook follows',
   })
-  @ApiConflictResponse({
-    description:
-      'no_active_subscription: nothing to cancel; cancel_already_scheduled: a cancel at the end of the period is already scheduled (also when the provider holds it and its webhook has not arrived yet)',
+  @ApiErrors({
+    409: {
+      no_active_subscription: 'nothing to cancel',
+      cancel_already_scheduled:
+        'a cancel at the end of the period is already scheduled (also when the provider holds it and its webhook has not arrived yet)',
+    },
   })
-  @ApiBadGatewayResponse({ description: 'The provider refused or answered invalidly' })
-  @ApiServiceUnavailableResponse({ description: 'The provider is unavailable after 3 attempts' })
+  @ApiErrors(PROVIDER_ERRORS)
   cancel(@CurrentUser() user: User, @Body() body: CancelSubscriptionDto): Promise<BillingActionResponseDto> {
     return this.billing.cancel(user, body.cancel_immediately ?? false);
   }
@@ -145,19 +162,26 @@ export class BillingController {
   })
   @Post('subscription/change')
   @RefuseApiKeys()
-  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({
     type: BillingActionResponseDto,
     description: 'Accepted by the provider; the webhook follows',
   })
-  @ApiBadRequestResponse({ description: 'validation_failed: an unknown tier' })
-  @ApiConflictResponse({
-    description:
-      'Same tier, no subscription that can be changed, cancel_already_scheduled (a cancel at the end of the period is scheduled), or no_price_for_cycle: the target tier has no price for the billing cycle of the subscription',
+  @ApiErrors({
+    400: { validation_failed: 'an invalid body or an unknown tier' },
+    409: {
+      same_tier:
+        'the target is the tier the subscription bills next (without a live subscription: the current tier)',
+      no_recoverable_subscription:
+        'no live subscription to change (a FREE user starts one through POST /api/v1/billing/checkout)',
+      subscription_paused: 'the subscription is paused: resume it first, or cancel it',
+      subscription_past_due: 'a payment is past due: update the payment method first, or cancel',
+      cancel_already_scheduled:
+        'a change to FREE while a cancel at the end of the period is already scheduled',
+      no_price_for_cycle: 'the target tier has no price for the billing cycle of the subscription',
+    },
   })
-  @ApiBadGatewayResponse({ description: 'The provider refused or answered invalidly' })
-  @ApiServiceUnavailableResponse({ description: 'The provider is unavailable after 3 attempts' })
+  @ApiErrors(PROVIDER_ERRORS)
   change(@CurrentUser() user: User, @Body() body: ChangeSubscriptionDto): Promise<BillingActionResponseDto> {
     return this.billing.change(user, body.target_tier);
   }
@@ -165,15 +189,13 @@ export class BillingController {
   @ApiOperation({ summary: 'Resume a paused subscription' })
   @Post('subscription/resume')
   @RefuseApiKeys()
-  @ApiForbiddenResponse({ description: 'api_key_not_allowed: called with an API key' })
   @HttpCode(200)
   @ApiOkResponse({
     type: BillingActionResponseDto,
     description: 'Accepted by the provider; the webhook follows',
   })
-  @ApiConflictResponse({ description: 'No paused subscription' })
-  @ApiBadGatewayResponse({ description: 'The provider refused or answered invalidly' })
-  @ApiServiceUnavailableResponse({ description: 'The provider is unavailable after 3 attempts' })
+  @ApiErrors({ 409: { not_paused: 'no paused subscription to resume' } })
+  @ApiErrors(PROVIDER_ERRORS)
   resume(@CurrentUser() user: User, @Body() _body: ResumeSubscriptionDto): Promise<BillingActionResponseDto> {
     return this.billing.resume(user);
   }

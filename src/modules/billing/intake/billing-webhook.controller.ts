@@ -1,5 +1,5 @@
 import { Controller, Headers, HttpCode, Post, Req, type RawBodyRequest } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiBillingWebhook } from '../../../common/openapi/webhook-docs.js';
 import type { Request } from 'express';
 import { Public } from '../../../common/decorators/public.decorator.js';
@@ -20,12 +20,6 @@ export class BillingWebhookController {
       'Paddle Billing webhooks, authenticated by `Paddle-Signature` only. Verified events are stored and answered at once; the worker applies them (tier, credits, payments) shortly after.',
   })
   @ApiBillingWebhook()
-  @ApiUnauthorizedResponse({
-    description: 'invalid_signature: missing, stale or wrong Paddle-Signature; nothing stored',
-  })
-  @ApiBadRequestResponse({
-    description: 'invalid_payload: a verified body that does not match the provider contract',
-  })
   receive(
     @Req() req: RawBodyRequest<Request>,
     @Headers('paddle-signature') signature: string | undefined,

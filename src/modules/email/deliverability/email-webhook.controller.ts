@@ -1,5 +1,5 @@
 import { Controller, HttpCode, Post, type RawBodyRequest, Req } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiOkResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { ApiStandardWebhookHeaders } from '../../../common/openapi/webhook-docs.js';
 import { Public } from '../../../common/decorators/public.decorator.js';
@@ -19,10 +19,6 @@ export class EmailWebhookController {
     description:
       '{received, event_id, status: accepted | duplicate}; the worker applies accepted events shortly after',
   })
-  @ApiUnauthorizedResponse({
-    description: 'invalid_signature: bad, missing or expired signature; nothing stored',
-  })
-  @ApiBadRequestResponse({ description: 'invalid_payload: signed but malformed; archived as FAILED' })
   receive(@Req() req: RawBodyRequest<Request>): Promise<EmailWebhookReceipt> {
     return this.webhooks.receive(req.rawBody, req.headers);
   }

@@ -1,14 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBearerAuth,
-  ApiNoContentResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiTags,
-  ApiUnauthorizedResponse,
-  ApiParam,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiNoContentResponse, ApiOkResponse, ApiTags, ApiParam } from '@nestjs/swagger';
+import { ApiErrors } from '../../../common/openapi/api-errors.decorator.js';
 import { CurrentUser } from '../../../common/decorators/current-user.decorator.js';
 import type { User } from '../../../generated/prisma/client.js';
 import { userActor } from '../../audit/audit.service.js';
@@ -18,7 +10,6 @@ import { SuppressionsService } from './suppressions.service.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'No or invalid Bearer token' })
 @AdminOnly()
 @Controller('admin/email/suppressions')
 export class SuppressionsController {
@@ -27,7 +18,7 @@ export class SuppressionsController {
   /** Suppressed addresses (permanent bounces, complaints, manual entries), newest first. */
   @Get()
   @ApiOkResponse({ type: SuppressionListDto })
-  @ApiBadRequestResponse({ description: 'validation_failed: page_size out of range or unknown reason' })
+  @ApiErrors({ 400: { validation_failed: 'page_size out of range, an unknown reason or query parameter' } })
   list(@Query() query: ListSuppressionsQueryDto): Promise<SuppressionListDto> {
     return this.suppressions.list(query);
   }
@@ -37,11 +28,13 @@ export class SuppressionsController {
   @HttpCode(204)
   @ApiParam({ name: 'email', type: String, format: 'email', example: 'ada@example.com' })
   @ApiNoContentResponse({ description: 'Removed.' })
-  @ApiBadRequestResponse({
-    description:
-      'validation_failed: no entry can have this value (entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased); any other value not on the list is a 404',
+  @ApiErrors({
+    400: {
+      validation_failed:
+        'no entry can have this value: entries are 1 to 320 characters with an @ and no NUL, compared trimmed and lower-cased (any other value not on the list is a 404)',
+    },
+    404: { not_found: 'the address is not on the list' },
   })
-  @ApiNotFoundResponse({ description: 'not_found: the address is not on the list' })
   async remove(@CurrentUser() admin: User, @Param('email') email: string): Promise<void> {
     await this.suppressions.remove(email, userActor(admin.identityUserId));
   }
