@@ -408,6 +408,7 @@ describe('openapi.json', () => {
         .filter((p) => p.in === 'header')
         .map((p) => p.name);
     expect(headerNames('post /api/v1/ai/completions')).toContain('Idempotency-Key');
+    expect(headerNames('post /api/v1/admin/broadcasts')).toEqual(['Idempotency-Key']);
     expect(headerNames('post /webhooks/billing')).toEqual(['Paddle-Signature']);
     expect(headerNames('post /webhooks/identity')).toEqual([
       'webhook-id',

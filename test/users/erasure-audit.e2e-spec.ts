@@ -288,9 +288,12 @@ const OUTLIVES_ERASURE: Record<string, string> = {
       'started_at',
       'finished_at',
       'updated_at',
+      'request_hash',
     ].map((c) => [`broadcast_runs.${c}`, NOTHING]),
   ),
   'broadcast_runs.created_by': "the admin's actor string user:<identity id>, as audit actors",
+  'broadcast_runs.idempotency_key':
+    "the admin client's opaque Idempotency-Key: A-Z a-z 0-9 . _ ~ : - only, so never an address",
   ...Object.fromEntries(['domain', 'source', 'added_at'].map((c) => [`disposable_domains.${c}`, NOTHING])),
   'email_suppressions.email': 'the address, kept after erasure: product decision pending (audit 2026-12-07)',
   ...Object.fromEntries(

@@ -777,7 +777,7 @@ export interface paths {
         put?: never;
         /**
          * Start a broadcast
-         * @description Queues an e-mail run of a template to an audience; the dispatcher sends it in the worker.
+         * @description Queues an e-mail run of a template to an audience; the dispatcher sends it in the worker. Send an `Idempotency-Key` to retry safely: without one every call queues another run.
          */
         post: operations["BroadcastsController_create"];
         delete?: never;
@@ -6610,7 +6610,10 @@ export interface operations {
     BroadcastsController_create: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes retries safe: the same key and body (compared normalised) create one run, and every retry is answered with the 201 that created it (`Idempotent-Replayed: true`); no second run, audit entry or dispatch. Keys are per admin and never expire (a new broadcast needs a new key). 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; a UUID per admin action is a good key. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6620,16 +6623,18 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The run, queued; the dispatcher is enqueued. */
+            /** @description The run, queued; the dispatcher is enqueued. A retry with the same Idempotency-Key gets the same answer again (the run as created; GET it for its progress). */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["BroadcastResponseDto"];
                 };
             };
-            /** @description validation_failed: an invalid body, an unknown tier, an empty date range; unknown_template: no such e-mail template; template_needs_data: a template that needs values of its own per recipient (payment_failed, low_balance, ...); bad_request: the body is not JSON (its top level must be an object or an array) */
+            /** @description validation_failed: an invalid body, an unknown tier, an empty date range; unknown_template: no such e-mail template; template_needs_data: a template that needs values of its own per recipient (payment_failed, low_balance, ...); invalid_idempotency_key: the Idempotency-Key is not 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; bad_request: the body is not JSON (its top level must be an object or an array) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6676,6 +6681,15 @@ export interface operations {
             };
             /** @description unsupported_media_type: a body that is not `application/json` (a form, `text/plain`, a non-empty body without Content-Type) or is declared in a charset other than UTF-8 */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description idempotency_key_mismatch: this admin already used the Idempotency-Key for another request: send a new key */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

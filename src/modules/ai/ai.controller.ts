@@ -1,7 +1,15 @@
 import { Body, Controller, Headers, HttpCode, Post, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import {
+  ApiIdempotencyKey,
+  IDEMPOTENT_REPLAYED_RESPONSE_HEADER,
+} from '../../common/idempotency/api-idempotency-key.decorator.js';
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+} from '../../common/idempotency/idempotency-key.js';
 import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AiRateLimiter } from './ai-rate-limiter.js';
@@ -26,17 +34,9 @@ export class AiController {
   })
   @Post('completions')
   @HttpCode(200)
-  @ApiHeader({
-    name: 'Idempotency-Key',
-    required: false,
-    description:
-      'Makes retries safe: the same key and body are charged once and answered from the first result for 24 h (`Idempotent-Replayed: true`). 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; a UUID per user action is a good key.',
-    schema: {
-      type: 'string',
-      pattern: '^[A-Za-z0-9._~:-]{1,128}$',
-      example: '5f0c2a1e-8d4b-4b8e-9a57-3c1d2e4f6a70',
-    },
-  })
+  @ApiIdempotencyKey(
+    'Makes retries safe: the same key and body are charged once and answered from the first result for 24 h (`Idempotent-Replayed: true`). 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; a UUID per user action is a good key.',
+  )
   @ApiOkResponse({
     type: CompletionResponseDto,
     headers: {
@@ -44,11 +44,7 @@ export class AiController {
       'RateLimit-Remaining': { $ref: '#/components/headers/RateLimit-Remaining' },
       'RateLimit-Reset': { $ref: '#/components/headers/RateLimit-Reset' },
       'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
-      'Idempotent-Replayed': {
-        description:
-          '`true` when this is the stored answer of an earlier request with the same Idempotency-Key.',
-        schema: { type: 'string', enum: ['true'] },
-      },
+      ...IDEMPOTENT_REPLAYED_RESPONSE_HEADER,
     },
   })
   @ApiErrors({
@@ -93,14 +89,14 @@ export class AiController {
   async complete(
     @CurrentUser() user: User,
     @Body() body: CreateCompletionDto,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ): Promise<CompletionResponseDto> {
     const request = this.completions.prepare(user, body, idempotencyKey);
     // Set before the call so the headers also travel on its errors (402, 502, ...).
     res.set(await this.limiter.consume(user));
     const outcome = await this.completions.run(request);
-    if (outcome.replayed) res.set('Idempotent-Replayed', 'true');
+    if (outcome.replayed) res.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
     return outcome.body;
   }
 }

@@ -6,7 +6,12 @@ import { MeteredCreditsService, type Reservation } from '../credits/metered-cred
 import { actualCredits, DEFAULT_MAX_TOKENS, estimateCredits, tierLimits } from './ai-pricing.js';
 import type { CompletionResponseDto } from './dto/completion-response.dto.js';
 import type { ChatMessageDto, CreateCompletionDto } from './dto/create-completion.dto.js';
-import { IdempotencyKeyMismatchError, meteredJobId, ReplayStore, requestHash } from './idempotency.js';
+import {
+  assertSameRequest,
+  type IdempotentOutcome,
+  requestHash,
+} from '../../common/idempotency/idempotency-key.js';
+import { meteredJobId, ReplayStore } from './idempotency.js';
 import { LlmClient } from './llm.client.js';
 
 export interface PreparedCompletion {
@@ -22,11 +27,8 @@ export interface PreparedCompletion {
   estimate: number;
 }
 
-export interface CompletionOutcome {
-  body: CompletionResponseDto;
-  /** The response of an earlier request with the same Idempotency-Key, sent again without a charge. */
-  replayed: boolean;
-}
+/** `replayed`: the response of an earlier request with the same Idempotency-Key, sent again without a charge. */
+export type CompletionOutcome = IdempotentOutcome<CompletionResponseDto>;
 
 /**
  * The metered language-model call: reserve the highest possible cost and commit, call the provider,
@@ -129,7 +131,7 @@ export class CompletionsService {
     reservation: Extract<Reservation, { applied: false }>,
   ): Promise<CompletionOutcome> {
     const details = reservation.spend.details as { request_hash?: string } | null;
-    if (details?.request_hash !== request.hash) throw new IdempotencyKeyMismatchError();
+    assertSameRequest(details?.request_hash, request.hash);
     if (reservation.state === 'in_progress') {
       throw new ConflictError(
         'A request with this Idempotency-Key is still in progress.',

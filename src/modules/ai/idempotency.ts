@@ -1,23 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
-import { AppError, ValidationError } from '../../common/errors/app-error.js';
+import {
+  IDEMPOTENCY_KEY_TTL_SECONDS,
+  parseIdempotencyKey,
+} from '../../common/idempotency/idempotency-key.js';
 import { RedisService } from '../../infra/redis/redis.service.js';
-
-/** Completed responses stay replayable this long (the spec's job-result retention). */
-export const REPLAY_TTL_SECONDS = 24 * 3600;
-const KEY_PATTERN = /^[A-Za-z0-9._~:-]{1,128}$/;
-
-/** A key sent again with a different request body (IETF draft-ietf-httpapi-idempotency-key-header: 422). */
-export class IdempotencyKeyMismatchError extends AppError {
-  readonly status = 422;
-  readonly title = 'Idempotency key reused';
-  constructor() {
-    super(
-      'idempotency_key_mismatch',
-      'This Idempotency-Key was already used with a different request body. Send a new key.',
-    );
-  }
-}
 
 /**
  * The job id of a metered request. Without a key every request is a new job. With a key the job id is
@@ -25,22 +12,8 @@ export class IdempotencyKeyMismatchError extends AppError {
  * never charged twice; keys of different users never collide.
  */
 export function meteredJobId(userId: string, idempotencyKey: string | undefined): string {
-  if (idempotencyKey === undefined) return `ai-${randomUUID()}`;
-  // Structured-header form ("...") as in the IETF draft, or a bare token as most APIs take it.
-  const key = idempotencyKey.trim().replace(/^"(.*)"$/, '$1');
-  if (!KEY_PATTERN.test(key)) {
-    throw new ValidationError(
-      'Idempotency-Key must be 1 to 128 characters from A-Z a-z 0-9 . _ ~ : -',
-      [{ field: 'Idempotency-Key', message: 'invalid idempotency key' }],
-      'invalid_idempotency_key',
-    );
-  }
-  return `ai-${userId}-${key}`;
-}
-
-/** Fingerprint of what the request asks for; a retry must match it. */
-export function requestHash(payload: unknown): string {
-  return createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+  const key = parseIdempotencyKey(idempotencyKey);
+  return key === undefined ? `ai-${randomUUID()}` : `ai-${userId}-${key}`;
 }
 
 interface StoredResponse<T> {
@@ -48,7 +21,11 @@ interface StoredResponse<T> {
   body: T;
 }
 
-/** Responses of keyed requests, kept in Redis for 24 h so a retry gets the same answer without a charge. */
+/**
+ * Responses of keyed requests, kept in Redis for 24 h so a retry gets the same answer without a charge.
+ * Model output is never written to PostgreSQL, so the ledger row (the key's durable record) cannot
+ * rebuild it.
+ */
 @Injectable()
 export class ReplayStore {
   private readonly logger = new Logger(ReplayStore.name);
@@ -58,7 +35,7 @@ export class ReplayStore {
   async save<T>(jobId: string, hash: string, body: T): Promise<void> {
     const value: StoredResponse<T> = { request_hash: hash, body };
     await this.redis.client
-      .set(this.redis.key('ai', 'replay', jobId), JSON.stringify(value), 'EX', REPLAY_TTL_SECONDS)
+      .set(this.redis.key('ai', 'replay', jobId), JSON.stringify(value), 'EX', IDEMPOTENCY_KEY_TTL_SECONDS)
       .catch((err: Error) =>
         this.logger.warn({ err: err.message, job_id: jobId }, 'could not store the replay'),
       );

@@ -1,7 +1,16 @@
-import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Headers, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
 import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
 import { CurrentUser } from '../../common/decorators/current-user.decorator.js';
+import {
+  ApiIdempotencyKey,
+  IDEMPOTENT_REPLAYED_RESPONSE_HEADER,
+} from '../../common/idempotency/api-idempotency-key.decorator.js';
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+} from '../../common/idempotency/idempotency-key.js';
 import type { User } from '../../generated/prisma/client.js';
 import { AdminOnly } from '../auth/admin.guard.js';
 import { BroadcastsService } from './broadcasts.service.js';
@@ -20,12 +29,18 @@ export class BroadcastsController {
 
   @ApiOperation({
     summary: 'Start a broadcast',
-    description: 'Queues an e-mail run of a template to an audience; the dispatcher sends it in the worker.',
+    description:
+      'Queues an e-mail run of a template to an audience; the dispatcher sends it in the worker. Send an `Idempotency-Key` to retry safely: without one every call queues another run.',
   })
   @Post()
+  @ApiIdempotencyKey(
+    'Makes retries safe: the same key and body (compared normalised) create one run, and every retry is answered with the 201 that created it (`Idempotent-Replayed: true`); no second run, audit entry or dispatch. Keys are per admin and never expire (a new broadcast needs a new key). 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`; a UUID per admin action is a good key.',
+  )
   @ApiCreatedResponse({
     type: BroadcastResponseDto,
-    description: 'The run, queued; the dispatcher is enqueued.',
+    description:
+      'The run, queued; the dispatcher is enqueued. A retry with the same Idempotency-Key gets the same answer again (the run as created; GET it for its progress).',
+    headers: IDEMPOTENT_REPLAYED_RESPONSE_HEADER,
   })
   @ApiErrors({
     400: {
@@ -33,11 +48,23 @@ export class BroadcastsController {
       unknown_template: 'no such e-mail template',
       template_needs_data:
         'a template that needs values of its own per recipient (payment_failed, low_balance, ...)',
+      invalid_idempotency_key: 'the Idempotency-Key is not 1 to 128 of `A-Z a-z 0-9 . _ ~ : -`',
     },
     409: { consent_required: 'a marketing template with bypass_consent true' },
+    422: {
+      idempotency_key_mismatch:
+        'this admin already used the Idempotency-Key for another request: send a new key',
+    },
   })
-  create(@CurrentUser() admin: User, @Body() body: CreateBroadcastDto): Promise<BroadcastResponseDto> {
-    return this.broadcasts.create(admin, body);
+  async create(
+    @CurrentUser() admin: User,
+    @Body() body: CreateBroadcastDto,
+    @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<BroadcastResponseDto> {
+    const outcome = await this.broadcasts.create(admin, body, idempotencyKey);
+    if (outcome.replayed) res.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
+    return outcome.body;
   }
 
   @ApiOperation({ summary: 'List broadcasts', description: 'Newest first.' })

@@ -93,6 +93,13 @@ export class BroadcastsRepository {
     return db.broadcastRun.findUnique({ where: { id } });
   }
 
+  /** The run `createdBy` created with this Idempotency-Key, if any. */
+  findByIdempotencyKey(db: Db, createdBy: string, idempotencyKey: string): Promise<BroadcastRun | null> {
+    return db.broadcastRun.findUnique({
+      where: { createdBy_idempotencyKey: { createdBy, idempotencyKey } },
+    });
+  }
+
   async list(db: Db, skip: number, take: number): Promise<{ items: BroadcastRun[]; total: number }> {
     const [items, total] = await Promise.all([
       db.broadcastRun.findMany({ orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip, take }),
