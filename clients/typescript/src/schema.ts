@@ -5841,7 +5841,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_confirmation_token: invalid, tampered or expired link; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_confirmation_token: invalid, tampered or expired link, or one issued before consent was last withdrawn; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5892,7 +5892,7 @@ export interface operations {
                     "application/json": components["schemas"]["SubscribedDto"];
                 };
             };
-            /** @description invalid_confirmation_token: invalid, tampered or expired link (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_confirmation_token: invalid, tampered or expired link, or one issued before consent was last withdrawn (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;

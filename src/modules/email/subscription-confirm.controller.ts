@@ -40,9 +40,12 @@ export class SubscriptionConfirmController {
   @ApiQuery(TOKEN_QUERY)
   @ApiProduces('text/html')
   @ApiOkResponse({ description: 'A page whose button POSTs; nothing changes on GET.' })
-  @ApiBadRequestResponse({ description: 'invalid_confirmation_token: invalid, tampered or expired link.' })
-  page(@Query('t') token: unknown, @Res({ passthrough: true }) res: Response): string {
-    this.confirmations.check(token);
+  @ApiBadRequestResponse({
+    description:
+      'invalid_confirmation_token: invalid, tampered or expired link, or one issued before consent was last withdrawn.',
+  })
+  async page(@Query('t') token: unknown, @Res({ passthrough: true }) res: Response): Promise<string> {
+    await this.confirmations.check(token);
     res.type('html').setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Robots-Tag', 'noindex');
     return confirmSubscriptionPage(token as string);
@@ -67,7 +70,8 @@ export class SubscriptionConfirmController {
       'Subscribed (also when already subscribed). No redirect. A browser form (Accept preferring text/html) gets a page instead of JSON.',
   })
   @ApiBadRequestResponse({
-    description: 'invalid_confirmation_token: invalid, tampered or expired link (nothing changes)',
+    description:
+      'invalid_confirmation_token: invalid, tampered or expired link, or one issued before consent was last withdrawn (nothing changes)',
   })
   async confirm(
     @Query('t') token: unknown,
