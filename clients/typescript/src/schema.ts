@@ -6222,7 +6222,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description invalid_confirmation_token: a missing, tampered or expired link; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_confirmation_token: a missing, tampered or expired link, or one issued before consent was last withdrawn; validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6238,6 +6238,16 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description dependency_unavailable: the database is unavailable (retry after `Retry-After` seconds) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6273,7 +6283,7 @@ export interface operations {
                     "application/json": components["schemas"]["SubscribedDto"];
                 };
             };
-            /** @description invalid_confirmation_token: a missing, tampered or expired link (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
+            /** @description invalid_confirmation_token: a missing, tampered or expired link, or one issued before consent was last withdrawn (nothing changes); validation_failed: the query string holds a percent-escape that does not encode UTF-8 text */
             400: {
                 headers: {
                     [name: string]: unknown;

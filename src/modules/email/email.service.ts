@@ -134,7 +134,6 @@ export class EmailService {
     return { status: 'sent', message: row };
   }
 
-  /** Links signed at send time: the double opt-in confirmation (valid 7 days from now). */
   /** Records the e-mail as failed for good (logged, audited by the recorder) and answers the outcome. */
   private async failed(
     user: User,
@@ -148,9 +147,17 @@ export class EmailService {
     return { status: 'failed', reason: error, message: row };
   }
 
+  /**
+   * Links signed at send time: the double opt-in confirmation (valid 7 days from now), issued when the user
+   * asked for it (a job from before `requestedAt` existed, or with an unreadable one: now).
+   */
   private withLinks(user: User, job: SendEmailJob): SendEmailJob {
     if (job.templateKey !== CONFIRM_SUBSCRIPTION_TEMPLATE) return job;
-    return { ...job, data: { ...job.data, confirm_url: this.unsubscribe.confirmUrl(user.id) } };
+    const now = new Date();
+    const requested = job.requestedAt === undefined ? NaN : Date.parse(job.requestedAt);
+    const requestedAt = Number.isNaN(requested) ? now : new Date(requested);
+    const confirmUrl = this.unsubscribe.confirmUrl(user.id, now, requestedAt);
+    return { ...job, data: { ...job.data, confirm_url: confirmUrl } };
   }
 
   /** True when the e-mail has no provider request left: a retry of the job could not send it. */

@@ -22,4 +22,9 @@ export interface SendEmailJob {
   /** Unique per logical e-mail (e.g. `welcome-<user id>`); a second job with it sends nothing. */
   idempotencyKey: string;
   data?: Record<string, string | number | boolean>;
+  /**
+   * When the user asked for this e-mail (ISO 8601): the issue time of the confirm_subscription link.
+   * Absent in jobs enqueued before it existed (the link is then issued when it is signed).
+   */
+  requestedAt?: string;
 }

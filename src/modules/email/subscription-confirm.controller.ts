@@ -40,9 +40,15 @@ export class SubscriptionConfirmController {
   @ApiQuery(TOKEN_QUERY)
   @ApiProduces('text/html')
   @ApiOkResponse({ description: 'A page whose button POSTs; nothing changes on GET.' })
-  @ApiErrors({ 400: { invalid_confirmation_token: 'a missing, tampered or expired link' } })
-  page(@Query('t') token: unknown, @Res({ passthrough: true }) res: Response): string {
-    this.confirmations.check(token);
+  @ApiErrors({
+    400: {
+      invalid_confirmation_token:
+        'a missing, tampered or expired link, or one issued before consent was last withdrawn',
+    },
+    503: { dependency_unavailable: 'the database is unavailable (retry after `Retry-After` seconds)' },
+  })
+  async page(@Query('t') token: unknown, @Res({ passthrough: true }) res: Response): Promise<string> {
+    await this.confirmations.check(token);
     res.type('html').setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Robots-Tag', 'noindex');
     return confirmSubscriptionPage(token as string);
@@ -67,7 +73,10 @@ export class SubscriptionConfirmController {
       'Subscribed (also when already subscribed). No redirect. A browser form (Accept preferring text/html) gets a page instead of JSON.',
   })
   @ApiErrors({
-    400: { invalid_confirmation_token: 'a missing, tampered or expired link (nothing changes)' },
+    400: {
+      invalid_confirmation_token:
+        'a missing, tampered or expired link, or one issued before consent was last withdrawn (nothing changes)',
+    },
     503: { dependency_unavailable: 'the database is unavailable (retry after `Retry-After` seconds)' },
   })
   async confirm(

@@ -40,6 +40,14 @@ describe('UnsubscribeTokens', () => {
       [{ u: id, p: 'confirm', e: String(future) }, 'confirm'],
       [{ u: id, p: 'confirm', e: null }, 'confirm'],
       [{ u: id, p: 'marketing', e: -1 }, 'marketing'],
+      // The issue time: on a confirmation link only, with its expiry, an integer not after it.
+      [{ u: id, p: 'marketing', i: now.getTime() }, 'marketing'],
+      [{ u: id, p: 'confirm', i: now.getTime() }, 'confirm'],
+      [{ u: id, p: 'confirm', e: future, i: future + 1 }, 'confirm'],
+      [{ u: id, p: 'confirm', e: future, i: 0 }, 'confirm'],
+      [{ u: id, p: 'confirm', e: future, i: now.getTime() + 0.5 }, 'confirm'],
+      [{ u: id, p: 'confirm', e: future, i: String(now.getTime()) }, 'confirm'],
+      [{ u: id, p: 'confirm', e: future, i: null }, 'confirm'],
       [[id, 'marketing'], 'marketing'],
       [null, 'marketing'],
       ['marketing', 'marketing'],
@@ -50,5 +58,24 @@ describe('UnsubscribeTokens', () => {
         verified: null,
       });
     }
+  });
+
+  it('gives a confirmation link its issue time: the signed one, else its expiry less the 7 days of old links', () => {
+    const id = randomUUID();
+    const asked = new Date(now.getTime() - 3_600_000);
+    const url = new URL(tokens.confirmUrl(id, now, asked));
+    const token = url.searchParams.get('t')!;
+    expect(tokens.confirmation(token, now)).toEqual({ userId: id, issuedAt: asked });
+    expect(tokens.verify(token, 'confirm', now)).toBe(id);
+    // The request's clock may be ahead of the signer's: kept, but never past the expiry (it must verify).
+    const ahead = new URL(tokens.confirmUrl(id, now, new Date(now.getTime() + 50))).searchParams.get('t')!;
+    expect(tokens.confirmation(ahead, now)?.issuedAt).toEqual(new Date(now.getTime() + 50));
+    const beyond = new URL(tokens.confirmUrl(id, now, new Date(1e15))).searchParams.get('t')!;
+    expect(tokens.confirmation(beyond, now)?.issuedAt).toEqual(new Date(now.getTime() + 7 * 86_400_000));
+    // A link from before `i` existed: `{u, p, e}`, valid 7 days from its sending.
+    const legacy = signed({ u: id, p: 'confirm', e: now.getTime() + 7 * 86_400_000 });
+    expect(tokens.confirmation(legacy, now)).toEqual({ userId: id, issuedAt: now });
+    expect(tokens.confirmation(legacy, new Date(now.getTime() + 7 * 86_400_000))).toBeNull();
+    expect(tokens.confirmation(tokens.sign(id), now)).toBeNull();
   });
 });

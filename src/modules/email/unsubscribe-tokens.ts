@@ -16,16 +16,36 @@ const MAX_DATE_MS = 8.64e15;
 export const CONFIRM_TOKEN_TTL_MS = 7 * 86_400_000;
 
 /**
+ * The validity of the confirmation links signed before they carried their issue time (`i`): every one
+ * was valid 7 days, so such a link was issued at its expiry less this. Fixed, whatever CONFIRM_TOKEN_TTL_MS
+ * becomes: it describes links already in mailboxes.
+ */
+const LEGACY_CONFIRM_TTL_MS = 7 * 86_400_000;
+
+/** An authentic, unexpired confirmation link: whom it names and when it was issued. */
+export interface ConfirmationClaims {
+  userId: string;
+  issuedAt: Date;
+}
+
+/**
  * HMAC-SHA256 tokens keyed by EMAIL_UNSUBSCRIBE_SECRET: `<payload>.<mac>`, both base64url, payload
- * `{u: user id, p: purpose, e?: expiry in epoch ms}`. The token is the only authentication of the
- * unsubscribe and confirm routes; the purpose is signed, so one link cannot serve as the other.
+ * `{u: user id, p: purpose, e?: expiry in epoch ms, i?: issue time in epoch ms}` (`e` and `i` on
+ * confirmation links only; links signed before `i` existed have none). The token is the only
+ * authentication of the unsubscribe and confirm routes; the purpose is signed, so one link cannot serve as
+ * the other.
  */
 @Injectable()
 export class UnsubscribeTokens {
   constructor(private readonly config: AppConfig) {}
 
-  sign(userId: string, purpose: UnsubscribePurpose = 'marketing', expiresAt?: Date): string {
-    const body = { u: userId, p: purpose, ...(expiresAt ? { e: expiresAt.getTime() } : {}) };
+  sign(userId: string, purpose: UnsubscribePurpose = 'marketing', expiresAt?: Date, issuedAt?: Date): string {
+    const body = {
+      u: userId,
+      p: purpose,
+      ...(expiresAt ? { e: expiresAt.getTime() } : {}),
+      ...(issuedAt ? { i: issuedAt.getTime() } : {}),
+    };
     const payload = Buffer.from(JSON.stringify(body)).toString('base64url');
     return `${payload}.${this.mac(payload)}`;
   }
@@ -35,6 +55,20 @@ export class UnsubscribeTokens {
    * null (constant-time comparison).
    */
   verify(token: string, purpose: UnsubscribePurpose = 'marketing', now = new Date()): string | null {
+    return this.claims(token, purpose, now)?.u ?? null;
+  }
+
+  /**
+   * An authentic, unexpired confirmation token's user id and issue time, else null. The issue time is the
+   * signed `i`; a link signed before `i` existed was issued LEGACY_CONFIRM_TTL_MS before its expiry.
+   */
+  confirmation(token: string, now = new Date()): ConfirmationClaims | null {
+    const body = this.claims(token, 'confirm', now);
+    if (!body) return null;
+    return { userId: body.u, issuedAt: new Date(body.i ?? body.e! - LEGACY_CONFIRM_TTL_MS) };
+  }
+
+  private claims(token: string, purpose: UnsubscribePurpose, now: Date): Claims | null {
     const [payload, mac, extra] = token.split('.');
     if (!payload || !mac || extra !== undefined || payload.length > 512) return null;
     const given = Buffer.from(mac);
@@ -51,16 +85,23 @@ export class UnsubscribeTokens {
     if (body.e !== undefined && body.e <= now.getTime()) return null;
     // A confirmation link must carry its expiry.
     if (purpose === 'confirm' && body.e === undefined) return null;
-    return body.u;
+    return body;
   }
 
   url(userId: string): string {
     return `${this.config.email.publicBaseUrl}/api/v1/email/unsubscribe?t=${this.sign(userId)}`;
   }
 
-  /** The double opt-in link of the confirm_subscription e-mail, valid CONFIRM_TOKEN_TTL_MS from `now`. */
-  confirmUrl(userId: string, now = new Date()): string {
-    const token = this.sign(userId, 'confirm', new Date(now.getTime() + CONFIRM_TOKEN_TTL_MS));
+  /**
+   * The double opt-in link of the confirm_subscription e-mail, valid CONFIRM_TOKEN_TTL_MS from `now`. Its
+   * issue time is when the user asked for it (`requestedAt`, by the API's clock: not moved to this one's,
+   * only kept within the expiry so the link verifies): a consent withdrawn after that request voids the
+   * link (SubscriptionConfirmService).
+   */
+  confirmUrl(userId: string, now = new Date(), requestedAt: Date = now): string {
+    const expiresAt = new Date(now.getTime() + CONFIRM_TOKEN_TTL_MS);
+    const issuedAt = new Date(Math.min(requestedAt.getTime(), expiresAt.getTime()));
+    const token = this.sign(userId, 'confirm', expiresAt, issuedAt);
     return `${this.config.email.publicBaseUrl}/api/v1/email/confirm?t=${token}`;
   }
 
@@ -74,6 +115,7 @@ interface Claims {
   u: string;
   p: UnsubscribePurpose;
   e?: number;
+  i?: number;
 }
 
 /**
@@ -84,11 +126,29 @@ interface Claims {
 function claimsOf(payload: string): Claims | null {
   const body = base64urlJsonObject(payload);
   if (!body) return null;
-  const { u, p, e, ...rest } = body;
+  const { u, p, e, i, ...rest } = body;
   if (Object.keys(rest).length > 0 || !isUuid(u)) return null;
   if (typeof p !== 'string' || !PURPOSES.includes(p)) return null;
   if (e !== undefined && !(Number.isSafeInteger(e) && (e as number) > 0 && (e as number) <= MAX_DATE_MS)) {
     return null;
   }
-  return { u, p: p as UnsubscribePurpose, ...(e !== undefined ? { e: e as number } : {}) };
+  // The issue time: a confirmation link's, with its expiry, not after it.
+  if (
+    i !== undefined &&
+    !(
+      p === 'confirm' &&
+      e !== undefined &&
+      Number.isSafeInteger(i) &&
+      (i as number) > 0 &&
+      (i as number) <= (e as number)
+    )
+  ) {
+    return null;
+  }
+  return {
+    u,
+    p: p as UnsubscribePurpose,
+    ...(e !== undefined ? { e: e as number } : {}),
+    ...(i !== undefined ? { i: i as number } : {}),
+  };
 }

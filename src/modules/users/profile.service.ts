@@ -116,11 +116,18 @@ export class ProfileService {
   }
 
   /**
-   * The confirmation e-mail of a double opt-in, at most one per user and UTC day (a user who clicks the
-   * checkbox repeatedly gets one e-mail), audited `email.confirmation_requested`.
+   * The confirmation e-mail of a double opt-in, at most one per user and UTC day between two withdrawals
+   * (a user who clicks the checkbox repeatedly gets one e-mail), audited `email.confirmation_requested`.
+   * Its link carries this request's time: a withdrawal after it voids the link, so a request after a
+   * withdrawal (consent not given: marketing_consent_at is the latest one) is a new e-mail, the same day too.
+   * The request follows the withdrawal it read, whatever the clock that stamped it said (another instance's,
+   * or the provider's for a complaint): its time is never earlier.
    */
   private async requestConfirmation(tx: Tx, user: User, source: string, now: Date): Promise<void> {
-    const key = `confirm-subscription-${user.id}-${now.toISOString().slice(0, 10)}`;
+    const withdrawnAt = user.marketingConsentAt;
+    const day = now.toISOString().slice(0, 10);
+    const key = `confirm-subscription-${user.id}-${day}${withdrawnAt ? `-${withdrawnAt.getTime()}` : ''}`;
+    const requestedAt = new Date(Math.max(now.getTime(), withdrawnAt?.getTime() ?? 0));
     await this.audit.record(tx, {
       actor: userActor(user.identityUserId),
       action: 'email.confirmation_requested',
@@ -136,6 +143,7 @@ export class ProfileService {
         userId: user.id,
         templateKey: CONFIRM_SUBSCRIPTION_TEMPLATE,
         idempotencyKey: key,
+        requestedAt: requestedAt.toISOString(),
       } satisfies SendEmailJob,
       key,
     );

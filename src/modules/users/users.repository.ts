@@ -186,11 +186,27 @@ export class UsersRepository {
 
   /**
    * Gives marketing consent when it is not given (the double opt-in confirmation); returns the user when
-   * this call changed it, null otherwise. Conditional, so two clicks record one grant.
+   * this call changed it, null otherwise. Conditional, so two clicks record one grant. With `requestedAt`
+   * (when the user asked for this consent), a withdrawal recorded after it is the user's later decision and
+   * stays: null too (`withdrawnAfter` tells that case apart).
    */
-  async grantMarketingConsent(db: Db, userId: string, source: string, at: Date): Promise<User | null> {
+  async grantMarketingConsent(
+    db: Db,
+    userId: string,
+    source: string,
+    at: Date,
+    options: { requestedAt?: Date } = {},
+  ): Promise<User | null> {
     const { count } = await db.user.updateMany({
-      where: { id: userId, marketingConsentGiven: false, deletedAt: null },
+      where: {
+        id: userId,
+        marketingConsentGiven: false,
+        deletedAt: null,
+        // Not given: marketing_consent_at is the latest withdrawal (null: consent was never given).
+        ...(options.requestedAt
+          ? { OR: [{ marketingConsentAt: null }, { marketingConsentAt: { lte: options.requestedAt } }] }
+          : {}),
+      },
       data: { marketingConsentGiven: true, marketingConsentAt: at, marketingConsentSource: source },
     });
     if (count === 0) return null;
@@ -214,6 +230,17 @@ export class UsersRepository {
   async identityUserIdOf(db: Db, userId: string): Promise<string | null> {
     const user = await db.user.findUnique({ where: { id: userId }, select: { identityUserId: true } });
     return user?.identityUserId ?? null;
+  }
+
+  /**
+   * Whether the user's consent stands withdrawn by a decision recorded after `instant` (any source: the
+   * unsubscribe link, PATCH /me, a complaint): a confirmation asked for at `instant` must not undo it.
+   */
+  async withdrawnAfter(db: Db, userId: string, instant: Date): Promise<boolean> {
+    const count = await db.user.count({
+      where: { id: userId, marketingConsentGiven: false, marketingConsentAt: { gt: instant } },
+    });
+    return count > 0;
   }
 
   /** The user's identity id and marketing consent as they stand; null when there is no such user. */
