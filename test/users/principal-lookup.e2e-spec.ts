@@ -31,6 +31,8 @@ describe('principal lookup on the driver', () => {
         planGrantJobId: 'first-period:sub_1',
         planGrantStartsAt: at('2026-02-01T00:00:00.000Z'),
         planExpiresAt: at('2026-03-01T00:00:00.000Z'),
+        planCarriedCredits: 3,
+        planPeriodJobId: 'first-period:sub_1',
         marketingConsentGiven: true,
         marketingConsentAt: at('2026-01-05T00:00:00.001Z'),
         marketingConsentSource: 'signup_form',

@@ -39,7 +39,8 @@ const toTransaction = (raw: RawLedgerRow): CreditTransaction => ({
  * The spec's deduction in one statement: lock the user row (FOR UPDATE: until the transaction the
  * statement runs in ends), read the cached balance, insert the row only when it is covered (or when
  * covering is not required: grants) and no row exists for (job_id, kind), and move the cached balance by
- * the same delta, so the two never disagree. With $8 an open reservation (credit_holds) is written too.
+ * the same delta, so the two never disagree. With $8 an open reservation (credit_holds) is written too,
+ * naming the plan allowance that opened the user's current plan credits (plan_job_id).
  * Outcome: `inserted`, `existing` (that (job_id, kind) was recorded before: a redelivery), or `none`
  * (not covered, no such user, or a concurrent insert of the same (job_id, kind) that this statement's
  * snapshot could not see: the caller looks again).
@@ -56,7 +57,8 @@ const toTransaction = (raw: RawLedgerRow): CreditTransaction => ({
  */
 const APPLY_SQL = `
   WITH locked AS (
-    SELECT id, credit_balance, purchased_credits, current_tier, plan_grant_job_id
+    SELECT id, credit_balance, purchased_credits, current_tier, plan_grant_job_id,
+      COALESCE(plan_period_job_id, plan_grant_job_id) AS plan_period_job_id
     FROM users WHERE id = $1::uuid FOR UPDATE
   ), existing AS (
     SELECT id, user_id, delta, kind, job_id, details, created_at
@@ -78,9 +80,10 @@ const APPLY_SQL = `
     FROM ins WHERE users.id = ins.user_id
     RETURNING users.credit_balance, users.purchased_credits
   ), hold AS (
-    INSERT INTO credit_holds (job_id, user_id, amount, purchased)
+    INSERT INTO credit_holds (job_id, user_id, amount, purchased, plan_job_id)
     SELECT ins.job_id, ins.user_id, $7::int,
-      (SELECT purchased_credits FROM locked) - (SELECT purchased_credits FROM upd)
+      (SELECT purchased_credits FROM locked) - (SELECT purchased_credits FROM upd),
+      (SELECT plan_period_job_id FROM locked)
     FROM ins WHERE $8::boolean
   )
   SELECT 'inserted' AS outcome, ins.*, (SELECT credit_balance FROM upd) AS balance,
@@ -162,6 +165,8 @@ export class CreditsRepository {
         planGrantJobId: true,
         planGrantStartsAt: true,
         planExpiresAt: true,
+        planCarriedCredits: true,
+        planPeriodJobId: true,
         currentTier: true,
       },
     });
@@ -172,6 +177,9 @@ export class CreditsRepository {
       planJobId: user.planGrantJobId,
       planStartsAt: user.planGrantStartsAt,
       planExpiresAt: user.planExpiresAt,
+      planCarried: user.planCarriedCredits ?? 0,
+      /** The allowance that opened the current plan credits (see the schema); older rows: the current one. */
+      planPeriod: user.planPeriodJobId ?? user.planGrantJobId,
       currentTier: user.currentTier,
     };
   }
@@ -232,11 +240,47 @@ export class CreditsRepository {
     return Number(rows[0]?.sum ?? 0);
   }
 
-  /** The user's current plan allowance (written under the user-row lock the grant took). */
-  async setPlan(tx: Tx, userId: string, plan: { jobId: string; startsAt: Date; expiresAt: Date | null }) {
+  /**
+   * The user's current plan allowance (written under the user-row lock the grant took) and the plan credits
+   * it carried over from the allowance it closed.
+   */
+  async setPlan(
+    tx: Tx,
+    userId: string,
+    plan: { jobId: string; startsAt: Date; expiresAt: Date | null; carried: number; period: string },
+  ) {
     await tx.user.update({
       where: { id: userId },
-      data: { planGrantJobId: plan.jobId, planGrantStartsAt: plan.startsAt, planExpiresAt: plan.expiresAt },
+      data: {
+        planGrantJobId: plan.jobId,
+        planGrantStartsAt: plan.startsAt,
+        planExpiresAt: plan.expiresAt,
+        planCarriedCredits: plan.carried,
+        planPeriodJobId: plan.period,
+      },
+    });
+  }
+
+  /** More plan credits carried over from the closed allowance (a reservation given back after the close). */
+  async addCarried(tx: Tx, userId: string, credits: number) {
+    await tx.user.update({
+      where: { id: userId },
+      data: { planCarriedCredits: { increment: credits } },
+    });
+  }
+
+  /**
+   * A user's late `expiry` rows (a reservation's plan credits given back after its allowance closed) of
+   * these allowances; keyed on the calls' job ids, found through the user's index.
+   */
+  lateExpiriesOf(db: Db, userId: string, allowanceJobIds: string[]): Promise<CreditTransaction[]> {
+    if (allowanceJobIds.length === 0) return Promise.resolve([]);
+    return db.creditTransaction.findMany({
+      where: {
+        userId,
+        kind: 'expiry',
+        OR: allowanceJobIds.map((jobId) => ({ details: { path: ['allowance'], equals: jobId } })),
+      },
     });
   }
 
@@ -279,18 +323,25 @@ export class CreditsRepository {
     tx: Tx,
     jobId: string,
     olderThanMs?: number,
-  ): Promise<{ userId: string; amount: number; purchased: number } | null> {
+  ): Promise<{ userId: string; amount: number; purchased: number; planJobId: string | null } | null> {
+    type Taken = { user_id: string; amount: number; purchased: number; plan_job_id: string | null };
     const rows =
       olderThanMs === undefined
-        ? await tx.$queryRaw<{ user_id: string; amount: number; purchased: number }[]>`
-            DELETE FROM credit_holds WHERE job_id = ${jobId} RETURNING user_id, amount, purchased`
-        : await tx.$queryRaw<{ user_id: string; amount: number; purchased: number }[]>`
+        ? await tx.$queryRaw<Taken[]>`
+            DELETE FROM credit_holds WHERE job_id = ${jobId}
+            RETURNING user_id, amount, purchased, plan_job_id`
+        : await tx.$queryRaw<Taken[]>`
             DELETE FROM credit_holds
             WHERE job_id = ${jobId} AND created_at < now() - ${olderThanMs}::int * interval '1 millisecond'
-            RETURNING user_id, amount, purchased`;
+            RETURNING user_id, amount, purchased, plan_job_id`;
     return rows.length === 0
       ? null
-      : { userId: rows[0].user_id, amount: rows[0].amount, purchased: rows[0].purchased };
+      : {
+          userId: rows[0].user_id,
+          amount: rows[0].amount,
+          purchased: rows[0].purchased,
+          planJobId: rows[0].plan_job_id,
+        };
   }
 
   /**

@@ -196,23 +196,84 @@ export class CreditsService {
     }
     let expired = 0;
     let balance = result.balance;
+    // Plan credits of the closed allowance that stay (the room of a `cap` rule used at the close).
+    let carried = 0;
     const previous = state?.planJobId;
     if (previous && previous !== input.jobId && !input.catchUp) {
-      const closed = await this.ledger.findByJob(tx, previous, CREDIT_KINDS.grant);
-      const closedTier = (closed?.details as { tier?: unknown } | null)?.tier;
-      const rule = this.rolloverOf(typeof closedTier === 'string' ? closedTier : input.tier);
+      const rule = await this.allowanceRule(tx, previous, input.tier);
       ({ expired, balance } = await this.expire(tx, input.userId, previous, rule, plan - input.amount, {
         closedBy: input.jobId,
         balance,
       }));
+      carried = Math.max(0, plan - input.amount - expired);
+    } else if (previous && previous !== input.jobId) {
+      // A catch-up closes nothing: the plan credits (and those of calls in flight) stay in their period.
+      carried = state?.planCarried ?? 0;
     }
+    const closes = !(previous && previous !== input.jobId && input.catchUp);
     const rule = this.rolloverOf(input.tier);
     await this.ledger.setPlan(tx, input.userId, {
       jobId: input.jobId,
       startsAt: input.startsAt,
       expiresAt: expires(rule) ? input.endsAt : null,
+      carried,
+      period: closes ? input.jobId : (state?.planPeriod ?? input.jobId),
     });
     return { ...result, balance, expired };
+  }
+
+  /** The rollover rule of an allowance: its tier's (recorded on its grant row), else `fallbackTier`'s. */
+  private async allowanceRule(tx: Tx, allowanceJobId: string, fallbackTier: string): Promise<RolloverRule> {
+    const grant = await this.ledger.findByJob(tx, allowanceJobId, CREDIT_KINDS.grant);
+    const tier = (grant?.details as { tier?: unknown } | null)?.tier;
+    return this.rolloverOf(typeof tier === 'string' ? tier : fallbackTier);
+  }
+
+  /**
+   * A metered call's reservation closed (settle or refund) after the plan allowance it was made under
+   * (`reservedUnder`, recorded on its hold) was closed by the next one: the `returnedPlan` plan credits
+   * it gives back were unspent plan credits of the closed allowance, so they expire under that
+   * allowance's rule as if they had been in the balance at the close (none: all; cap: what exceeds the
+   * cap beyond what the close already carried over; full: nothing). One `expiry` row keyed on the call's
+   * job id, in the caller's transaction, which holds the user-row lock (its closing row took it). Without
+   * this, credits reserved at the renewal escaped the rollover rule (docs/decisions/credits.md).
+   */
+  async expireReturned(
+    tx: Tx,
+    input: { userId: string; jobId: string; reservedUnder: string | null; returnedPlan: number },
+  ): Promise<number> {
+    if (!input.reservedUnder || input.returnedPlan <= 0) return 0;
+    const state = await this.ledger.planState(tx, input.userId);
+    if (!state?.planPeriod || state.planPeriod === input.reservedUnder) return 0;
+    const rule = await this.allowanceRule(tx, input.reservedUnder, state.currentTier);
+    if (rule.kind === 'full') return 0;
+    const carriedBefore = rule.kind === 'cap' ? Math.min(state.planCarried, rule.cap) : 0;
+    const plan = Math.max(0, state.balance - Math.min(state.purchased, state.balance));
+    const expiring = Math.min(
+      expiringCredits(rule, carriedBefore + input.returnedPlan) - expiringCredits(rule, carriedBefore),
+      input.returnedPlan,
+      plan,
+    );
+    const kept = input.returnedPlan - Math.max(expiring, 0);
+    if (rule.kind === 'cap' && kept > 0) await this.ledger.addCarried(tx, input.userId, kept);
+    if (expiring <= 0) return 0;
+    const row = await this.apply(
+      tx,
+      { userId: input.userId, amount: expiring, jobId: input.jobId },
+      CREDIT_KINDS.expiry,
+      -1,
+      false,
+      false,
+      {
+        details: {
+          rollover: ruleText(rule),
+          allowance: input.reservedUnder,
+          closed_by: state.planPeriod,
+          late: true,
+        },
+      },
+    );
+    return row.applied ? expiring : 0;
   }
 
   /**
@@ -309,12 +370,16 @@ export class CreditsService {
         starts.length > 0 ? await input.allowancesOf.paidPeriod(starts.map((t) => new Date(t))) : null;
       if (paid) jobIds.push(...months.filter((jobId) => allowancePeriodStart(jobId) === paid.getTime()));
     }
-    // What the payment granted, net of what a rollover rule already expired (never taken back twice).
-    const rows = await this.ledger.rowsOf(tx, jobIds, [
-      CREDIT_KINDS.grant,
-      CREDIT_KINDS.purchase,
-      CREDIT_KINDS.expiry,
-    ]);
+    // What the payment granted, net of what a rollover rule already expired (never taken back twice),
+    // also later, from a reservation given back after the allowance closed (expireReturned).
+    const rows = [
+      ...(await this.ledger.rowsOf(tx, jobIds, [
+        CREDIT_KINDS.grant,
+        CREDIT_KINDS.purchase,
+        CREDIT_KINDS.expiry,
+      ])),
+      ...(await this.ledger.lateExpiriesOf(tx, userId, jobIds)),
+    ];
     const own = rows.filter((r) => r.userId === userId);
     // Months the allowance job granted short because of refunds of this transaction count at their full
     // amount, and what they withheld as already taken back: a refund's share is of what the payment paid for,

@@ -66,13 +66,20 @@ export class MeteredCreditsService {
         const charged = Math.min(Math.max(0, Math.ceil(actualCost)), hold.amount);
         // The charge is taken from plan credits first; what the reservation took from purchased credits
         // and the charge did not use goes back to them.
+        const purchasedShare = Math.min(hold.purchased, hold.amount - charged);
         await this.credits.settle(tx, {
           userId: hold.userId,
           amount: hold.amount - charged,
           charged,
           jobId,
           details: { reserved: hold.amount, charged },
-          purchasedShare: Math.min(hold.purchased, hold.amount - charged),
+          purchasedShare,
+        });
+        await this.credits.expireReturned(tx, {
+          userId: hold.userId,
+          jobId,
+          reservedUnder: hold.planJobId,
+          returnedPlan: hold.amount - charged - purchasedShare,
         });
         return { reserved: hold.amount, charged };
       },
@@ -92,6 +99,12 @@ export class MeteredCreditsService {
         kind: CREDIT_KINDS.refund,
         details: { reason },
         purchasedShare: hold.purchased,
+      });
+      await this.credits.expireReturned(tx, {
+        userId: hold.userId,
+        jobId,
+        reservedUnder: hold.planJobId,
+        returnedPlan: hold.amount - hold.purchased,
       });
       return hold.amount;
     });

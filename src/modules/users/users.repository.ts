@@ -30,6 +30,8 @@ const USER_FIELDS: Record<keyof User, string> = {
   planGrantJobId: 'plan_grant_job_id',
   planGrantStartsAt: 'plan_grant_starts_at',
   planExpiresAt: 'plan_expires_at',
+  planCarriedCredits: 'plan_carried_credits',
+  planPeriodJobId: 'plan_period_job_id',
   marketingConsentGiven: 'marketing_consent_given',
   marketingConsentAt: 'marketing_consent_at',
   marketingConsentSource: 'marketing_consent_source',
