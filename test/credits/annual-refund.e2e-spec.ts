@@ -1,13 +1,11 @@
 import { createUser } from '../factories/user.factory.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
 import { addMonths } from '../../src/modules/billing/jobs/allowance-months.js';
 import { AllowanceService } from '../../src/modules/billing/jobs/allowance.service.js';
-import { fixture } from '../contracts/contract-support.js';
+import { adjust, type AdjustmentAction, annualPeriod, YEARLY } from '../support/annual.js';
 import {
   checkoutToken,
   deliver,
-  newEventId,
   newSubId,
   PRICE,
   subscriptionEvent,
@@ -22,9 +20,6 @@ import { type ApiApp, TestEnv } from '../support/test-env.js';
 // through the receiver and a real worker; the job with a simulated clock. Rollover `full` (the default), so no
 // expiry row blurs the sums; PRO grants 1000 a month.
 
-/** Paddle's published annual plan (`Annual plan`, the subscription.trialing mock): billed every year. */
-type Published = { data: { billing_cycle: { interval: string; frequency: number } } };
-const YEARLY = fixture<Published>('paddle', 'node-sdk.subscription-trialing').data.billing_cycle;
 const PAID = 18_000;
 
 describe('allowance months of a refunded annual payment', () => {
@@ -61,37 +56,8 @@ describe('allowance months of a refunded annual payment', () => {
       orderBy: { createdAt: 'asc' },
     });
 
-  /**
-   * A PRO subscription on Paddle's yearly cycle, created `start`, with its first payment (of `total` minor
-   * units) recorded then.
-   */
-  async function annual(start = new Date(Date.now() - 86_400_000), total = PAID) {
-    const user = await createUser(api.prisma);
-    const subId = newSubId();
-    const created = subscriptionEvent({
-      type: 'subscription.created',
-      subId,
-      priceId: PRICE.PRO,
-      billingCycle: YEARLY,
-      token: checkoutToken(api, user, 'PRO'),
-      occurredAt: start,
-      periodStart: start,
-      periodEnd: addMonths(start, 12),
-    });
-    expect((await deliver(api, created)).outcome).toBe('processed');
-    const payment = transactionEvent({
-      subId,
-      origin: 'web',
-      priceId: PRICE.PRO,
-      total: String(total),
-      occurredAt: start,
-    });
-    expect((await deliver(api, payment)).outcome).toBe('processed');
-    const month = (index: number) => `allowance:${subId}:${start.toISOString()}:${index}`;
-    /** The job an hour after month `index`'s anniversary. */
-    const runAt = (index: number) => job().run(new Date(addMonths(start, index).getTime() + 3_600_000));
-    return { user, subId, start, txnId: payment.data.id, month, runAt };
-  }
+  /** A PRO subscription on Paddle's yearly cycle, created `start`, its first payment of `total` recorded. */
+  const annual = (start?: Date, total = PAID) => annualPeriod(api, { start, total });
 
   /**
    * The same subscription whose subscription.created is late: a subscription.updated created its row (no
@@ -135,36 +101,10 @@ describe('allowance months of a refunded annual payment', () => {
       .clawedBackCredits;
 
   /** Paddle's own adjustment.updated (paddle-node-sdk fixture) for `txnId`, approved. */
-  async function refund(
+  const refund = (
     sub: { subId: string; txnId: string },
-    input: {
-      type: 'full' | 'partial';
-      total: number;
-      action?: 'refund' | 'chargeback' | 'chargeback_reverse';
-    },
-  ) {
-    const event = fixture<{ event_id: string; occurred_at: string; data: Record<string, unknown> }>(
-      'paddle',
-      'node-sdk.adjustment-updated',
-    );
-    const adjId = `adj_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
-    event.event_id = newEventId();
-    event.occurred_at = new Date().toISOString();
-    Object.assign(event.data, {
-      id: adjId,
-      transaction_id: sub.txnId,
-      subscription_id: sub.subId,
-      customer_id: `ctm_${sub.subId}`,
-      action: input.action ?? 'refund',
-      type: input.type,
-      status: 'approved',
-      created_at: new Date(Date.now() - 60_000).toISOString(),
-      updated_at: new Date().toISOString(),
-    });
-    event.data.totals = { ...(event.data.totals as object), total: String(input.total) };
-    expect((await deliver(api, event)).outcome).toBe('processed');
-    return adjId;
-  }
+    input: { type: 'full' | 'partial'; total: number; action?: AdjustmentAction },
+  ) => adjust(api, sub, input);
 
   it('grants every month in full when nothing was refunded', async () => {
     const sub = await annual();
