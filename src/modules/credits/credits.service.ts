@@ -10,7 +10,7 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { type CreditTransaction, Prisma } from '../../generated/prisma/client.js';
 import { type ApplyOutcome, CreditsRepository, type LedgerDetails } from './credits.repository.js';
-import { clawBackShare } from './clawback-share.js';
+import { clawBackShare, expiringClawBackShare } from './clawback-share.js';
 import { type CreditSummary, creditSummaryOf } from './credit-summary.js';
 import { FREE_TIER } from '../../config/project.config.js';
 import { expires, expiringCredits, parseRollover, type RolloverRule } from './rollover.js';
@@ -287,6 +287,12 @@ export class CreditsService {
        * whole payment). Months reduced for more than that were reduced for this refund too (their `refunded`).
        */
       refundedBefore?: number;
+      /**
+       * Minor units of refunds the credits still left of the payment reflect: those clawed back before this
+       * one. With it, credits that expired after refunds were taken back count at their
+       * full-month value (expiringClawBackShare).
+       */
+      reflected?: number;
       details?: LedgerDetails;
     },
   ): Promise<{ userId: string; credits: number; applied: boolean } | null> {
@@ -320,16 +326,25 @@ export class CreditsService {
     // amount, and what they withheld as already taken back: a refund's share is of what the payment paid for,
     // and never takes again what a month never gave (decision "refunded annual period").
     const withheld = own.reduce((sum, r) => sum + withheldFrom(r, input.transactionId), 0);
-    const granted = Math.max(own.reduce((sum, r) => sum + r.delta, 0) + withheld, 0);
+    const expired = -own.filter((r) => r.kind === CREDIT_KINDS.expiry).reduce((sum, r) => sum + r.delta, 0);
+    const full =
+      own.filter((r) => r.kind !== CREDIT_KINDS.expiry).reduce((sum, r) => sum + r.delta, 0) + withheld;
+    const granted = Math.max(full - expired, 0);
     const already = (await this.ledger.clawedBackFor(tx, userId, input.transactionId)) + withheld;
     // The part of that which those months withheld for this refund itself (its claw-back comes after them,
     // e.g. it found nothing granted yet when it arrived) is its own share already taken.
-    const { share: refund, refundedBefore: before } = input;
+    const { share: refund, refundedBefore: before, reflected } = input;
     const withheldForThis =
       refund && before !== undefined
         ? own.reduce((sum, r) => sum + withheldFor(r, input.transactionId, before, refund.refunded), 0)
         : 0;
-    const share = clawBackShare(granted, input.share) - withheldForThis;
+    // Expired credits count at their full-month value, so what is left keeps what a month granted now keeps
+    // (decision "claw-back scope"); nothing expired or nothing taken back before: the share of `granted`.
+    const base =
+      refund && reflected !== undefined
+        ? expiringClawBackShare({ full, expired, left: granted - already, ...refund, reflected })
+        : clawBackShare(granted, input.share);
+    const share = base - withheldForThis;
     const amount = Math.max(0, Math.min(share, granted - already));
     if (amount === 0) {
       // A 0-credit row would say nothing and still show in the user's history as a claw-back.

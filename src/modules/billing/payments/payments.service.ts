@@ -404,11 +404,11 @@ export class PaymentsService {
         : undefined,
       // Minor units, not their float ratio: the share is computed exactly (see clawBackShare).
       share: refund.full ? null : { refunded: refund.total, paid: payment.amountTotal },
-      // What earlier claw-backs account for of the months reduced for refunds (a subscription's months only).
-      refundedBefore:
-        subscriptionId && !refund.full
-          ? await this.refundedBefore(tx, transactionId, refund.adjustmentId, payment.amountTotal)
-          : undefined,
+      // What earlier claw-backs account for of the months reduced for refunds (a subscription's months only),
+      // and what the credits left reflect (expired credits at their full-month value).
+      ...(subscriptionId && !refund.full
+        ? await this.refundsBefore(tx, transactionId, refund.adjustmentId, payment.amountTotal)
+        : {}),
       details: { adjustment_id: refund.adjustmentId, action: refund.action },
     });
     if (!clawed) return null;
@@ -437,8 +437,14 @@ export class PaymentsService {
    * claw-back already ran (`clawed_back_credits` set, or for a row from before the column its ledger row),
    * whatever their status now; a `full` one counts as the whole payment. A month the allowance job reduced
    * for more than this was reduced for the refund now clawed back too (CreditsService.clawBackGrants).
+   * `reflected`: the refunds the credits still left of the payment reflect (the same, at most the payment).
    */
-  private async refundedBefore(tx: Tx, transactionId: string, adjustmentId: string, paid: number) {
+  private async refundsBefore(
+    tx: Tx,
+    transactionId: string,
+    adjustmentId: string,
+    paid: number,
+  ): Promise<{ refundedBefore: number; reflected: number }> {
     const others = (await this.payments.adjustmentsOf(tx, transactionId, [...CLAWBACK_ACTIONS])).filter(
       (a) => a.providerAdjustmentId !== adjustmentId,
     );
@@ -446,9 +452,10 @@ export class PaymentsService {
       tx,
       others.filter((a) => a.clawedBackCredits === null).map((a) => a.providerAdjustmentId),
     );
-    return others
+    const refundedBefore = others
       .filter((a) => a.clawedBackCredits !== null || recorded.has(a.providerAdjustmentId))
       .reduce((sum, a) => sum + returnedBy(a, paid), 0);
+    return { refundedBefore, reflected: Math.min(refundedBefore, paid) };
   }
 
   /**
