@@ -2,10 +2,11 @@ import { createUser } from '../factories/user.factory.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { addMonths } from '../../src/modules/billing/jobs/allowance-months.js';
 import { AllowanceService } from '../../src/modules/billing/jobs/allowance.service.js';
-import { adjust, type AdjustmentAction, annualPeriod, YEARLY } from '../support/annual.js';
+import { adjust, type AdjustmentAction, annualPeriod, paddleAdjustment, YEARLY } from '../support/annual.js';
 import {
   checkoutToken,
   deliver,
+  newEventId,
   newSubId,
   PRICE,
   subscriptionEvent,
@@ -386,22 +387,83 @@ describe('allowance months of a refunded annual payment', () => {
     });
   });
 
-  it('grants the later months again once a chargeback is reversed; what was taken stays taken', async () => {
+  it('gives back what a won chargeback took, once, and grants the later months again', async () => {
     const sub = await annual();
     const chargeback = await refund(sub, { type: 'full', total: PAID, action: 'chargeback' });
     await sub.runAt(1);
     expect((await row(sub.month(1))).delta).toBe(0);
-    const reverse = await refund(sub, { type: 'full', total: PAID, action: 'chargeback_reverse' });
+    // The merchant won: under `full` the 1000 the claw-back took would all still be there.
+    const reverse = paddleAdjustment(sub, { type: 'full', total: PAID, action: 'chargeback_reverse' });
+    const reverseId = reverse.data.id as string;
+    expect((await deliver(api, reverse)).outcome).toBe('processed');
+    expect(await balance(sub.user.id)).toBe(1000);
     await sub.runAt(2);
     expect((await row(sub.month(2))).delta).toBe(1000);
     expect((await row(sub.month(2))).details).not.toHaveProperty('reason');
+    // Redelivered after the next month: nothing more.
+    expect((await deliver(api, { ...reverse, event_id: newEventId() })).outcome).toBe('processed');
     expect(await ledger(sub.user.id)).toEqual([
       `grant:first-period:${sub.subId}=1000`,
       `clawback:${chargeback}=-1000`,
       `grant:${sub.month(1)}=0`,
+      `clawback:${reverseId}=1000`,
       `grant:${sub.month(2)}=1000`,
     ]);
-    expect(await clawedBackCredits(reverse)).toBeNull();
+    const given = await api.prisma.creditTransaction.findUniqueOrThrow({
+      where: { jobId_kind: { jobId: reverseId, kind: 'clawback' } },
+    });
+    expect(given.details).toEqual({
+      adjustment_id: reverseId,
+      action: 'chargeback_reverse',
+      transaction_id: sub.txnId,
+      clawed_back: 1000,
+      purchased: 0,
+    });
+    const audits = await api.prisma.auditLog.findMany({
+      where: { action: 'credits.clawback_reversed', userId: sub.user.identityUserId },
+    });
+    expect(audits.map((a) => a.details)).toEqual([
+      {
+        event_id: reverse.event_id,
+        adjustment_id: reverseId,
+        transaction_id: sub.txnId,
+        action: 'chargeback_reverse',
+        amount: PAID,
+        credits: 1000,
+        withheld: 0,
+      },
+    ]);
+    expect(await clawedBackCredits(reverseId)).toBeNull();
+  });
+
+  it('gives nothing back for a won chargeback whose claw-back took nothing', async () => {
+    const sub = await annual();
+    const full = await refund(sub, { type: 'full', total: PAID });
+    const chargeback = await refund(sub, { type: 'full', total: PAID, action: 'chargeback' });
+    expect(await clawedBackCredits(chargeback)).toBe(0);
+    await refund(sub, { type: 'full', total: PAID, action: 'chargeback_reverse' });
+    expect(await ledger(sub.user.id)).toEqual([
+      `grant:first-period:${sub.subId}=1000`,
+      `clawback:${full}=-1000`,
+    ]);
+    expect(
+      await api.prisma.auditLog.count({
+        where: { action: 'credits.clawback_reversed', userId: sub.user.identityUserId },
+      }),
+    ).toBe(0);
+  });
+
+  it('takes a later refund of what a won chargeback gave back as of credits never taken', async () => {
+    const sub = await annual();
+    await refund(sub, { type: 'full', total: PAID, action: 'chargeback' });
+    await refund(sub, { type: 'full', total: PAID, action: 'chargeback_reverse' });
+    expect(await balance(sub.user.id)).toBe(1000);
+    // Half the payment: half of month 0, as if the chargeback had not been.
+    const partial = await refund(sub, { type: 'partial', total: 9000 });
+    expect(await clawedBackCredits(partial)).toBe(500);
+    await sub.runAt(1);
+    expect((await row(sub.month(1))).delta).toBe(500);
+    expect(await balance(sub.user.id)).toBe(1000);
   });
 
   // A payment that pays no period (an upgrade's proration, origin subscription_update) is never the period's

@@ -2110,7 +2110,7 @@ export interface components {
              */
             expired: number;
             /**
-             * @description Credits taken back after refunds and chargebacks
+             * @description Credits taken back after refunds and chargebacks, net of what won chargebacks gave back
              * @example 0
              */
             clawed_back: number;
@@ -2137,7 +2137,7 @@ export interface components {
              */
             expired: number;
             /**
-             * @description Credits taken back after refunds and chargebacks
+             * @description Credits taken back after refunds and chargebacks, net of what won chargebacks gave back
              * @example 0
              */
             clawed_back: number;
