@@ -1,9 +1,8 @@
 import { createUser } from '../factories/user.factory.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
 import { addMonths } from '../../src/modules/billing/jobs/allowance-months.js';
 import { AllowanceService } from '../../src/modules/billing/jobs/allowance.service.js';
-import { fixture } from '../contracts/contract-support.js';
+import { adjust, type AdjustmentAction, annualPeriod, paddleAdjustment, YEARLY } from '../support/annual.js';
 import {
   checkoutToken,
   deliver,
@@ -22,9 +21,6 @@ import { type ApiApp, TestEnv } from '../support/test-env.js';
 // through the receiver and a real worker; the job with a simulated clock. Rollover `full` (the default), so no
 // expiry row blurs the sums; PRO grants 1000 a month.
 
-/** Paddle's published annual plan (`Annual plan`, the subscription.trialing mock): billed every year. */
-type Published = { data: { billing_cycle: { interval: string; frequency: number } } };
-const YEARLY = fixture<Published>('paddle', 'node-sdk.subscription-trialing').data.billing_cycle;
 const PAID = 18_000;
 
 describe('allowance months of a refunded annual payment', () => {
@@ -61,37 +57,8 @@ describe('allowance months of a refunded annual payment', () => {
       orderBy: { createdAt: 'asc' },
     });
 
-  /**
-   * A PRO subscription on Paddle's yearly cycle, created `start`, with its first payment (of `total` minor
-   * units) recorded then.
-   */
-  async function annual(start = new Date(Date.now() - 86_400_000), total = PAID) {
-    const user = await createUser(api.prisma);
-    const subId = newSubId();
-    const created = subscriptionEvent({
-      type: 'subscription.created',
-      subId,
-      priceId: PRICE.PRO,
-      billingCycle: YEARLY,
-      token: checkoutToken(api, user, 'PRO'),
-      occurredAt: start,
-      periodStart: start,
-      periodEnd: addMonths(start, 12),
-    });
-    expect((await deliver(api, created)).outcome).toBe('processed');
-    const payment = transactionEvent({
-      subId,
-      origin: 'web',
-      priceId: PRICE.PRO,
-      total: String(total),
-      occurredAt: start,
-    });
-    expect((await deliver(api, payment)).outcome).toBe('processed');
-    const month = (index: number) => `allowance:${subId}:${start.toISOString()}:${index}`;
-    /** The job an hour after month `index`'s anniversary. */
-    const runAt = (index: number) => job().run(new Date(addMonths(start, index).getTime() + 3_600_000));
-    return { user, subId, start, txnId: payment.data.id, month, runAt };
-  }
+  /** A PRO subscription on Paddle's yearly cycle, created `start`, its first payment of `total` recorded. */
+  const annual = (start?: Date, total = PAID) => annualPeriod(api, { start, total });
 
   /**
    * The same subscription whose subscription.created is late: a subscription.updated created its row (no
@@ -135,36 +102,10 @@ describe('allowance months of a refunded annual payment', () => {
       .clawedBackCredits;
 
   /** Paddle's own adjustment.updated (paddle-node-sdk fixture) for `txnId`, approved. */
-  async function refund(
+  const refund = (
     sub: { subId: string; txnId: string },
-    input: {
-      type: 'full' | 'partial';
-      total: number;
-      action?: 'refund' | 'chargeback' | 'chargeback_reverse';
-    },
-  ) {
-    const event = fixture<{ event_id: string; occurred_at: string; data: Record<string, unknown> }>(
-      'paddle',
-      'node-sdk.adjustment-updated',
-    );
-    const adjId = `adj_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
-    event.event_id = newEventId();
-    event.occurred_at = new Date().toISOString();
-    Object.assign(event.data, {
-      id: adjId,
-      transaction_id: sub.txnId,
-      subscription_id: sub.subId,
-      customer_id: `ctm_${sub.subId}`,
-      action: input.action ?? 'refund',
-      type: input.type,
-      status: 'approved',
-      created_at: new Date(Date.now() - 60_000).toISOString(),
-      updated_at: new Date().toISOString(),
-    });
-    event.data.totals = { ...(event.data.totals as object), total: String(input.total) };
-    expect((await deliver(api, event)).outcome).toBe('processed');
-    return adjId;
-  }
+    input: { type: 'full' | 'partial'; total: number; action?: AdjustmentAction },
+  ) => adjust(api, sub, input);
 
   it('grants every month in full when nothing was refunded', async () => {
     const sub = await annual();
@@ -446,22 +387,83 @@ describe('allowance months of a refunded annual payment', () => {
     });
   });
 
-  it('grants the later months again once a chargeback is reversed; what was taken stays taken', async () => {
+  it('gives back what a won chargeback took, once, and grants the later months again', async () => {
     const sub = await annual();
     const chargeback = await refund(sub, { type: 'full', total: PAID, action: 'chargeback' });
     await sub.runAt(1);
     expect((await row(sub.month(1))).delta).toBe(0);
-    const reverse = await refund(sub, { type: 'full', total: PAID, action: 'chargeback_reverse' });
+    // The merchant won: under `full` the 1000 the claw-back took would all still be there.
+    const reverse = paddleAdjustment(sub, { type: 'full', total: PAID, action: 'chargeback_reverse' });
+    const reverseId = reverse.data.id as string;
+    expect((await deliver(api, reverse)).outcome).toBe('processed');
+    expect(await balance(sub.user.id)).toBe(1000);
     await sub.runAt(2);
     expect((await row(sub.month(2))).delta).toBe(1000);
     expect((await row(sub.month(2))).details).not.toHaveProperty('reason');
+    // Redelivered after the next month: nothing more.
+    expect((await deliver(api, { ...reverse, event_id: newEventId() })).outcome).toBe('processed');
     expect(await ledger(sub.user.id)).toEqual([
       `grant:first-period:${sub.subId}=1000`,
       `clawback:${chargeback}=-1000`,
       `grant:${sub.month(1)}=0`,
+      `clawback:${reverseId}=1000`,
       `grant:${sub.month(2)}=1000`,
     ]);
-    expect(await clawedBackCredits(reverse)).toBeNull();
+    const given = await api.prisma.creditTransaction.findUniqueOrThrow({
+      where: { jobId_kind: { jobId: reverseId, kind: 'clawback' } },
+    });
+    expect(given.details).toEqual({
+      adjustment_id: reverseId,
+      action: 'chargeback_reverse',
+      transaction_id: sub.txnId,
+      clawed_back: 1000,
+      purchased: 0,
+    });
+    const audits = await api.prisma.auditLog.findMany({
+      where: { action: 'credits.clawback_reversed', userId: sub.user.identityUserId },
+    });
+    expect(audits.map((a) => a.details)).toEqual([
+      {
+        event_id: reverse.event_id,
+        adjustment_id: reverseId,
+        transaction_id: sub.txnId,
+        action: 'chargeback_reverse',
+        amount: PAID,
+        credits: 1000,
+        withheld: 0,
+      },
+    ]);
+    expect(await clawedBackCredits(reverseId)).toBeNull();
+  });
+
+  it('gives nothing back for a won chargeback whose claw-back took nothing', async () => {
+    const sub = await annual();
+    const full = await refund(sub, { type: 'full', total: PAID });
+    const chargeback = await refund(sub, { type: 'full', total: PAID, action: 'chargeback' });
+    expect(await clawedBackCredits(chargeback)).toBe(0);
+    await refund(sub, { type: 'full', total: PAID, action: 'chargeback_reverse' });
+    expect(await ledger(sub.user.id)).toEqual([
+      `grant:first-period:${sub.subId}=1000`,
+      `clawback:${full}=-1000`,
+    ]);
+    expect(
+      await api.prisma.auditLog.count({
+        where: { action: 'credits.clawback_reversed', userId: sub.user.identityUserId },
+      }),
+    ).toBe(0);
+  });
+
+  it('takes a later refund of what a won chargeback gave back as of credits never taken', async () => {
+    const sub = await annual();
+    await refund(sub, { type: 'full', total: PAID, action: 'chargeback' });
+    await refund(sub, { type: 'full', total: PAID, action: 'chargeback_reverse' });
+    expect(await balance(sub.user.id)).toBe(1000);
+    // Half the payment: half of month 0, as if the chargeback had not been.
+    const partial = await refund(sub, { type: 'partial', total: 9000 });
+    expect(await clawedBackCredits(partial)).toBe(500);
+    await sub.runAt(1);
+    expect((await row(sub.month(1))).delta).toBe(500);
+    expect(await balance(sub.user.id)).toBe(1000);
   });
 
   // A payment that pays no period (an upgrade's proration, origin subscription_update) is never the period's

@@ -2111,7 +2111,7 @@ export interface components {
              */
             expired: number;
             /**
-             * @description Credits taken back after refunds and chargebacks
+             * @description Credits taken back after refunds and chargebacks, net of what won chargebacks gave back
              * @example 0
              */
             clawed_back: number;
@@ -2138,7 +2138,7 @@ export interface components {
              */
             expired: number;
             /**
-             * @description Credits taken back after refunds and chargebacks
+             * @description Credits taken back after refunds and chargebacks, net of what won chargebacks gave back
              * @example 0
              */
             clawed_back: number;

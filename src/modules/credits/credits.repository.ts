@@ -232,12 +232,43 @@ export class CreditsRepository {
     return rows.map((row) => row.job_id);
   }
 
-  /** Credits already clawed back for one billing transaction (earlier partial refunds). */
+  /**
+   * Credits already clawed back for one billing transaction (earlier partial refunds), net of what won
+   * chargebacks gave back (their `clawback` rows are positive).
+   */
   async clawedBackFor(db: Db, userId: string, transactionId: string): Promise<number> {
     const rows = await db.$queryRaw<{ sum: bigint | null }[]>`
       SELECT SUM(-delta)::bigint AS sum FROM credit_transactions
       WHERE user_id = ${userId}::uuid AND kind = 'clawback' AND details->>'transaction_id' = ${transactionId}`;
     return Number(rows[0]?.sum ?? 0);
+  }
+
+  /**
+   * What won chargebacks of one billing transaction gave back so far (its positive `clawback` rows): the
+   * credits, and the part of them given back as purchased credits (their details' `purchased`).
+   */
+  async restoredFor(
+    db: Db,
+    userId: string,
+    transactionId: string,
+  ): Promise<{ credits: number; purchased: number }> {
+    const rows = await db.$queryRaw<{ credits: bigint | null; purchased: bigint | null }[]>`
+      SELECT SUM(delta)::bigint AS credits,
+        SUM(CASE WHEN jsonb_typeof(details->'purchased') = 'number' THEN (details->>'purchased')::bigint END)::bigint
+          AS purchased
+      FROM credit_transactions
+      WHERE user_id = ${userId}::uuid AND kind = 'clawback' AND delta > 0
+        AND details->>'transaction_id' = ${transactionId}`;
+    return { credits: Number(rows[0]?.credits ?? 0), purchased: Number(rows[0]?.purchased ?? 0) };
+  }
+
+  /** Whether a rollover rule expired any of the user's plan credits after `after` (an `expiry` row since). */
+  async expiredSince(db: Db, userId: string, after: Date): Promise<boolean> {
+    const row = await db.creditTransaction.findFirst({
+      where: { userId, kind: 'expiry', createdAt: { gt: after } },
+      select: { id: true },
+    });
+    return row !== null;
   }
 
   /**

@@ -10,7 +10,8 @@ import { OutboxService } from '../../infra/queue/outbox.service.js';
 import { JOBS } from '../../infra/queue/queues.js';
 import { type CreditTransaction, Prisma } from '../../generated/prisma/client.js';
 import { type ApplyOutcome, CreditsRepository, type LedgerDetails } from './credits.repository.js';
-import { clawBackShare } from './clawback-share.js';
+import { clawBackShare, expiringClawBackShare } from './clawback-share.js';
+import { type ClawBackSplit, restorableOf, reversedShare, splitClawBack } from './clawback-restore.js';
 import { type CreditSummary, creditSummaryOf } from './credit-summary.js';
 import { FREE_TIER } from '../../config/project.config.js';
 import { expires, expiringCredits, parseRollover, type RolloverRule } from './rollover.js';
@@ -222,13 +223,6 @@ export class CreditsService {
     return { ...result, balance, expired };
   }
 
-  /** The rollover rule of an allowance: its tier's (recorded on its grant row), else `fallbackTier`'s. */
-  private async allowanceRule(tx: Tx, allowanceJobId: string, fallbackTier: string): Promise<RolloverRule> {
-    const grant = await this.ledger.findByJob(tx, allowanceJobId, CREDIT_KINDS.grant);
-    const tier = (grant?.details as { tier?: unknown } | null)?.tier;
-    return this.rolloverOf(typeof tier === 'string' ? tier : fallbackTier);
-  }
-
   /**
    * A metered call's reservation closed (settle or refund) after the plan allowance it was made under
    * (`reservedUnder`, recorded on its hold) was closed by the next one: the `returnedPlan` plan credits
@@ -348,6 +342,17 @@ export class CreditsService {
        * whole payment). Months reduced for more than that were reduced for this refund too (their `refunded`).
        */
       refundedBefore?: number;
+      /**
+       * Minor units of refunds the credits still left of the payment reflect: those clawed back before this
+       * one. With it, credits that expired after refunds were taken back count at their
+       * full-month value (expiringClawBackShare).
+       */
+      reflected?: number;
+      /**
+       * Record what the claw-back took by the credits it took them from (a chargeback's, which a won
+       * chargeback gives back: restoreClawBacks).
+       */
+      recordSplit?: boolean;
       details?: LedgerDetails;
     },
   ): Promise<{ userId: string; credits: number; applied: boolean } | null> {
@@ -385,16 +390,25 @@ export class CreditsService {
     // amount, and what they withheld as already taken back: a refund's share is of what the payment paid for,
     // and never takes again what a month never gave (decision "refunded annual period").
     const withheld = own.reduce((sum, r) => sum + withheldFrom(r, input.transactionId), 0);
-    const granted = Math.max(own.reduce((sum, r) => sum + r.delta, 0) + withheld, 0);
+    const expired = -own.filter((r) => r.kind === CREDIT_KINDS.expiry).reduce((sum, r) => sum + r.delta, 0);
+    const full =
+      own.filter((r) => r.kind !== CREDIT_KINDS.expiry).reduce((sum, r) => sum + r.delta, 0) + withheld;
+    const granted = Math.max(full - expired, 0);
     const already = (await this.ledger.clawedBackFor(tx, userId, input.transactionId)) + withheld;
     // The part of that which those months withheld for this refund itself (its claw-back comes after them,
     // e.g. it found nothing granted yet when it arrived) is its own share already taken.
-    const { share: refund, refundedBefore: before } = input;
+    const { share: refund, refundedBefore: before, reflected } = input;
     const withheldForThis =
       refund && before !== undefined
         ? own.reduce((sum, r) => sum + withheldFor(r, input.transactionId, before, refund.refunded), 0)
         : 0;
-    const share = clawBackShare(granted, input.share) - withheldForThis;
+    // Expired credits count at their full-month value, so what is left keeps what a month granted now keeps
+    // (decision "claw-back scope"); nothing expired or nothing taken back before: the share of `granted`.
+    const base =
+      refund && reflected !== undefined
+        ? expiringClawBackShare({ full, expired, left: granted - already, ...refund, reflected })
+        : clawBackShare(granted, input.share);
+    const share = base - withheldForThis;
     const amount = Math.max(0, Math.min(share, granted - already));
     if (amount === 0) {
       // A 0-credit row would say nothing and still show in the user's history as a claw-back.
@@ -407,19 +421,122 @@ export class CreditsService {
       }
       return { userId, credits: existing ? -existing.delta : 0, applied: false };
     }
+    const purchasedFirst = first.some((g) => g.kind === CREDIT_KINDS.purchase);
+    const state = input.recordSplit ? await this.ledger.planState(tx, userId) : null;
+    const split = state
+      ? splitClawBack(
+          { balance: state.balance, purchased: state.purchased, allowance: state.planPeriod },
+          amount,
+          purchasedFirst,
+        )
+      : null;
     const result = await this.clawBack(tx, {
       userId,
       amount,
       jobId: input.jobId,
-      purchasedFirst: first.some((g) => g.kind === CREDIT_KINDS.purchase),
+      purchasedFirst,
       details: {
         ...input.details,
         transaction_id: input.transactionId,
         granted,
         ...(withheld > 0 ? { withheld } : {}),
+        ...(split ?? {}),
       },
     });
     return { userId, credits: result.applied ? amount : -result.transaction.delta, applied: result.applied };
+  }
+
+  /**
+   * Gives back what the claw-backs `clawBackJobIds` (a transaction's chargebacks) took, once the merchant won
+   * them (approved `chargeback_reverse`s): what each took less the unspent plan credits the rollover rule
+   * would have expired since had they not been taken (restorableOf), the share `money` reversed of that
+   * (reversedShare), less what earlier won chargebacks of the transaction gave back. One positive `clawback`
+   * row keyed on `jobId` (the reverse's adjustment id): the claw-back undone, so the transaction's net
+   * claw-back is one sum (clawedBackFor). The purchased credits taken come back as purchased credits. null
+   * when no claw-back of these took anything; nothing due: no row (`applied: false`).
+   */
+  async restoreClawBacks(
+    tx: Tx,
+    input: {
+      jobId: string;
+      transactionId: string;
+      clawBackJobIds: string[];
+      /** Minor units the chargebacks took and those their approved reverses returned. */
+      money: { reversed: number; charged: number };
+      details?: LedgerDetails;
+    },
+  ): Promise<{ userId: string; credits: number; applied: boolean; expired: number } | null> {
+    const taken = (await this.ledger.rowsOf(tx, input.clawBackJobIds, [CREDIT_KINDS.clawback])).filter(
+      (r) => r.delta < 0,
+    );
+    if (taken.length === 0) return null;
+    const userId = taken[0].userId;
+    await this.ledger.lockUser(tx, userId);
+    const state = await this.ledger.planState(tx, userId);
+    let restorable = 0;
+    let expired = 0;
+    let purchased = 0;
+    for (const row of taken.filter((r) => r.userId === userId)) {
+      const split = splitOf(row);
+      const rule = split
+        ? await this.allowanceRule(tx, split.allowance)
+        : this.rolloverOf(state?.currentTier ?? FREE_TIER);
+      const current = (state?.planPeriod ?? null) === (split?.allowance ?? null);
+      const expiredSince =
+        rule.kind === 'cap' && !(split && current)
+          ? await this.ledger.expiredSince(tx, userId, row.createdAt)
+          : false;
+      const part = restorableOf({ taken: -row.delta, split, rule, current, expiredSince });
+      restorable += part.restorable;
+      expired += part.expired;
+      purchased += split?.purchased ?? 0;
+    }
+    const before = await this.ledger.restoredFor(tx, userId, input.transactionId);
+    const amount = Math.max(0, reversedShare(restorable, input.money) - before.credits);
+    if (amount === 0) {
+      const existing = await this.ledger.findByJob(tx, input.jobId, CREDIT_KINDS.clawback);
+      return { userId, credits: existing ? existing.delta : 0, applied: false, expired };
+    }
+    const purchasedShare = Math.min(
+      amount,
+      Math.max(0, reversedShare(purchased, input.money) - before.purchased),
+    );
+    const result = await this.grant(tx, {
+      userId,
+      amount,
+      jobId: input.jobId,
+      kind: CREDIT_KINDS.clawback,
+      purchasedShare,
+      details: {
+        ...input.details,
+        transaction_id: input.transactionId,
+        clawed_back: taken.reduce((sum, r) => sum + -r.delta, 0),
+        purchased: purchasedShare,
+        ...(expired > 0 ? { expired } : {}),
+      },
+    });
+    return {
+      userId,
+      credits: result.applied ? amount : result.transaction.delta,
+      applied: result.applied,
+      expired,
+    };
+  }
+
+  /**
+   * The rollover rule of the plan allowance `jobId` (its grant's tier, recorded on its grant row; else
+   * `fallbackTier`'s): the rule its unspent credits lived under. Plan credits of no allowance (null) are
+   * never closed by one: `full`.
+   */
+  private async allowanceRule(
+    db: Db,
+    jobId: string | null,
+    fallbackTier: string = FREE_TIER,
+  ): Promise<RolloverRule> {
+    if (!jobId) return { kind: 'full' };
+    const grant = await this.ledger.findByJob(db, jobId, CREDIT_KINDS.grant);
+    const tier = (grant?.details as { tier?: unknown } | null)?.tier;
+    return this.rolloverOf(typeof tier === 'string' ? tier : fallbackTier);
   }
 
   /** The allowance grants (`allowance:<subscription>:...` job ids) a user has of one subscription. */
@@ -655,4 +772,23 @@ function reductionOf(
   const withheld = count(details.withheld);
   if (!withheld) return null;
   return { withheld, refunded: count(details.refunded), paid: count(details.paid) };
+}
+
+/** What a claw-back row records of the credits it took (recordSplit); null for rows without it. */
+function splitOf(row: CreditTransaction): ClawBackSplit | null {
+  const details = row.details as {
+    unspent?: unknown;
+    purchased?: unknown;
+    allowance?: unknown;
+    left?: unknown;
+  } | null;
+  const count = (value: unknown) => (typeof value === 'number' && Number.isInteger(value) ? value : null);
+  const unspent = count(details?.unspent);
+  if (unspent === null) return null;
+  return {
+    unspent,
+    purchased: count(details?.purchased) ?? 0,
+    allowance: typeof details?.allowance === 'string' ? details.allowance : null,
+    left: count(details?.left) ?? 0,
+  };
 }

@@ -28,8 +28,10 @@ import { PARKED_REASON, WebhookInboxRepository } from '../../webhooks/webhook-in
 /** Paddle's origin of a transaction that renews a subscription (as opposed to the first payment or a proration). */
 const RENEWAL_ORIGIN = 'subscription_recurring';
 
+const CHARGEBACK = 'chargeback';
+
 /** Adjustment actions that take a payment back, and so the credits it granted (issue 18 item 4). */
-const CLAWBACK_ACTIONS = new Set(['refund', 'chargeback']);
+const CLAWBACK_ACTIONS = new Set(['refund', CHARGEBACK]);
 
 /** A chargeback the merchant won: the money of a chargeback came back (decision "refunded annual period"). */
 const CHARGEBACK_REVERSE = 'chargeback_reverse';
@@ -404,32 +406,89 @@ export class PaymentsService {
         : undefined,
       // Minor units, not their float ratio: the share is computed exactly (see clawBackShare).
       share: refund.full ? null : { refunded: refund.total, paid: payment.amountTotal },
-      // What earlier claw-backs account for of the months reduced for refunds (a subscription's months only).
-      refundedBefore:
-        subscriptionId && !refund.full
-          ? await this.refundedBefore(tx, transactionId, refund.adjustmentId, payment.amountTotal)
-          : undefined,
+      // What earlier claw-backs account for of the months reduced for refunds (a subscription's months only),
+      // and what the credits left reflect (expired credits at their full-month value).
+      ...(subscriptionId && !refund.full
+        ? await this.refundsBefore(tx, transactionId, refund.adjustmentId, payment.amountTotal)
+        : {}),
+      // A chargeback's may be given back when the merchant wins it: what it took from which credits.
+      recordSplit: refund.action === CHARGEBACK,
       details: { adjustment_id: refund.adjustmentId, action: refund.action },
     });
     if (!clawed) return null;
     await this.payments.recordClawBack(tx, recordId, clawed.credits);
-    if (!clawed.applied) return clawed;
+    if (clawed.applied) {
+      await this.audit.record(tx, {
+        actor: event.actor ?? webhookActor('billing'),
+        action: 'credits.clawed_back',
+        userId: await this.identityOf(tx, clawed.userId),
+        resourceType: 'billing_adjustment',
+        resourceId: recordId,
+        details: {
+          event_id: event.eventId,
+          adjustment_id: refund.adjustmentId,
+          transaction_id: transactionId,
+          action: refund.action,
+          amount: refund.total,
+          credits: clawed.credits,
+        },
+      });
+    }
+    // A chargeback the merchant already won (its reverse recorded first) gives back what it just took.
+    if (refund.action === CHARGEBACK) await this.restoreChargebacks(tx, event, transactionId);
+    return clawed;
+  }
+
+  /**
+   * A chargeback the merchant won gives back what its claw-back took (decision "a chargeback the merchant
+   * won", docs/decisions/billing.md): once an approved `chargeback_reverse` of `transactionId` is recorded and
+   * the claw-back of a chargeback of it has run, whichever comes second (both hold the transaction's claw-back
+   * lock). The credits are the chargebacks' claw-backs less what the rollover rule would have expired of them,
+   * in the share the reverses returned of what the chargebacks did (CreditsService.restoreClawBacks); one
+   * ledger row keyed on the first approved reverse that has none yet, so a redelivery gives nothing twice.
+   */
+  private async restoreChargebacks(tx: Tx, event: BillingEvent, transactionId: string): Promise<void> {
+    const adjustments = await this.payments.approvedAdjustmentsOf(tx, transactionId, [
+      CHARGEBACK,
+      CHARGEBACK_REVERSE,
+    ]);
+    const reverses = adjustments.filter((a) => a.action === CHARGEBACK_REVERSE);
+    const chargebacks = adjustments.filter((a) => a.action === CHARGEBACK);
+    if (reverses.length === 0 || chargebacks.length === 0) return;
+    const payment = await this.payments.findPayment(tx, transactionId);
+    if (!payment) return;
+    const done = await this.credits.clawBacksOf(
+      tx,
+      reverses.map((r) => r.providerAdjustmentId),
+    );
+    const reverse = reverses.find((r) => !done.has(r.providerAdjustmentId));
+    if (!reverse) return;
+    const sum = (list: typeof adjustments) =>
+      list.reduce((total, a) => total + returnedBy(a, payment.amountTotal), 0);
+    const restored = await this.credits.restoreClawBacks(tx, {
+      jobId: reverse.providerAdjustmentId,
+      transactionId,
+      clawBackJobIds: chargebacks.map((c) => c.providerAdjustmentId),
+      money: { reversed: sum(reverses), charged: sum(chargebacks) },
+      details: { adjustment_id: reverse.providerAdjustmentId, action: CHARGEBACK_REVERSE },
+    });
+    if (!restored?.applied) return;
     await this.audit.record(tx, {
       actor: event.actor ?? webhookActor('billing'),
-      action: 'credits.clawed_back',
-      userId: await this.identityOf(tx, clawed.userId),
+      action: 'credits.clawback_reversed',
+      userId: await this.identityOf(tx, restored.userId),
       resourceType: 'billing_adjustment',
-      resourceId: recordId,
+      resourceId: reverse.id,
       details: {
         event_id: event.eventId,
-        adjustment_id: refund.adjustmentId,
+        adjustment_id: reverse.providerAdjustmentId,
         transaction_id: transactionId,
-        action: refund.action,
-        amount: refund.total,
-        credits: clawed.credits,
+        action: CHARGEBACK_REVERSE,
+        amount: reverse.amountTotal,
+        credits: restored.credits,
+        withheld: restored.expired,
       },
     });
-    return clawed;
   }
 
   /**
@@ -437,18 +496,35 @@ export class PaymentsService {
    * claw-back already ran (`clawed_back_credits` set, or for a row from before the column its ledger row),
    * whatever their status now; a `full` one counts as the whole payment. A month the allowance job reduced
    * for more than this was reduced for the refund now clawed back too (CreditsService.clawBackGrants).
+   * `reflected`: the refunds the credits still left of the payment reflect: the same less what approved
+   * `chargeback_reverse`s returned (at most what those chargebacks did), at most the payment.
    */
-  private async refundedBefore(tx: Tx, transactionId: string, adjustmentId: string, paid: number) {
-    const others = (await this.payments.adjustmentsOf(tx, transactionId, [...CLAWBACK_ACTIONS])).filter(
-      (a) => a.providerAdjustmentId !== adjustmentId,
+  private async refundsBefore(
+    tx: Tx,
+    transactionId: string,
+    adjustmentId: string,
+    paid: number,
+  ): Promise<{ refundedBefore: number; reflected: number }> {
+    const adjustments = await this.payments.adjustmentsOf(tx, transactionId, [
+      ...CLAWBACK_ACTIONS,
+      CHARGEBACK_REVERSE,
+    ]);
+    const others = adjustments.filter(
+      (a) => CLAWBACK_ACTIONS.has(a.action) && a.providerAdjustmentId !== adjustmentId,
     );
     const recorded = await this.credits.clawBacksOf(
       tx,
       others.filter((a) => a.clawedBackCredits === null).map((a) => a.providerAdjustmentId),
     );
-    return others
-      .filter((a) => a.clawedBackCredits !== null || recorded.has(a.providerAdjustmentId))
-      .reduce((sum, a) => sum + returnedBy(a, paid), 0);
+    const ran = others.filter((a) => a.clawedBackCredits !== null || recorded.has(a.providerAdjustmentId));
+    const sum = (list: typeof adjustments) => list.reduce((total, a) => total + returnedBy(a, paid), 0);
+    const refundedBefore = sum(ran);
+    // A won chargeback gave back what its claw-back took: the credits left no longer reflect it.
+    const won = Math.min(
+      sum(adjustments.filter((a) => a.action === CHARGEBACK_REVERSE && a.status === 'approved')),
+      sum(ran.filter((a) => a.action === CHARGEBACK)),
+    );
+    return { refundedBefore, reflected: Math.min(Math.max(refundedBefore - won, 0), paid) };
   }
 
   /**
@@ -556,9 +632,11 @@ export class PaymentsService {
     // The transaction an approved refund or chargeback takes credits back from, locked before anything is read.
     const clawedBack =
       data.status === 'approved' && CLAWBACK_ACTIONS.has(data.action) ? data.transaction_id : null;
-    const lockedSubscriptionId = clawedBack
-      ? await this.lockForClawBack(tx, clawedBack, data.subscription_id)
-      : null;
+    // A won chargeback gives credits back: the same locks, before anything is read.
+    const restored =
+      data.status === 'approved' && data.action === CHARGEBACK_REVERSE ? data.transaction_id : null;
+    const locked = clawedBack ?? restored;
+    const lockedSubscriptionId = locked ? await this.lockForClawBack(tx, locked, data.subscription_id) : null;
     const subscription = data.subscription_id
       ? await this.subscriptions.findByProviderId(tx, data.subscription_id)
       : null;
@@ -611,6 +689,7 @@ export class PaymentsService {
       };
       await this.clawBack(tx, event, refund, record.id, lockedSubscriptionId);
     }
+    if (record.applied && restored) await this.restoreChargebacks(tx, event, restored);
     return record.applied ? { status: 'processed' } : { status: 'skipped', reason: 'stale_event' };
   }
 

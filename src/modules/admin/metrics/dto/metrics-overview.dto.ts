@@ -105,7 +105,10 @@ export class CreditTotalsDto {
   @ApiInt({ description: 'Plan credits expired by a rollover rule', example: 300 })
   expired!: number;
 
-  @ApiInt({ description: 'Credits taken back after refunds and chargebacks', example: 0 })
+  @ApiInt({
+    description: 'Credits taken back after refunds and chargebacks, net of what won chargebacks gave back',
+    example: 0,
+  })
   clawed_back!: number;
 }
 
