@@ -60,19 +60,30 @@ describe('UnsubscribeTokens', () => {
     }
   });
 
-  it('gives a confirmation link its issue time: the signed one, else its expiry less the 7 days of old links', () => {
+  it('gives a confirmation link its issue time: its expiry less the 7 days, in the payload the last release reads', () => {
     const id = randomUUID();
     const asked = new Date(now.getTime() - 3_600_000);
     const url = new URL(tokens.confirmUrl(id, now, asked));
     const token = url.searchParams.get('t')!;
     expect(tokens.confirmation(token, now)).toEqual({ userId: id, issuedAt: asked });
     expect(tokens.verify(token, 'confirm', now)).toBe(id);
-    // The request's clock may be ahead of the signer's: kept, but never past the expiry (it must verify).
+    // Only {u, p, e}: the previous release refuses any other member (a rolling deploy, a rollback).
+    expect(Object.keys(JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString()))).toEqual([
+      'u',
+      'p',
+      'e',
+    ]);
+    // The request's clock may be ahead of the signer's: kept, within a day.
     const ahead = new URL(tokens.confirmUrl(id, now, new Date(now.getTime() + 50))).searchParams.get('t')!;
     expect(tokens.confirmation(ahead, now)?.issuedAt).toEqual(new Date(now.getTime() + 50));
     const beyond = new URL(tokens.confirmUrl(id, now, new Date(1e15))).searchParams.get('t')!;
-    expect(tokens.confirmation(beyond, now)?.issuedAt).toEqual(new Date(now.getTime() + 7 * 86_400_000));
-    // A link from before `i` existed: `{u, p, e}`, valid 7 days from its sending.
+    expect(tokens.confirmation(beyond, now)?.issuedAt).toEqual(new Date(now.getTime() + 86_400_000));
+    // A job sent days late: issued at most 6 days before its sending, so the link is valid a day at least.
+    const late = new URL(
+      tokens.confirmUrl(id, now, new Date(now.getTime() - 30 * 86_400_000)),
+    ).searchParams.get('t')!;
+    expect(tokens.confirmation(late, now)?.issuedAt).toEqual(new Date(now.getTime() - 6 * 86_400_000));
+    // A link from before the rule: `{u, p, e}`, valid 7 days from its sending.
     const legacy = signed({ u: id, p: 'confirm', e: now.getTime() + 7 * 86_400_000 });
     expect(tokens.confirmation(legacy, now)).toEqual({ userId: id, issuedAt: now });
     expect(tokens.confirmation(legacy, new Date(now.getTime() + 7 * 86_400_000))).toBeNull();

@@ -12,15 +12,19 @@ const PURPOSES: readonly string[] = ['marketing', 'confirm'] satisfies Unsubscri
 /** The latest instant a Date can hold (epoch ms). */
 const MAX_DATE_MS = 8.64e15;
 
-/** How long a double opt-in link stays valid. */
+/**
+ * How long a double opt-in link stays valid after its issue time, and so how its issue time is read back:
+ * its expiry less this (the token carries no issue time of its own, so that links stay readable by the
+ * previous release during a rolling deploy or after a rollback). Changing it moves the issue time of the
+ * links already in mailboxes: a change needs the issue time signed first, in a release of its own.
+ */
 export const CONFIRM_TOKEN_TTL_MS = 7 * 86_400_000;
 
 /**
- * The validity of the confirmation links signed before they carried their issue time (`i`): every one
- * was valid 7 days, so such a link was issued at its expiry less this. Fixed, whatever CONFIRM_TOKEN_TTL_MS
- * becomes: it describes links already in mailboxes.
+ * How far a request's clock may run ahead of the signer's, and the least validity a link sent late keeps
+ * (a job delayed by days is issued at most this before the end of its 7 days).
  */
-const LEGACY_CONFIRM_TTL_MS = 7 * 86_400_000;
+const CONFIRM_CLOCK_SLACK_MS = 86_400_000;
 
 /** An authentic, unexpired confirmation link: whom it names and when it was issued. */
 export interface ConfirmationClaims {
@@ -30,8 +34,8 @@ export interface ConfirmationClaims {
 
 /**
  * HMAC-SHA256 tokens keyed by EMAIL_UNSUBSCRIBE_SECRET: `<payload>.<mac>`, both base64url, payload
- * `{u: user id, p: purpose, e?: expiry in epoch ms, i?: issue time in epoch ms}` (`e` and `i` on
- * confirmation links only; links signed before `i` existed have none). The token is the only
+ * `{u: user id, p: purpose, e?: expiry in epoch ms}` (`e` on confirmation links only, which were issued
+ * CONFIRM_TOKEN_TTL_MS before it). The token is the only
  * authentication of the unsubscribe and confirm routes; the purpose is signed, so one link cannot serve as
  * the other.
  */
@@ -39,13 +43,8 @@ export interface ConfirmationClaims {
 export class UnsubscribeTokens {
   constructor(private readonly config: AppConfig) {}
 
-  sign(userId: string, purpose: UnsubscribePurpose = 'marketing', expiresAt?: Date, issuedAt?: Date): string {
-    const body = {
-      u: userId,
-      p: purpose,
-      ...(expiresAt ? { e: expiresAt.getTime() } : {}),
-      ...(issuedAt ? { i: issuedAt.getTime() } : {}),
-    };
+  sign(userId: string, purpose: UnsubscribePurpose = 'marketing', expiresAt?: Date): string {
+    const body = { u: userId, p: purpose, ...(expiresAt ? { e: expiresAt.getTime() } : {}) };
     const payload = Buffer.from(JSON.stringify(body)).toString('base64url');
     return `${payload}.${this.mac(payload)}`;
   }
@@ -59,13 +58,13 @@ export class UnsubscribeTokens {
   }
 
   /**
-   * An authentic, unexpired confirmation token's user id and issue time, else null. The issue time is the
-   * signed `i`; a link signed before `i` existed was issued LEGACY_CONFIRM_TTL_MS before its expiry.
+   * An authentic, unexpired confirmation token's user id and issue time (its expiry less
+   * CONFIRM_TOKEN_TTL_MS), else null.
    */
   confirmation(token: string, now = new Date()): ConfirmationClaims | null {
     const body = this.claims(token, 'confirm', now);
     if (!body) return null;
-    return { userId: body.u, issuedAt: new Date(body.i ?? body.e! - LEGACY_CONFIRM_TTL_MS) };
+    return { userId: body.u, issuedAt: new Date(body.e! - CONFIRM_TOKEN_TTL_MS) };
   }
 
   private claims(token: string, purpose: UnsubscribePurpose, now: Date): Claims | null {
@@ -93,15 +92,17 @@ export class UnsubscribeTokens {
   }
 
   /**
-   * The double opt-in link of the confirm_subscription e-mail, valid CONFIRM_TOKEN_TTL_MS from `now`. Its
-   * issue time is when the user asked for it (`requestedAt`, by the API's clock: not moved to this one's,
-   * only kept within the expiry so the link verifies): a consent withdrawn after that request voids the
-   * link (SubscriptionConfirmService).
+   * The double opt-in link of the confirm_subscription e-mail, issued when the user asked for it
+   * (`requestedAt`, by the API's clock, within CONFIRM_CLOCK_SLACK_MS of this one's either way) and valid
+   * CONFIRM_TOKEN_TTL_MS from then: a consent withdrawn after that request voids the link
+   * (SubscriptionConfirmService).
    */
   confirmUrl(userId: string, now = new Date(), requestedAt: Date = now): string {
-    const expiresAt = new Date(now.getTime() + CONFIRM_TOKEN_TTL_MS);
-    const issuedAt = new Date(Math.min(requestedAt.getTime(), expiresAt.getTime()));
-    const token = this.sign(userId, 'confirm', expiresAt, issuedAt);
+    const issuedAt = Math.min(
+      Math.max(requestedAt.getTime(), now.getTime() - CONFIRM_TOKEN_TTL_MS + CONFIRM_CLOCK_SLACK_MS),
+      now.getTime() + CONFIRM_CLOCK_SLACK_MS,
+    );
+    const token = this.sign(userId, 'confirm', new Date(issuedAt + CONFIRM_TOKEN_TTL_MS));
     return `${this.config.email.publicBaseUrl}/api/v1/email/confirm?t=${token}`;
   }
 
@@ -115,7 +116,6 @@ interface Claims {
   u: string;
   p: UnsubscribePurpose;
   e?: number;
-  i?: number;
 }
 
 /**
@@ -126,29 +126,11 @@ interface Claims {
 function claimsOf(payload: string): Claims | null {
   const body = base64urlJsonObject(payload);
   if (!body) return null;
-  const { u, p, e, i, ...rest } = body;
+  const { u, p, e, ...rest } = body;
   if (Object.keys(rest).length > 0 || !isUuid(u)) return null;
   if (typeof p !== 'string' || !PURPOSES.includes(p)) return null;
   if (e !== undefined && !(Number.isSafeInteger(e) && (e as number) > 0 && (e as number) <= MAX_DATE_MS)) {
     return null;
   }
-  // The issue time: a confirmation link's, with its expiry, not after it.
-  if (
-    i !== undefined &&
-    !(
-      p === 'confirm' &&
-      e !== undefined &&
-      Number.isSafeInteger(i) &&
-      (i as number) > 0 &&
-      (i as number) <= (e as number)
-    )
-  ) {
-    return null;
-  }
-  return {
-    u,
-    p: p as UnsubscribePurpose,
-    ...(e !== undefined ? { e: e as number } : {}),
-    ...(i !== undefined ? { i: i as number } : {}),
-  };
+  return { u, p: p as UnsubscribePurpose, ...(e !== undefined ? { e: e as number } : {}) };
 }
