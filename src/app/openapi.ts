@@ -58,7 +58,8 @@ deflate or br 415 \`unsupported_media_type\`, on any route that reads one; those
 operation.
 
 **Rate limits**: writes are limited per user (120 a minute, bursts of 30), unauthenticated requests per
-client address (60 a minute) and the e-mail links per user their token names (20 a minute); a 429 carries \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`,
+client address (60 a minute) and the e-mail links per user their token names (20 a minute; a valid one-click
+unsubscribe POST is never refused); a 429 carries \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`,
 \`RateLimit-Reset\`. Metered completions send the \`RateLimit-*\` headers on every answer.
 
 **Retries**: \`POST /api/v1/ai/completions\` takes an \`Idempotency-Key\` header; a retry with the same key and body

@@ -435,6 +435,28 @@ describe('admin broadcasts: API, 409 rule, dispatch to a mixed audience, retries
     expect(fake.deliveries.map((d) => d.to).sort()).toEqual([patched.email, legacy.email].sort());
   });
 
+  it('reaches rows stored with an alias before when the audience names its replacement', async () => {
+    await onlyNew();
+    // Stored before aliases were replaced: the deprecated codes, with and without a region.
+    const legacy = await Promise.all(
+      ['iw', 'iw-IL', 'heb'].map((locale, i) =>
+        createMember(api.prisma, `loc-he-legacy-${i}`, { consent: true, locale }),
+      ),
+    );
+    const current = await createMember(api.prisma, 'loc-he', { consent: true, locale: 'he-IL' });
+    await createMember(api.prisma, 'loc-he-yi', { consent: true, locale: 'ji' });
+    // A replacement of several subtags (sh -> sr-Latn) keeps the alias's rows under the script too.
+    const serbian = await createMember(api.prisma, 'loc-sh-legacy', { consent: true, locale: 'sh-RS' });
+    await createMember(api.prisma, 'loc-sr-cyrl', { consent: true, locale: 'sr-Cyrl' });
+
+    const run = await create({ template_key: 'newsletter', audience: { locales: ['he', 'sr-Latn'] } });
+    expect(run.body.audience).toEqual({ locales: ['he', 'sr-latn'] });
+    expect((await finished(run.body.id)).sentCount).toBe(5);
+    expect(fake.deliveries.map((d) => d.to).sort()).toEqual(
+      [...legacy, current, serbian].map((m) => m.email).sort(),
+    );
+  });
+
   it('retries a failing batch with the same idempotency key and isolates a permanently rejected recipient', async () => {
     await onlyNew();
     const members = await createAudience(api.prisma, 'retry', 5, { consent: true, tier: 'TEAM' });

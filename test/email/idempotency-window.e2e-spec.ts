@@ -5,6 +5,7 @@ import { BroadcastDispatcher } from '../../src/modules/broadcasts/broadcast-disp
 import { DispatchInterrupted } from '../../src/modules/broadcasts/broadcast-sender.js';
 import { EmailService } from '../../src/modules/email/email.service.js';
 import { EmailSendBudget } from '../../src/modules/email/send-budget.js';
+import { RedisService } from '../../src/infra/redis/redis.service.js';
 import { createAudience, createMember } from '../factories/audience.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { signupDay } from '../support/broadcast-runs.js';
@@ -100,6 +101,36 @@ describe('e-mail idempotency window: no resend under a key the provider has forg
     expect(fake.deliveredTo(user.email)).toHaveLength(1);
     expect(outcome).toMatchObject({ status: 'failed' });
     expect(outcome.reason).toMatch(/idempotency window/);
+  });
+
+  it('keeps the time of the first request as long as the count, and reads a count without it as past the window', async () => {
+    const user = await createMember(api.prisma, 'window-expiry', { consent: true });
+    const redis = worker.get(RedisService);
+    const idempotencyKey = `expiry-${user.id}`;
+    const countKey = redis.key('email', 'requests', idempotencyKey);
+    const firstKey = redis.key('email', 'first-request', idempotencyKey);
+    const expiries = async () => {
+      const replies = await redis.client.multi().pexpiretime(countKey).pexpiretime(firstKey).exec();
+      return replies!.map(([, at]) => Number(at));
+    };
+    // Two requests whose answers were lost, a moment apart (two job attempts).
+    await budget.count(idempotencyKey);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await budget.count(idempotencyKey);
+    // The later request moved the count's expiry: the first request's time expires with it, not before.
+    const [countExpiry, firstExpiry] = await expiries();
+    expect(firstExpiry).toBeGreaterThanOrEqual(countExpiry);
+
+    // A count whose first time is gone (expired before it under the earlier rule) is not a fresh budget:
+    // when that request was made is unknown, so it may be past the provider's window.
+    await redis.client.del(firstKey);
+    expect(await budget.state(idempotencyKey)).toMatchObject({ used: 2, left: 0 });
+    const outcome = await worker
+      .get(EmailService)
+      .sendTemplate({ userId: user.id, templateKey: 'welcome', idempotencyKey });
+    expect(outcome).toMatchObject({ status: 'failed' });
+    expect(outcome.reason).toMatch(/idempotency window/);
+    expect(fake.requests).toHaveLength(0);
   });
 
   it('still sends, past the window, an e-mail that never made a request', async () => {

@@ -494,23 +494,34 @@ describe('API4 key-count bound, capped validation errors and the general rate li
         );
       }
       expect(statuses).toEqual(Array(EMAIL_LINK_LIMIT.perUser).fill(200));
-      const over = await limited.http
-        .post(link('marketing', victim.user.id))
-        .type('form')
-        .set(from('198.51.100.200'))
-        .send('List-Unsubscribe=One-Click');
+      const over = await limited.http.get(link('marketing', victim.user.id)).set(from('198.51.100.200'));
       expect429(over);
       expect(Number(over.headers['retry-after'])).toBeLessThanOrEqual(EMAIL_LINK_LIMIT.windowSeconds);
       expect(over.headers['ratelimit-limit']).toBe(String(EMAIL_LINK_LIMIT.perUser));
-      // Refused before the route ran: still subscribed, nothing audited.
-      const after = await limited.prisma.user.findUniqueOrThrow({ where: { id: victim.user.id } });
-      expect(after.marketingConsentGiven).toBe(true);
-      expect(
-        await limited.prisma.auditLog.count({ where: { action: 'email.unsubscribed', userId: victim.sub } }),
-      ).toBe(0);
-      // One budget per user for both links and every method.
+      // One budget per user for both links' pages and the confirmation.
       expect429(await limited.http.get(link('confirm', victim.user.id)).set(from('198.51.100.201')));
       expect429(await limited.http.post(link('confirm', victim.user.id)).set(from('198.51.100.202')));
+      // The person's own one-click unsubscribe after the link scanners (or a replay) used the budget up: a
+      // withdrawal is never refused (RFC 8058; it is idempotent, so a replay changes nothing more).
+      for (let i = 0; i < 3; i += 1) {
+        const oneClick = await limited.http
+          .post(link('marketing', victim.user.id))
+          .type('form')
+          .set(from('198.51.100.203'))
+          .send('List-Unsubscribe=One-Click');
+        expect({ status: oneClick.status, body: oneClick.body }).toEqual({
+          status: 200,
+          body: { unsubscribed: true },
+        });
+      }
+      const after = await limited.prisma.user.findUniqueOrThrow({ where: { id: victim.user.id } });
+      expect(after.marketingConsentGiven).toBe(false);
+      expect(
+        await limited.prisma.auditLog.count({ where: { action: 'email.unsubscribed', userId: victim.sub } }),
+      ).toBe(1);
+      // Still refused: the pages and the confirmation keep their bound.
+      expect429(await limited.http.get(link('marketing', victim.user.id)).set(from('198.51.100.204')));
+      expect429(await limited.http.post(link('confirm', victim.user.id)).set(from('198.51.100.204')));
       // Another user's links are served, from the same addresses.
       const other = await world.user('other-link');
       expect(

@@ -2,7 +2,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import type { INestApplication } from '@nestjs/common';
 import { QueueService } from '../../src/infra/queue/queue.service.js';
 import { JOBS } from '../../src/infra/queue/queues.js';
-import { SCRUB_BILLING_ARCHIVE_SQL } from '../../src/modules/webhooks/webhook-inbox.repository.js';
+import {
+  PARKED_REASON,
+  SCRUB_BILLING_ARCHIVE_SQL,
+} from '../../src/modules/webhooks/webhook-inbox.repository.js';
 import { AccountDeletionService } from '../../src/modules/users/account-deletion.service.js';
 import type { FakeBillingApi } from '../fakes/billing-api.js';
 import { createUser } from '../factories/user.factory.js';
@@ -12,6 +15,7 @@ import {
   deliver,
   newSubId,
   PRICE,
+  send,
   subscriptionEvent,
 } from '../support/billing.js';
 import type { ApiApp, TestEnv } from '../support/test-env.js';
@@ -25,6 +29,7 @@ import {
   withCheckoutToken,
 } from '../contracts/contract-support.js';
 import { waitFor } from '../support/wait.js';
+import { settled } from '../support/webhooks.js';
 
 const DAY_MS = 86_400_000;
 type PaddleEvent = { event_id: string; event_type: string; occurred_at: string; data: Json };
@@ -190,6 +195,77 @@ describe('account erasure against concurrent writers', () => {
       // The kept customer's rows are untouched, also by the erasure of the account that shared it.
       expect(await Promise.all(ofKept.events.map((e) => archived(e.event_id)))).toEqual(keptBefore);
     });
+
+    it("leaves the events still to be applied of the erased user's customer: another account may be paying through it", async () => {
+      // The erased person signed up again with the same address; Paddle reuses their customer for it.
+      const erased = await createUser(api.prisma);
+      const again = await createUser(api.prisma);
+      const suffix = newSuffix();
+      const PUBLISHED_SUB = 'sub_01h7ht5z5wdg9pz18jx1fagp8k';
+      const SUBSCRIPTION_CUSTOMER = 'ctm_01h7hswb86rtps5ggbq7ybydcw';
+      const customerId = `${SUBSCRIPTION_CUSTOMER}${suffix}`;
+      const story = (name: string, ids: Record<string, string> = {}) =>
+        rebase(fixture<PaddleEvent>('paddle', `node-sdk.${name}`), {
+          suffix,
+          shiftMs: shiftTo('2023-08-18T10:46:18.792661Z', 3_600_000),
+          ids: { ctm_01h8441jn5pcwrfhwh78jqt8hk: SUBSCRIPTION_CUSTOMER, ...ids },
+        });
+      // The erased user's own notification, applied long ago.
+      const own = story('customer-created');
+      expect((await deliver(api, own)).status).toBe(200);
+      // The new account's subscription: an update that arrived before its created is parked until then.
+      const parked = story('subscription-updated');
+      expect((await deliver(api, parked)).outcome).toBe('skipped');
+      expect(await archived(parked.event_id)).toMatchObject({ error: 'unknown_subscription' });
+      // A second checkout of the new account names a price not configured yet: FAILED, re-applied later.
+      const failed = withCheckoutToken(
+        story('subscription-created', {
+          [PUBLISHED_SUB]: 'sub_01h7ht5z5wdg9pz18jx1fagp8m',
+          evt_01h7ht60jy5hpdv5x8tfsaxje4: 'evt_01h7ht60jy5hpdv5x8tfsaxje5',
+          ntf_01h7ht60n4grsa2a5ddd54h1j0: 'ntf_01h7ht60n4grsa2a5ddd54h1j1',
+          pri_01gsz8x8sawmvhz1pv30nge1ke: 'pri_01gsz8x8sawmvhz1pv30nge1kz',
+        }),
+        checkoutToken(api, again),
+      );
+      expect((await deliver(api, failed)).outcome).toBe('failed');
+      expect((await archived(failed.event_id)).retryAt).not.toBeNull();
+      await api.prisma.user.update({
+        where: { id: erased.id },
+        data: { billingCustomerId: customerId, deletedAt: new Date(Date.now() - 31 * DAY_MS) },
+      });
+      const created = withCheckoutToken(story('subscription-created'), checkoutToken(api, again));
+
+      const queue = api.app.get(QueueService).queue(JOBS.applyWebhooks.queue);
+      await queue.pause();
+      try {
+        // Paid, accepted, not applied yet when the nightly erasure runs.
+        expect((await send(api, created)).body).toMatchObject({ status: 'accepted' });
+        await hardDeleted([erased.id]);
+        expect((await archived(own.event_id)).payload).toEqual({ redacted: true, type: 'customer.created' });
+        for (const [event, status] of [
+          [created, 'RECEIVED'],
+          [failed, 'FAILED'],
+          [parked, 'SKIPPED'],
+        ] as const) {
+          const row = await archived(event.event_id);
+          expect({ id: event.event_id, status: row.status, payload: row.payload }).toEqual({
+            id: event.event_id,
+            status,
+            payload: event,
+          });
+        }
+      } finally {
+        await queue.resume();
+      }
+
+      // The new account gets what it paid for, and the parked update is applied after its created.
+      expect(await settled(api, 'billing', created.event_id)).toMatchObject({ status: 'PROCESSED' });
+      const subscription = await api.prisma.subscription.findUniqueOrThrow({
+        where: { providerSubscriptionId: `${PUBLISHED_SUB}${suffix}` },
+      });
+      expect(subscription).toMatchObject({ userId: again.id, providerCustomerId: customerId, tier: 'PRO' });
+      expect(await archived(parked.event_id)).toMatchObject({ status: 'PROCESSED', error: null });
+    });
   });
 
   it('finds the billing archive rows to scrub through the customer index, not a scan of every billing row', async () => {
@@ -205,7 +281,7 @@ describe('account erasure against concurrent writers', () => {
       await api.prisma.$executeRaw`ANALYZE webhook_events`;
       const { rows } = await api.prisma.pool.query<{ 'QUERY PLAN': string }>(
         `EXPLAIN ${SCRUB_BILLING_ARCHIVE_SQL}`,
-        [['ctm_probe_1', 'ctm_probe_2']],
+        [['ctm_probe_1', 'ctm_probe_2'], PARKED_REASON, new Date(Date.now() - 30 * DAY_MS)],
       );
       const plan = rows.map((row) => row['QUERY PLAN']).join('\n');
       expect(plan).toContain('webhook_events_billing_customer_idx');

@@ -678,7 +678,7 @@ export interface paths {
         put?: never;
         /**
          * Unsubscribe (one click)
-         * @description RFC 8058 one-click: mail clients POST `List-Unsubscribe=One-Click`; the token in `t` authenticates. Answers JSON, or a page to a browser form.
+         * @description RFC 8058 one-click: mail clients POST `List-Unsubscribe=One-Click`; the token in `t` authenticates. Answers JSON, or a page to a browser form. A valid token is never refused for the per-user e-mail link limit (the withdrawal is idempotent); a refused token counts for its client address.
          */
         post: operations["UnsubscribeController_oneClick"];
         delete?: never;

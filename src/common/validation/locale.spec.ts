@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { canonicalLocale } from './locale.js';
+import { canonicalLocale, localeMatchKeys } from './locale.js';
 
 describe('canonicalLocale', () => {
   it('puts a tag in BCP 47 canonical case', () => {
@@ -118,5 +118,21 @@ describe('canonicalLocale', () => {
       expect({ tag, canonical: canonicalLocale(tag) }).toEqual({ tag, canonical: null });
     }
     expect(canonicalLocale(42 as unknown as string)).toBeNull();
+  });
+});
+
+describe('localeMatchKeys', () => {
+  it('adds the replacement of an alias the admin wrote', () => {
+    expect(localeMatchKeys('IW')).toEqual(expect.arrayContaining(['iw', 'he']));
+  });
+
+  it('adds every alias stored under the written tag, from the same alias data as canonicalLocale', () => {
+    expect(localeMatchKeys('he')).toEqual(['he', ...['heb', 'iw'].sort()]);
+    expect(localeMatchKeys('id')).toEqual(expect.arrayContaining(['id', 'in']));
+    expect(localeMatchKeys('yi')).toEqual(expect.arrayContaining(['yi', 'ji']));
+    expect(localeMatchKeys('he_IL')).toEqual(expect.arrayContaining(['he-il', 'iw-il']));
+    expect(localeMatchKeys('sr-Latn')).toEqual(expect.arrayContaining(['sr-latn', 'sh']));
+    // Every key names a tag that canonicalLocale stores under the written one.
+    for (const key of localeMatchKeys('ro')) expect(canonicalLocale(key)).toBe('ro');
   });
 });

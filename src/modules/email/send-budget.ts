@@ -54,21 +54,30 @@ export class EmailSendBudget {
     );
     const used = Number(count ?? 0);
     const firstAt = first === null ? null : Number(first);
-    if (used > 0 && firstAt !== null && this.now() - firstAt >= IDEMPOTENCY_WINDOW_MS) {
+    // A count without its first time (kept by an earlier version for less long than the count) is of a
+    // request made at an unknown time, so maybe past the window: treated as past it.
+    if (used > 0 && (firstAt === null || this.now() - firstAt >= IDEMPOTENCY_WINDOW_MS)) {
       return { used, left: 0, spent: windowPassedError(used, firstAt, lastAnswer) };
     }
     const left = Math.max(0, this.limit - used);
     return { used, left, spent: left === 0 ? budgetSpentError(used, lastAnswer) : null };
   }
 
-  /** Counts one request, before it is made (a request whose answer is lost still counts). */
+  /**
+   * Counts one request, before it is made (a request whose answer is lost still counts). Both keys' expiry
+   * moves with each request, in one MULTI, so the first request's time lives exactly as long as the count:
+   * set once with its own expiry, it expired first and the count then read as a fresh budget within the
+   * window rule's reach, and once both had expired the whole budget came back.
+   */
   async count(idempotencyKey: string): Promise<void> {
     const key = this.key(idempotencyKey);
+    const firstKey = this.firstKey(idempotencyKey);
     await this.redis.client
       .multi()
       .incr(key)
       .expire(key, TTL_SECONDS)
-      .set(this.firstKey(idempotencyKey), String(this.now()), 'EX', TTL_SECONDS, 'NX')
+      .set(firstKey, String(this.now()), 'NX')
+      .expire(firstKey, TTL_SECONDS)
       .exec();
   }
 
@@ -88,9 +97,10 @@ export function budgetSpentError(used: number, lastAnswer?: string): string {
 }
 
 /** Why an e-mail whose outcome is unknown is not sent again after the provider's idempotency window. */
-function windowPassedError(used: number, firstAt: number, lastAnswer?: string): string {
+function windowPassedError(used: number, firstAt: number | null, lastAnswer?: string): string {
+  const from = firstAt === null ? 'an unknown time' : new Date(firstAt).toISOString();
   const passed =
-    `outcome unknown after ${used} provider request(s) from ${new Date(firstAt).toISOString()}; ` +
+    `outcome unknown after ${used} provider request(s) from ${from}; ` +
     'not resent past the provider idempotency window (it could deliver twice)';
   return lastAnswer ? `${lastAnswer}; ${passed}` : passed;
 }

@@ -11,7 +11,7 @@ import {
 import type { Request, Response } from 'express';
 import { Public } from '../../common/decorators/public.decorator.js';
 import { ApiErrors } from '../../common/openapi/api-errors.decorator.js';
-import { EmailLinkRoutes } from './email-link-limit.guard.js';
+import { EmailLinkRoutes, NeverRefusedEmailLink } from './email-link-limit.guard.js';
 import { UnsubscribedDto } from './dto/consent-links.dto.js';
 import { UnsubscribeService } from './unsubscribe.service.js';
 import { confirmationPage, pageOrJson, unsubscribedPage } from './unsubscribe.pages.js';
@@ -54,9 +54,10 @@ export class UnsubscribeController {
   @ApiOperation({
     summary: 'Unsubscribe (one click)',
     description:
-      'RFC 8058 one-click: mail clients POST `List-Unsubscribe=One-Click`; the token in `t` authenticates. Answers JSON, or a page to a browser form.',
+      'RFC 8058 one-click: mail clients POST `List-Unsubscribe=One-Click`; the token in `t` authenticates. Answers JSON, or a page to a browser form. A valid token is never refused for the per-user e-mail link limit (the withdrawal is idempotent); a refused token counts for its client address.',
   })
   @Post('unsubscribe')
+  @NeverRefusedEmailLink()
   @HttpCode(200)
   @ApiQuery(TOKEN_QUERY)
   @ApiConsumes('application/x-www-form-urlencoded', 'multipart/form-data')

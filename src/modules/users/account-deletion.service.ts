@@ -183,6 +183,7 @@ export class AccountDeletionService {
             await this.webhookArchive.scrubBillingArchive(
               tx,
               await this.users.exclusiveBillingCustomersOf(tx, due.id),
+              now,
             );
             await this.users.hardDelete(tx, due.id);
             return 'deleted' as const;

@@ -546,13 +546,23 @@ export class WebhookInboxRepository {
    * row (dedupe history, status, type, times) and loses its payload, as the identity and e-mail rows do:
    * Paddle's raw events hold personal data (a customer.* event the e-mail address and name, a transaction the
    * cardholder's name) that used to outlive the erasure for the archive's 90 days. The key is the customer id
-   * (billing_archive_customer, through webhook_events_billing_customer_idx). Rows in every status: the
-   * caller passes only customer ids no other account holds, so every matched row is the user's own, and a
-   * row still RECEIVED is archived SKIPPED (ERASED_REASON) by the worker.
+   * (billing_archive_customer, through webhook_events_billing_customer_idx); the caller passes only customer
+   * ids no other account holds. Only rows no longer waiting to be applied are scrubbed: not RECEIVED, not
+   * FAILED with an automatic re-apply to come (`retry_at`), not parked (SKIPPED PARKED_REASON within
+   * PARKED_WINDOW_MS of `now`, which the subscription's created re-applies, parkedFor). Paddle reuses a
+   * customer for the same address, so such a row may be another account's payment (the erased person signed
+   * up again, a subscription or one-time purchase not applied yet; payments store no customer id, and no
+   * account holds the customer until the event is applied): redacted, the worker would archive it SKIPPED
+   * (ERASED_REASON) and the payment would grant nothing. Those rows keep their payload until they are
+   * applied or retention prunes them, as the e-mail rows matched by an address alone do.
    */
-  async scrubBillingArchive(tx: Tx, customerIds: string[]): Promise<number> {
+  async scrubBillingArchive(tx: Tx, customerIds: string[], now: Date): Promise<number> {
     if (customerIds.length === 0) return 0;
-    const { rowCount } = await driverOf(tx).query(SCRUB_BILLING_ARCHIVE_SQL, [customerIds]);
+    const { rowCount } = await driverOf(tx).query(SCRUB_BILLING_ARCHIVE_SQL, [
+      customerIds,
+      PARKED_REASON,
+      new Date(now.getTime() - PARKED_WINDOW_MS),
+    ]);
     return rowCount ?? 0;
   }
 }
@@ -580,13 +590,17 @@ export const SCRUB_EMAIL_ARCHIVE_SQL = `
 /**
  * The billing archive scrub (scrubBillingArchive), through the partial index
  * webhook_events_billing_customer_idx on billing_archive_customer(payload) (migration
- * 20261210090000_billing_archive_customer_index). Exported for the plan check in
- * test/users/erasure-audit.e2e-spec.ts.
+ * 20261210090000_billing_archive_customer_index). Rows still to be applied are left (see
+ * scrubBillingArchive): RECEIVED, FAILED with `retry_at`, and parked ($2 the reason, $3 the oldest
+ * receipt parkedFor still re-applies). As for the e-mail scrub, the status is re-checked on a row the
+ * worker held. Exported for the plan check in test/users/erasure-audit.e2e-spec.ts.
  */
 export const SCRUB_BILLING_ARCHIVE_SQL = `
   UPDATE webhook_events
   SET payload = jsonb_build_object('redacted', true, 'type', payload->>'event_type')
-  WHERE provider = 'billing' AND billing_archive_customer(payload) = ANY($1::text[])`;
+  WHERE provider = 'billing' AND billing_archive_customer(payload) = ANY($1::text[])
+    AND status <> 'RECEIVED'::"WebhookEventStatus" AND retry_at IS NULL
+    AND NOT (status = 'SKIPPED'::"WebhookEventStatus" AND error IS NOT DISTINCT FROM $2::text AND received_at >= $3::timestamptz)`;
 
 export interface ArchiveFilter {
   provider?: string;
