@@ -302,6 +302,16 @@ export class CreditsRepository {
       WHERE id = ${userId}::uuid`;
   }
 
+  /** The user's open reservations (metered calls in flight): their job ids, credits and purchased part. */
+  async openHoldsOf(db: Db, userId: string): Promise<{ jobId: string; amount: number; purchased: number }[]> {
+    const rows = await db.creditHold.findMany({
+      where: { userId },
+      select: { jobId: true, amount: true, purchased: true },
+      orderBy: { createdAt: 'asc' },
+    });
+    return rows;
+  }
+
   /**
    * Plan credits the user's open reservations made under the allowances `allowanceJobIds` hold (their
    * amount less the purchased part).

@@ -439,6 +439,14 @@ export class CreditsService {
           purchasedFirst,
         )
       : null;
+    if (split) {
+      // Calls in flight: what they give back later fills the hole this claw-back makes (restoreClawBacks).
+      const holds = (await this.ledger.openHoldsOf(tx, userId)).filter((h) => h.amount > h.purchased);
+      if (holds.length > 0) {
+        split.held = holds.reduce((sum, h) => sum + h.amount - h.purchased, 0);
+        split.holds = holds.map((h) => `${h.jobId}:${h.purchased}`).join(' ');
+      }
+    }
     const result = await this.clawBack(tx, {
       userId,
       amount,
@@ -523,7 +531,8 @@ export class CreditsService {
         rule.kind === 'cap' && !(split && current)
           ? await this.ledger.expiredSince(tx, userId, row.createdAt)
           : false;
-      const part = restorableOf({ taken: -row.delta, split, rule, current, expiredSince });
+      const returned = split ? await this.returnedBy(tx, userId, split) : 0;
+      const part = restorableOf({ taken: -row.delta, split, rule, current, expiredSince, returned });
       restorable += part.restorable;
       expired += part.expired;
       purchased += split?.purchased ?? 0;
@@ -558,6 +567,29 @@ export class CreditsService {
       applied: result.applied,
       expired,
     };
+  }
+
+  /**
+   * Plan credits the reservations open at a claw-back (its split's `holds`) gave back since: each closing
+   * row's (`settle` or `refund`) credits less the purchased credits it returned (what the hold took from
+   * purchased credits comes back first: MeteredCreditsService), at most what they held.
+   */
+  private async returnedBy(tx: Tx, userId: string, split: ClawBackSplit): Promise<number> {
+    if (!split.holds || !split.held) return 0;
+    const purchased = new Map<string, number>();
+    for (const entry of split.holds.split(' ')) {
+      const at = entry.lastIndexOf(':');
+      if (at > 0) purchased.set(entry.slice(0, at), Number(entry.slice(at + 1)) || 0);
+    }
+    const closing = await this.ledger.rowsOf(
+      tx,
+      [...purchased.keys()],
+      [CREDIT_KINDS.settle, CREDIT_KINDS.refund],
+    );
+    const returned = closing
+      .filter((r) => r.userId === userId && r.delta > 0)
+      .reduce((sum, r) => sum + Math.max(0, r.delta - (purchased.get(r.jobId) ?? 0)), 0);
+    return Math.min(returned, split.held);
   }
 
   /**
@@ -818,6 +850,8 @@ function splitOf(row: CreditTransaction): ClawBackSplit | null {
     purchased?: unknown;
     allowance?: unknown;
     left?: unknown;
+    held?: unknown;
+    holds?: unknown;
   } | null;
   const count = (value: unknown) => (typeof value === 'number' && Number.isInteger(value) ? value : null);
   const unspent = count(details?.unspent);
@@ -827,5 +861,7 @@ function splitOf(row: CreditTransaction): ClawBackSplit | null {
     purchased: count(details?.purchased) ?? 0,
     allowance: typeof details?.allowance === 'string' ? details.allowance : null,
     left: count(details?.left) ?? 0,
+    held: count(details?.held) ?? 0,
+    holds: typeof details?.holds === 'string' ? details.holds : undefined,
   };
 }
