@@ -333,6 +333,7 @@ const OUTLIVES_ERASURE: Record<string, string> = {
       'created_at',
       'updated_at',
       'clawed_back_credits',
+      'restored_credits',
       'type',
     ].map((c) => [`billing_adjustments.${c}`, NOTHING]),
   ),

@@ -98,3 +98,31 @@ describe('reversedShare', () => {
     expect(reversedShare(0, { reversed: 18_000, charged: 18_000 })).toBe(0);
   });
 });
+
+describe('restorableOf with reservations open at the claw-back', () => {
+  const none = { kind: 'none' } as const;
+  const cap = { kind: 'cap', cap: 700 } as const;
+  // 1000 of month 0, 600 held by a call in flight: the chargeback took 400 unspent and 600 below zero.
+  const split = { unspent: 400, purchased: 0, allowance: 'm0', left: 0, held: 600, holds: 'ai-1:0' };
+
+  it('counts what the calls gave back as unspent plan credits, as if they had failed before it', () => {
+    const closed = { taken: 1000, split, current: false, expiredSince: false };
+    expect(restorableOf({ ...closed, rule: none, returned: 600 })).toEqual({ restorable: 0, expired: 1000 });
+    expect(restorableOf({ ...closed, rule: cap, returned: 600 })).toEqual({ restorable: 700, expired: 300 });
+    // Settled at 100: the 100 charged were spent and come back in full.
+    expect(restorableOf({ ...closed, rule: none, returned: 500 })).toEqual({ restorable: 100, expired: 900 });
+    // Nothing given back yet (still in flight), or the month still current: as before.
+    expect(restorableOf({ ...closed, rule: none })).toEqual({ restorable: 600, expired: 400 });
+    expect(restorableOf({ ...closed, current: true, rule: none, returned: 600 })).toEqual({
+      restorable: 1000,
+      expired: 0,
+    });
+  });
+
+  it('counts what the calls gave back beyond the hole as unspent credits the claw-back left', () => {
+    // 300 taken of 400 unspent, 600 held: the returned 600 are left (cap room 700 - 100 - 600 = 0).
+    const small = { unspent: 300, purchased: 0, allowance: 'm0', left: 100, held: 600, holds: 'ai-1:0' };
+    const input = { taken: 300, split: small, current: false, expiredSince: false, returned: 600 };
+    expect(restorableOf({ ...input, rule: cap })).toEqual({ restorable: 0, expired: 300 });
+  });
+});

@@ -14,6 +14,13 @@ export interface ClawBackSplit {
   allowance: string | null;
   /** Unspent plan credits it left. */
   left: number;
+  /**
+   * Plan credits the user's open reservations held when it ran (metered calls in flight; 0 or absent:
+   * none, or a claw-back from before 2026-12-11), and those reservations, `<job id>:<purchased credits
+   * held>` separated by spaces: what they give back later fills the hole the claw-back made.
+   */
+  held?: number;
+  holds?: string;
 }
 
 /**
@@ -44,7 +51,9 @@ export function splitClawBack(
  * under `cap:n` what the cap would have kept on top of the unspent plan credits the claw-back left
  * (`n - left`), and none once any close since expired credits (the user's unspent credits were over the cap
  * without them). A claw-back recorded without its split (before 2026-12-09) counts as unspent plan credits
- * of an allowance that has closed.
+ * of an allowance that has closed. Plan credits held by calls in flight at the claw-back were not in the
+ * balance; what those calls gave back since (`returned`) filled the hole first and counts as unspent, so a
+ * won chargeback gives back the same whether a call failed just before or just after the chargeback.
  */
 export function restorableOf(input: {
   taken: number;
@@ -52,16 +61,26 @@ export function restorableOf(input: {
   rule: RolloverRule;
   current: boolean;
   expiredSince: boolean;
+  /**
+   * Plan credits the reservations open at the claw-back (split `holds`) gave back since: they were
+   * unspent plan credits, so the part of the "already spent" share they filled counts as unspent (the rule
+   * applies), the rest as unspent credits the claw-back left.
+   */
+  returned?: number;
 }): { restorable: number; expired: number } {
   const taken = Math.max(0, input.taken);
   const split = input.split ?? { unspent: taken, purchased: 0, allowance: null, left: 0 };
-  const unspent = Math.min(Math.max(0, split.unspent), taken);
+  const spent = Math.max(0, taken - Math.max(0, split.unspent) - Math.max(0, split.purchased));
+  const returned = input.split ? Math.max(0, input.returned ?? 0) : 0;
+  const filled = Math.min(returned, spent);
+  const left = Math.max(0, split.left) + returned - filled;
+  const unspent = Math.min(Math.max(0, split.unspent) + filled, taken);
   const kept =
     input.rule.kind === 'full' || (input.split && input.current)
       ? unspent
       : input.rule.kind === 'none' || input.expiredSince
         ? 0
-        : Math.min(unspent, Math.max(0, input.rule.cap - Math.max(0, split.left)));
+        : Math.min(unspent, Math.max(0, input.rule.cap - left));
   return { restorable: taken - unspent + kept, expired: unspent - kept };
 }
 

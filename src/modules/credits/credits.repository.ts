@@ -292,12 +292,36 @@ export class CreditsRepository {
     });
   }
 
-  /** More plan credits carried over from the closed allowance (a reservation given back after the close). */
+  /**
+   * Moves what the closed allowance left (users.plan_carried_credits, signed): up by plan credits a
+   * reservation gives back after the close, down by what a claw-back took of credits still held.
+   */
   async addCarried(tx: Tx, userId: string, credits: number) {
-    await tx.user.update({
-      where: { id: userId },
-      data: { planCarriedCredits: { increment: credits } },
+    await tx.$executeRaw`
+      UPDATE users SET plan_carried_credits = COALESCE(plan_carried_credits, 0) + ${credits}::int
+      WHERE id = ${userId}::uuid`;
+  }
+
+  /** The user's open reservations (metered calls in flight): their job ids, credits and purchased part. */
+  async openHoldsOf(db: Db, userId: string): Promise<{ jobId: string; amount: number; purchased: number }[]> {
+    const rows = await db.creditHold.findMany({
+      where: { userId },
+      select: { jobId: true, amount: true, purchased: true },
+      orderBy: { createdAt: 'asc' },
     });
+    return rows;
+  }
+
+  /**
+   * Plan credits the user's open reservations made under the allowances `allowanceJobIds` hold (their
+   * amount less the purchased part).
+   */
+  async heldUnder(db: Db, userId: string, allowanceJobIds: string[]): Promise<number> {
+    if (allowanceJobIds.length === 0) return 0;
+    const rows = await db.$queryRaw<{ sum: bigint | null }[]>`
+      SELECT SUM(amount - purchased)::bigint AS sum FROM credit_holds
+      WHERE user_id = ${userId}::uuid AND plan_job_id = ANY(${allowanceJobIds}::text[])`;
+    return Number(rows[0]?.sum ?? 0);
   }
 
   /**

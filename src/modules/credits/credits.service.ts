@@ -181,7 +181,10 @@ export class CreditsService {
     });
     if (!result.applied) return { ...result, expired: 0 };
     const state = await this.ledger.planState(tx, input.userId);
-    const plan = state ? Math.max(result.balance - Math.min(state.purchased, result.balance), 0) : 0;
+    // Plan credits in the balance, signed: below zero when a claw-back took the balance below zero (a hole
+    // that credits given back later fill first, as they would have before the close).
+    const signed = state ? result.balance - Math.min(state.purchased, Math.max(result.balance, 0)) : 0;
+    const plan = Math.max(signed, 0);
     if (input.catchUp && state?.planStartsAt && input.startsAt.getTime() < state.planStartsAt.getTime()) {
       // Caught up behind a later allowance that came late: it stays the current one and closes nothing.
       return { ...result, expired: 0 };
@@ -197,7 +200,9 @@ export class CreditsService {
     }
     let expired = 0;
     let balance = result.balance;
-    // Plan credits of the closed allowance that stay (the room of a `cap` rule used at the close).
+    // What the closed allowance leaves after its expiry, signed (users.plan_carried_credits): the plan
+    // credits that stay (the room of a `cap` rule used at the close), or below zero the hole its credits
+    // left; a reservation made under it and given back later expires only what it adds beyond that.
     let carried = 0;
     const previous = state?.planJobId;
     if (previous && previous !== input.jobId && !input.catchUp) {
@@ -206,7 +211,7 @@ export class CreditsService {
         closedBy: input.jobId,
         balance,
       }));
-      carried = Math.max(0, plan - input.amount - expired);
+      carried = signed - input.amount - expired;
     } else if (previous && previous !== input.jobId) {
       // A catch-up closes nothing: the plan credits (and those of calls in flight) stay in their period.
       carried = state?.planCarried ?? 0;
@@ -228,7 +233,9 @@ export class CreditsService {
    * (`reservedUnder`, recorded on its hold) was closed by the next one: the `returnedPlan` plan credits
    * it gives back were unspent plan credits of the closed allowance, so they expire under that
    * allowance's rule as if they had been in the balance at the close (none: all; cap: what exceeds the
-   * cap beyond what the close already carried over; full: nothing). One `expiry` row keyed on the call's
+   * cap beyond what the close already carried over; full: nothing), after filling the hole the close left
+   * (users.plan_carried_credits below zero: a claw-back of the closed allowance's payment, also one that
+   * ran while the call was in flight and took its held credits, clawBackGrants). One `expiry` row keyed on the call's
    * job id, in the caller's transaction, which holds the user-row lock (its closing row took it). Without
    * this, credits reserved at the renewal escaped the rollover rule (docs/decisions/credits.md).
    */
@@ -241,7 +248,8 @@ export class CreditsService {
     if (!state?.planPeriod || state.planPeriod === input.reservedUnder) return 0;
     const rule = await this.allowanceRule(tx, input.reservedUnder, state.currentTier);
     if (rule.kind === 'full') return 0;
-    const carriedBefore = rule.kind === 'cap' ? Math.min(state.planCarried, rule.cap) : 0;
+    // Signed: what the close left (a hole below zero); rows from before 2026-12-11 hold 0 under `none`.
+    const carriedBefore = Math.min(state.planCarried, rule.kind === 'cap' ? rule.cap : 0);
     const plan = Math.max(0, state.balance - Math.min(state.purchased, state.balance));
     const expiring = Math.min(
       expiringCredits(rule, carriedBefore + input.returnedPlan) - expiringCredits(rule, carriedBefore),
@@ -249,7 +257,7 @@ export class CreditsService {
       plan,
     );
     const kept = input.returnedPlan - Math.max(expiring, 0);
-    if (rule.kind === 'cap' && kept > 0) await this.ledger.addCarried(tx, input.userId, kept);
+    if (kept > 0) await this.ledger.addCarried(tx, input.userId, kept);
     if (expiring <= 0) return 0;
     const row = await this.apply(
       tx,
@@ -422,7 +430,8 @@ export class CreditsService {
       return { userId, credits: existing ? -existing.delta : 0, applied: false };
     }
     const purchasedFirst = first.some((g) => g.kind === CREDIT_KINDS.purchase);
-    const state = input.recordSplit ? await this.ledger.planState(tx, userId) : null;
+    const plan = await this.ledger.planState(tx, userId);
+    const state = input.recordSplit ? plan : null;
     const split = state
       ? splitClawBack(
           { balance: state.balance, purchased: state.purchased, allowance: state.planPeriod },
@@ -430,6 +439,14 @@ export class CreditsService {
           purchasedFirst,
         )
       : null;
+    if (split) {
+      // Calls in flight: what they give back later fills the hole this claw-back makes (restoreClawBacks).
+      const holds = (await this.ledger.openHoldsOf(tx, userId)).filter((h) => h.amount > h.purchased);
+      if (holds.length > 0) {
+        split.held = holds.reduce((sum, h) => sum + h.amount - h.purchased, 0);
+        split.holds = holds.map((h) => `${h.jobId}:${h.purchased}`).join(' ');
+      }
+    }
     const result = await this.clawBack(tx, {
       userId,
       amount,
@@ -443,7 +460,35 @@ export class CreditsService {
         ...(split ?? {}),
       },
     });
+    if (result.applied) {
+      await this.takeFromHeld(tx, userId, jobIds, plan?.planPeriod ?? null, amount, granted - already);
+    }
     return { userId, credits: result.applied ? amount : -result.transaction.delta, applied: result.applied };
+  }
+
+  /**
+   * A claw-back of a payment whose allowance (`jobIds`) was closed while metered calls reserved under it are
+   * still in flight takes its share of their held plan credits too (the share `amount` is of the `left`
+   * credits of the payment): those credits count as taken, so the expiry of what the calls give back later
+   * (expireReturned) starts that far below what the close left instead of expiring them a second time. In
+   * users.plan_carried_credits, under the user-row lock the caller holds.
+   */
+  private async takeFromHeld(
+    tx: Tx,
+    userId: string,
+    jobIds: string[],
+    current: string | null,
+    amount: number,
+    left: number,
+  ): Promise<void> {
+    const held = await this.ledger.heldUnder(
+      tx,
+      userId,
+      jobIds.filter((jobId) => jobId !== current),
+    );
+    if (held <= 0 || amount <= 0) return;
+    const taken = Math.min(held, clawBackShare(held, { refunded: amount, paid: Math.max(left, amount) }));
+    if (taken > 0) await this.ledger.addCarried(tx, userId, -taken);
   }
 
   /**
@@ -486,7 +531,8 @@ export class CreditsService {
         rule.kind === 'cap' && !(split && current)
           ? await this.ledger.expiredSince(tx, userId, row.createdAt)
           : false;
-      const part = restorableOf({ taken: -row.delta, split, rule, current, expiredSince });
+      const returned = split ? await this.returnedBy(tx, userId, split) : 0;
+      const part = restorableOf({ taken: -row.delta, split, rule, current, expiredSince, returned });
       restorable += part.restorable;
       expired += part.expired;
       purchased += split?.purchased ?? 0;
@@ -521,6 +567,29 @@ export class CreditsService {
       applied: result.applied,
       expired,
     };
+  }
+
+  /**
+   * Plan credits the reservations open at a claw-back (its split's `holds`) gave back since: each closing
+   * row's (`settle` or `refund`) credits less the purchased credits it returned (what the hold took from
+   * purchased credits comes back first: MeteredCreditsService), at most what they held.
+   */
+  private async returnedBy(tx: Tx, userId: string, split: ClawBackSplit): Promise<number> {
+    if (!split.holds || !split.held) return 0;
+    const purchased = new Map<string, number>();
+    for (const entry of split.holds.split(' ')) {
+      const at = entry.lastIndexOf(':');
+      if (at > 0) purchased.set(entry.slice(0, at), Number(entry.slice(at + 1)) || 0);
+    }
+    const closing = await this.ledger.rowsOf(
+      tx,
+      [...purchased.keys()],
+      [CREDIT_KINDS.settle, CREDIT_KINDS.refund],
+    );
+    const returned = closing
+      .filter((r) => r.userId === userId && r.delta > 0)
+      .reduce((sum, r) => sum + Math.max(0, r.delta - (purchased.get(r.jobId) ?? 0)), 0);
+    return Math.min(returned, split.held);
   }
 
   /**
@@ -781,6 +850,8 @@ function splitOf(row: CreditTransaction): ClawBackSplit | null {
     purchased?: unknown;
     allowance?: unknown;
     left?: unknown;
+    held?: unknown;
+    holds?: unknown;
   } | null;
   const count = (value: unknown) => (typeof value === 'number' && Number.isInteger(value) ? value : null);
   const unspent = count(details?.unspent);
@@ -790,5 +861,7 @@ function splitOf(row: CreditTransaction): ClawBackSplit | null {
     purchased: count(details?.purchased) ?? 0,
     allowance: typeof details?.allowance === 'string' ? details.allowance : null,
     left: count(details?.left) ?? 0,
+    held: count(details?.held) ?? 0,
+    holds: typeof details?.holds === 'string' ? details.holds : undefined,
   };
 }

@@ -145,6 +145,15 @@ export class PaymentsRepository {
   }
 
   /**
+   * What the restore of a won chargeback (an approved `chargeback_reverse`) gave back (0: nothing was due),
+   * written once it ran: it never runs again under that reverse.
+   */
+  async recordRestore(tx: Tx, id: string, credits: number): Promise<void> {
+    // Raw: Prisma's @updatedAt would overwrite updated_at, the provider's, which orders adjustment events.
+    await tx.$executeRaw`UPDATE billing_adjustments SET restored_credits = ${credits} WHERE id = ${id}::uuid`;
+  }
+
+  /**
    * The claw-back lock of one provider transaction, held until the caller's transaction ends: an approved
    * refund or chargeback of it and every event that grants what it paid for (its transaction.completed, a
    * pack's or a renewal's) take it before they read the other's rows, so the one applied second sees what the

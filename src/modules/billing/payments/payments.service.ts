@@ -445,7 +445,10 @@ export class PaymentsService {
    * the claw-back of a chargeback of it has run, whichever comes second (both hold the transaction's claw-back
    * lock). The credits are the chargebacks' claw-backs less what the rollover rule would have expired of them,
    * in the share the reverses returned of what the chargebacks did (CreditsService.restoreClawBacks); one
-   * ledger row keyed on the first approved reverse that has none yet, so a redelivery gives nothing twice.
+   * ledger row keyed on the first approved reverse whose restore has not run, so a redelivery gives nothing
+   * twice. The restore's outcome is recorded on the reverse (`restored_credits`, 0 when nothing was due and
+   * no row was written): a reverse that gave nothing is done too, and a later chargeback of the payment is
+   * not given back under its key.
    */
   private async restoreChargebacks(tx: Tx, event: BillingEvent, transactionId: string): Promise<void> {
     const adjustments = await this.payments.approvedAdjustmentsOf(tx, transactionId, [
@@ -457,11 +460,12 @@ export class PaymentsService {
     if (reverses.length === 0 || chargebacks.length === 0) return;
     const payment = await this.payments.findPayment(tx, transactionId);
     if (!payment) return;
-    const done = await this.credits.clawBacksOf(
+    // A reverse whose restore ran (its outcome recorded, 0 included; before the column: its ledger row).
+    const recorded = await this.credits.clawBacksOf(
       tx,
-      reverses.map((r) => r.providerAdjustmentId),
+      reverses.filter((r) => r.restoredCredits === null).map((r) => r.providerAdjustmentId),
     );
-    const reverse = reverses.find((r) => !done.has(r.providerAdjustmentId));
+    const reverse = reverses.find((r) => r.restoredCredits === null && !recorded.has(r.providerAdjustmentId));
     if (!reverse) return;
     const sum = (list: typeof adjustments) =>
       list.reduce((total, a) => total + returnedBy(a, payment.amountTotal), 0);
@@ -472,7 +476,10 @@ export class PaymentsService {
       money: { reversed: sum(reverses), charged: sum(chargebacks) },
       details: { adjustment_id: reverse.providerAdjustmentId, action: CHARGEBACK_REVERSE },
     });
-    if (!restored?.applied) return;
+    if (!restored) return;
+    // Final, also when nothing was due (no ledger row): a later chargeback is not given back under it.
+    await this.payments.recordRestore(tx, reverse.id, restored.credits);
+    if (!restored.applied) return;
     await this.audit.record(tx, {
       actor: event.actor ?? webhookActor('billing'),
       action: 'credits.clawback_reversed',
