@@ -39,8 +39,9 @@ describe('audience', () => {
     expect(sql).toContain('u.current_tier = ANY($1::text[])');
     expect(params.values).toEqual([
       ["PRO'; DROP TABLE users; --"],
-      ['de'],
-      ['de-%'],
+      // `de` and the ISO 639-2 codes stored before aliases were replaced (users.md, locale).
+      ['de', 'deu', 'ger'],
+      ['de-%', 'deu-%', 'ger-%'],
       new Date('2026-01-01T00:00:00.000Z'),
     ]);
   });
