@@ -15,6 +15,7 @@ import {
   subscriptionEvent,
   transactionEvent,
 } from '../support/billing.js';
+import { installRowFault, type RowFault } from '../support/row-fault.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -30,25 +31,19 @@ describe('billing webhooks: automatic re-apply of events that failed for good', 
   let env: TestEnv;
   let api: ApiApp;
   let worker: INestApplication;
+  let fault: RowFault;
 
   beforeAll(async () => {
     env = await TestEnv.create();
     api = await env.startApi();
     worker = await env.startWorker();
-    // A database fault on the payments of the listed transactions (a stand-in for any handler failure: a
-    // lock timeout, a deadlock storm, a bad deploy), until the test lifts it.
-    await api.prisma.$executeRawUnsafe(`CREATE TABLE reapply_refuse (txn text PRIMARY KEY)`);
-    await api.prisma.$executeRawUnsafe(`
-      CREATE FUNCTION reapply_refuse_payment() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF EXISTS (SELECT 1 FROM reapply_refuse WHERE txn = NEW.provider_transaction_id) THEN
-          RAISE EXCEPTION 'test: database refused';
-        END IF;
-        RETURN NEW;
-      END $$`);
-    await api.prisma.$executeRawUnsafe(
-      `CREATE TRIGGER reapply_refuse_payment BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION reapply_refuse_payment()`,
-    );
+    // A database fault on the payments of the listed transactions, until the test lifts it.
+    fault = await installRowFault(api.prisma, {
+      name: 'reapply_refuse_payment',
+      table: 'payments',
+      on: 'INSERT',
+      key: 'NEW.provider_transaction_id',
+    });
   });
   afterAll(() => env.close());
 
@@ -77,7 +72,7 @@ describe('billing webhooks: automatic re-apply of events that failed for good', 
   it('re-applies a renewal that failed for good once its cause is gone, once, without an operator', async () => {
     const { user, subId } = await subscribe(api, 'PRO');
     const renewal = transactionEvent({ subId, origin: 'subscription_recurring', total: '1500' });
-    await api.prisma.$executeRawUnsafe(`INSERT INTO reapply_refuse VALUES ($1)`, renewal.data.id);
+    await fault.refuse(renewal.data.id);
     expect((await deliver(api, renewal)).outcome).toBe('failed');
     const failed = await archived(renewal.event_id);
     expect(failed).toMatchObject({ status: 'FAILED', autoReapplies: 0 });
@@ -95,7 +90,7 @@ describe('billing webhooks: automatic re-apply of events that failed for good', 
       auto_reapplies: 0,
     });
 
-    await api.prisma.$executeRawUnsafe(`DELETE FROM reapply_refuse`);
+    await fault.lift();
     const counted = await reappliedCount();
     expect(await inbox().reapplyDue(new Date(due))).toBe(1);
     const processed = await untilStatus(renewal.event_id, 'PROCESSED');
@@ -145,10 +140,10 @@ describe('billing webhooks: automatic re-apply of events that failed for good', 
     try {
       const { user, subId } = await subscribe(api, 'PRO');
       const renewal = transactionEvent({ subId, origin: 'subscription_recurring', total: '1500' });
-      await api.prisma.$executeRawUnsafe(`INSERT INTO reapply_refuse VALUES ($1)`, renewal.data.id);
+      await fault.refuse(renewal.data.id);
       expect((await deliver(api, renewal)).outcome).toBe('failed');
       const due = (await archived(renewal.event_id)).retryAt!;
-      await api.prisma.$executeRawUnsafe(`DELETE FROM reapply_refuse`);
+      await fault.lift();
 
       await api.prisma.$executeRawUnsafe(`INSERT INTO reapply_gated VALUES ($1)`, renewal.event_id);
       await gate.query('SELECT pg_advisory_lock($1)', [GATE]);
@@ -225,9 +220,9 @@ describe('billing webhooks: automatic re-apply of events that failed for good', 
     expect(await archived(bad.event_id)).toMatchObject({ status: 'FAILED', retryAt: null });
 
     const renewal = transactionEvent({ subId, origin: 'subscription_recurring', total: '1500' });
-    await api.prisma.$executeRawUnsafe(`INSERT INTO reapply_refuse VALUES ($1)`, renewal.data.id);
+    await fault.refuse(renewal.data.id);
     expect((await deliver(api, renewal)).outcome).toBe('failed');
-    await api.prisma.$executeRawUnsafe(`DELETE FROM reapply_refuse`);
+    await fault.lift();
     // The operator replays it before its re-apply is due: applied now, and nothing is left due.
     const failed = await archived(renewal.event_id);
     expect(await api.app.get(WebhookInboxService).replay(failed.id, 'user:operator')).toMatchObject({

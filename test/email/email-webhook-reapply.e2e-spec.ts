@@ -9,6 +9,7 @@ import { createMember } from '../factories/audience.factory.js';
 import { createUser } from '../factories/user.factory.js';
 import { FakeEmailApi } from '../fakes/email-api.js';
 import { deliverEmailEvent, resendEvent, signEmailEvent } from '../support/email-webhook.js';
+import { installRowFault, type RowFault } from '../support/row-fault.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -29,6 +30,7 @@ describe('e-mail webhooks: automatic re-apply of events that failed processing',
   let env: TestEnv;
   let api: ApiApp;
   let worker: INestApplication;
+  let fault: RowFault;
 
   beforeAll(async () => {
     fake = await FakeEmailApi.start();
@@ -37,18 +39,12 @@ describe('e-mail webhooks: automatic re-apply of events that failed processing',
     api = await env.startApi();
     worker = await env.startWorker();
     worker.get(HttpClient).backoffBaseMs = 5;
-    await api.prisma.$executeRawUnsafe(`CREATE TABLE reapply_refuse (key text PRIMARY KEY)`);
-    await api.prisma.$executeRawUnsafe(`
-      CREATE FUNCTION reapply_refuse_message() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF EXISTS (SELECT 1 FROM reapply_refuse WHERE key = NEW.provider_message_id) THEN
-          RAISE EXCEPTION 'test: database refused';
-        END IF;
-        RETURN NEW;
-      END $$`);
-    await api.prisma.$executeRawUnsafe(
-      `CREATE TRIGGER reapply_refuse_message BEFORE UPDATE ON email_messages FOR EACH ROW EXECUTE FUNCTION reapply_refuse_message()`,
-    );
+    fault = await installRowFault(api.prisma, {
+      name: 'reapply_refuse_message',
+      table: 'email_messages',
+      on: 'UPDATE',
+      key: 'NEW.provider_message_id',
+    });
   });
   afterAll(() => env.close());
   beforeEach(() => fake.reset());
@@ -81,10 +77,10 @@ describe('e-mail webhooks: automatic re-apply of events that failed processing',
 
   /** Delivers an event about the message that fails processing; its FAILED row, due again in an hour. */
   async function failing(event: object, providerMessageId: string) {
-    await api.prisma.$executeRawUnsafe(`INSERT INTO reapply_refuse VALUES ($1)`, providerMessageId);
+    await fault.refuse(providerMessageId);
     const delivery = signEmailEvent(event);
     expect((await deliverEmailEvent(api, delivery)).outcome).toBe('failed');
-    await api.prisma.$executeRawUnsafe(`DELETE FROM reapply_refuse`);
+    await fault.lift();
     const row = await archived(delivery.id);
     expect(row).toMatchObject({ status: 'FAILED', autoReapplies: 0 });
     expect(row.retryAt!.getTime() - Date.now()).toBeGreaterThan(HOUR - MINUTE);

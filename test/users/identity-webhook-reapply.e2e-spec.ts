@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { JobScheduler } from '../../src/infra/queue/job-scheduler.js';
 import { WebhookInboxService } from '../../src/modules/webhooks/webhook-inbox.service.js';
 import { clerkUserEvent, deliverIdentity, signIdentityEvent } from '../support/identity-webhook.js';
+import { installRowFault, type RowFault } from '../support/row-fault.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -20,30 +21,22 @@ describe('identity webhooks: automatic re-apply of events that failed processing
   let env: TestEnv;
   let api: ApiApp;
   let worker: INestApplication;
+  let fault: RowFault;
 
   beforeAll(async () => {
     env = await TestEnv.create();
     api = await env.startApi();
     worker = await env.startWorker();
-    await api.prisma.$executeRawUnsafe(`CREATE TABLE reapply_refuse (identity_user_id text PRIMARY KEY)`);
-    await api.prisma.$executeRawUnsafe(`
-      CREATE FUNCTION reapply_refuse_user() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF EXISTS (SELECT 1 FROM reapply_refuse WHERE identity_user_id = NEW.identity_user_id) THEN
-          RAISE EXCEPTION 'test: database refused';
-        END IF;
-        RETURN NEW;
-      END $$`);
-    await api.prisma.$executeRawUnsafe(
-      `CREATE TRIGGER reapply_refuse_user BEFORE INSERT OR UPDATE ON users FOR EACH ROW EXECUTE FUNCTION reapply_refuse_user()`,
-    );
+    fault = await installRowFault(api.prisma, {
+      name: 'reapply_refuse_user',
+      table: 'users',
+      on: 'INSERT OR UPDATE',
+      key: 'NEW.identity_user_id',
+    });
   });
   afterAll(() => env.close());
 
   const inbox = () => worker.get(WebhookInboxService);
-  const refuse = (identityUserId: string) =>
-    api.prisma.$executeRawUnsafe(`INSERT INTO reapply_refuse VALUES ($1)`, identityUserId);
-  const lift = () => api.prisma.$executeRawUnsafe(`DELETE FROM reapply_refuse`);
   const archived = (eventId: string) =>
     api.prisma.webhookEvent.findUniqueOrThrow({
       where: { provider_eventId: { provider: 'identity', eventId } },
@@ -56,10 +49,10 @@ describe('identity webhooks: automatic re-apply of events that failed processing
   const userOf = (identityUserId: string) => api.prisma.user.findUnique({ where: { identityUserId } });
   /** Delivers a Clerk event that fails processing; its FAILED row, whose first re-apply is due in an hour. */
   const failing = async (event: object, identityUserId: string) => {
-    await refuse(identityUserId);
+    await fault.refuse(identityUserId);
     const delivery = signIdentityEvent(event);
     expect((await deliverIdentity(api, delivery)).outcome).toBe('failed');
-    await lift();
+    await fault.lift();
     const row = await archived(delivery.id);
     expect(row).toMatchObject({ status: 'FAILED', autoReapplies: 0 });
     expect(row.retryAt!.getTime() - Date.now()).toBeGreaterThan(HOUR - MINUTE);
@@ -182,26 +175,20 @@ describe('identity webhooks: automatic re-apply of events that failed processing
   it('a user.deleted waiting for its re-apply still keeps an older user.created from creating the account', async () => {
     // The provider deleted a person we never saw, and archiving that (SKIPPED, unknown user) failed: a
     // database fault on the archive row's final status stands in for any processing failure.
-    await api.prisma.$executeRawUnsafe(`
-      CREATE FUNCTION reapply_refuse_skip() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.status = 'SKIPPED' AND EXISTS (
-          SELECT 1 FROM reapply_refuse WHERE identity_user_id = NEW.payload->'data'->>'id') THEN
-          RAISE EXCEPTION 'test: database refused';
-        END IF;
-        RETURN NEW;
-      END $$`);
-    await api.prisma.$executeRawUnsafe(
-      `CREATE TRIGGER reapply_refuse_skip BEFORE UPDATE ON webhook_events FOR EACH ROW EXECUTE FUNCTION reapply_refuse_skip()`,
-    );
+    const skip = await installRowFault(api.prisma, {
+      name: 'reapply_refuse_skip',
+      table: 'webhook_events',
+      on: 'UPDATE',
+      key: "NEW.payload->'data'->>'id'",
+      when: "NEW.status = 'SKIPPED'",
+    });
     const id = 'user_reapply_deletion_pending';
-    await refuse(id);
+    await skip.refuse(id);
     const deleted = signIdentityEvent(
       clerkUserEvent('user.deleted', id, { at: new Date(Date.now() - MINUTE) }),
     );
     expect((await deliverIdentity(api, deleted)).outcome).toBe('failed');
-    await lift();
-    await api.prisma.$executeRawUnsafe(`DROP TRIGGER reapply_refuse_skip ON webhook_events`);
+    await skip.remove();
     expect(await archived(deleted.id)).toMatchObject({ status: 'FAILED', retryAt: expect.any(Date) });
 
     // Svix retries the earlier user.created before the deletion's re-apply is due: nothing is created.

@@ -16,7 +16,7 @@ export interface ClawBackSplit {
   left: number;
   /**
    * Plan credits the user's open reservations held when it ran (metered calls in flight; 0 or absent:
-   * none, or a claw-back from before 2026-12-11), and those reservations, `<job id>:<purchased credits
+   * none, or a claw-back from before 2026-12-07), and those reservations, `<job id>:<purchased credits
    * held>` separated by spaces: what they give back later fills the hole the claw-back made.
    */
   held?: number;
@@ -50,7 +50,7 @@ export function splitClawBack(
  * `full`; once a later allowance has closed it, under `none` none of them (they would have expired with it),
  * under `cap:n` what the cap would have kept on top of the unspent plan credits the claw-back left
  * (`n - left`), and none once any close since expired credits (the user's unspent credits were over the cap
- * without them). A claw-back recorded without its split (before 2026-12-09) counts as unspent plan credits
+ * without them). A claw-back recorded without its split (before 2026-12-07) counts as unspent plan credits
  * of an allowance that has closed. Plan credits held by calls in flight at the claw-back were not in the
  * balance; what those calls gave back since (`returned`) filled the hole first and counts as unspent, so a
  * won chargeback gives back the same whether a call failed just before or just after the chargeback.

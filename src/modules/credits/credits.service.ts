@@ -248,7 +248,7 @@ export class CreditsService {
     if (!state?.planPeriod || state.planPeriod === input.reservedUnder) return 0;
     const rule = await this.allowanceRule(tx, input.reservedUnder, state.currentTier);
     if (rule.kind === 'full') return 0;
-    // Signed: what the close left (a hole below zero); rows from before 2026-12-11 hold 0 under `none`.
+    // Signed: what the close left (a hole below zero); rows from before 2026-12-07 hold 0 under `none`.
     const carriedBefore = Math.min(state.planCarried, rule.kind === 'cap' ? rule.cap : 0);
     const plan = Math.max(0, state.balance - Math.min(state.purchased, state.balance));
     const expiring = Math.min(

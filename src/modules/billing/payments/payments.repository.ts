@@ -174,7 +174,7 @@ export class PaymentsRepository {
    * The subscription's first payment (the one subscription.created granted the first period for): its
    * earliest recorded payment of an origin that can open a subscription (NOT_FIRST_ORIGINS), or null while
    * none is recorded. A proration or one-off charge recorded before the first payment's webhook arrived is
-   * never taken for it: its refund took the first period's grant back (until 2026-12-08).
+   * never taken for it: its refund took the first period's grant back (until 2026-12-07).
    */
   firstPaymentOf(db: Db, providerSubscriptionId: string) {
     return db.payment.findFirst({

@@ -15,10 +15,12 @@ import {
 import { expectLedgerConsistent } from '../support/credits.js';
 import { type ApiApp, TestEnv } from '../support/test-env.js';
 
-// Review repros (2026-12-11): a metered call's reservation open while a claw-back of its allowance's
-// payment runs. PRO: 1000 a month, rollover none.
+// A metered call's reservation open while a claw-back of its allowance's payment runs
+// (docs/decisions/credits.md, "a reservation open across a claw-back of its closed allowance" and "a
+// claw-back's split and calls in flight"): the balance is the same whichever closes first. PRO: 1000 a
+// month, rollover none.
 
-describe('review: reservations open across a claw-back', () => {
+describe('reservations open across a claw-back', () => {
   let env: TestEnv;
   let api: ApiApp;
 
